@@ -1,0 +1,95 @@
+/**
+ * Writes a compacted journal: for every run, in creation order, one `run-snapshot` record (plan,
+ * latest checkpoint, status, timestamps) followed by `events` records holding every event of the
+ * run. Nothing is dropped: compaction removes only the framing of many small commits.
+ *
+ * For a run that can still change, events are packed separately before and after the checkpoint
+ * so that `load` keeps reading only the events after it. A terminal run's events are packed
+ * across the checkpoint, into as few records as `compactEventsChunkBytes` allows.
+ *
+ * The file is written to a temporary path and fsynced; the caller re-reads it, checks it and
+ * renames it into place.
+ */
+import * as fs from 'node:fs';
+import { encodeEvents, encodeSnapshot, recordType, type FileSlice } from './journal-codec.js';
+import type { EventSegment, RunIndex } from './journal-index.js';
+import { compactEventsChunkBytes } from './limits.js';
+import { encodeFileHeader, encodeRecord, type RecordFileKind } from './record-file.js';
+
+export interface CompactionReport {
+  runs: number;
+  events: number;
+  bytesBefore: number;
+  bytesAfter: number;
+}
+
+export interface CompactionInput {
+  temp: string;
+  kind: RecordFileKind;
+  /** Runs in creation order. */
+  runs: readonly RunIndex[];
+  isTerminal: (run: RunIndex) => boolean;
+  read: (slice: FileSlice) => Buffer;
+  bytesBefore: number;
+}
+
+export function writeCompactedJournal(input: CompactionInput): CompactionReport {
+  const fd = fs.openSync(input.temp, 'w');
+  let position = 0;
+  const write = (bytes: Uint8Array): void => {
+    let done = 0;
+    while (done < bytes.length) done += fs.writeSync(fd, bytes, done, bytes.length - done, position + done);
+    position += bytes.length;
+  };
+  let events = 0;
+  try {
+    write(encodeFileHeader(input.kind));
+    for (const run of input.runs) {
+      const snapshot = {
+        runId: run.runId,
+        createdAt: run.createdAt,
+        updatedAt: run.updatedAt,
+        lastSeq: run.lastSeq,
+        checkpointSeq: run.checkpointSeq,
+        status: run.status,
+        plan: input.read(run.plan),
+        ...(run.checkpoint ? { checkpoint: input.read(run.checkpoint) } : {}),
+      };
+      write(encodeRecord(recordType.runSnapshot, encodeSnapshot(snapshot)));
+      const cut = input.isTerminal(run) ? undefined : run.checkpointSeq;
+      for (const chunk of packSegments(run.segments, cut)) {
+        const blocks = chunk.map((segment) => input.read(segment));
+        const first = chunk[0]!.firstSeq;
+        const last = chunk[chunk.length - 1]!.lastSeq;
+        write(encodeRecord(recordType.events, encodeEvents(run.runId, first, last, Buffer.concat(blocks))));
+        events += last - first + 1;
+      }
+    }
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return { runs: input.runs.length, events, bytesBefore: input.bytesBefore, bytesAfter: position };
+}
+
+/**
+ * Groups consecutive segments into chunks of at most `compactEventsChunkBytes` (a segment larger
+ * than that stays alone), never letting a chunk cross `cutAfterSeq` when it is given.
+ */
+export function packSegments(segments: readonly EventSegment[], cutAfterSeq?: number): EventSegment[][] {
+  const chunks: EventSegment[][] = [];
+  let current: EventSegment[] = [];
+  let bytes = 0;
+  for (const segment of segments) {
+    const crossesCut = cutAfterSeq !== undefined && current.length > 0 && segment.firstSeq === cutAfterSeq + 1;
+    if (current.length > 0 && (bytes + segment.length > compactEventsChunkBytes || crossesCut)) {
+      chunks.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(segment);
+    bytes += segment.length;
+  }
+  if (current.length > 0) chunks.push(current);
+  return chunks;
+}

@@ -1,0 +1,48 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { CommitEntry } from '../../hosts/core/store.js';
+
+export function tempDir(prefix = 'router-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export const utf8 = (text: string): Uint8Array => Buffer.from(text, 'utf8');
+export const text = (bytes: Uint8Array | undefined): string | undefined => bytes && Buffer.from(bytes).toString('utf8');
+
+export function eventLine(runId: string, seq: number): string {
+  return JSON.stringify({ runId, seq, type: 'node.completed', payload: `event ${seq} of ${runId}` });
+}
+
+/** Events `from..=to` of `runId`, one per line. */
+export function eventLines(runId: string, from: number, to: number): string[] {
+  const out: string[] = [];
+  for (let seq = from; seq <= to; seq++) out.push(eventLine(runId, seq));
+  return out;
+}
+
+/** A commit entry appending `count` events after `expectedSeq`. */
+export function entry(
+  runId: string,
+  expectedSeq: number,
+  count: number,
+  extra: { plan?: string; checkpoint?: string; status?: string } = {},
+): CommitEntry {
+  const lastSeq = expectedSeq + count;
+  const e: CommitEntry = {
+    runId,
+    expectedSeq,
+    lastSeq,
+    events: utf8(eventLines(runId, expectedSeq + 1, lastSeq).join('\n')),
+    status: extra.status ?? 'running',
+  };
+  if (extra.plan !== undefined) e.plan = utf8(extra.plan);
+  if (extra.checkpoint !== undefined) e.checkpoint = utf8(extra.checkpoint);
+  return e;
+}
+
+/** A fixed-step clock, so createdAt/updatedAt are predictable. */
+export function stepClock(start = 1_700_000_000_000): () => number {
+  let now = start;
+  return () => (now += 1000);
+}
