@@ -1,0 +1,74 @@
+// The graph of one template, derived once per plan and cached: node lookup, incoming and
+// outgoing edges, topological order.
+import type { EdgeSpec, NodeSpec, WorkflowTemplate } from '../protocol/template.js';
+
+export interface Graph {
+  template: WorkflowTemplate;
+  nodes: Map<string, NodeSpec>;
+  /** Edge indices into `template.spec.edges`, by target node. */
+  incoming: Map<string, number[]>;
+  /** Edge indices by source node. */
+  outgoing: Map<string, number[]>;
+  edges: EdgeSpec[];
+  /** Node ids in a deterministic topological order (template order among peers). */
+  order: string[];
+  startId: string;
+}
+
+export function buildGraph(template: WorkflowTemplate): Graph {
+  const nodes = new Map(template.spec.nodes.map((n) => [n.id, n]));
+  const incoming = new Map<string, number[]>();
+  const outgoing = new Map<string, number[]>();
+  for (const n of template.spec.nodes) {
+    incoming.set(n.id, []);
+    outgoing.set(n.id, []);
+  }
+  template.spec.edges.forEach((e, i) => {
+    incoming.get(e.to)?.push(i);
+    outgoing.get(e.from)?.push(i);
+  });
+  const order = topologicalOrder(template.spec.nodes, template.spec.edges).order;
+  const start = template.spec.nodes.find((n) => n.uses === 'core.start@1');
+  return { template, nodes, incoming, outgoing, edges: template.spec.edges, order, startId: start ? start.id : '' };
+}
+
+/** Kahn's algorithm; `cycle` lists the nodes that could not be ordered. */
+export function topologicalOrder(nodes: NodeSpec[], edges: EdgeSpec[]): { order: string[]; cycle: string[] } {
+  const indegree = new Map<string, number>(nodes.map((n) => [n.id, 0]));
+  const next = new Map<string, string[]>(nodes.map((n) => [n.id, []]));
+  for (const e of edges) {
+    if (!indegree.has(e.from) || !indegree.has(e.to)) continue;
+    indegree.set(e.to, (indegree.get(e.to) ?? 0) + 1);
+    next.get(e.from)!.push(e.to);
+  }
+  const ready = nodes.filter((n) => indegree.get(n.id) === 0).map((n) => n.id);
+  const order: string[] = [];
+  while (ready.length > 0) {
+    const id = ready.shift()!;
+    order.push(id);
+    for (const to of next.get(id)!) {
+      const d = indegree.get(to)! - 1;
+      indegree.set(to, d);
+      if (d === 0) ready.push(to);
+    }
+  }
+  const placed = new Set(order);
+  return { order, cycle: nodes.filter((n) => !placed.has(n.id)).map((n) => n.id) };
+}
+
+/** Every node upstream of `id` (its ancestors). */
+export function ancestorsOf(graph: Pick<Graph, 'incoming' | 'edges'>, id: string): Set<string> {
+  const seen = new Set<string>();
+  const stack = [id];
+  while (stack.length > 0) {
+    const current = stack.pop()!;
+    for (const i of graph.incoming.get(current) ?? []) {
+      const from = graph.edges[i].from;
+      if (!seen.has(from)) {
+        seen.add(from);
+        stack.push(from);
+      }
+    }
+  }
+  return seen;
+}

@@ -1,0 +1,51 @@
+// JSON Schema validation with ajv. Validators are compiled once per schema digest and cached,
+// because compiling costs milliseconds inside the component and a plan reuses its schemas.
+import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { digestOf } from '../hash.js';
+
+// ajv is CommonJS; its default export is the class under `.default` in ESM interop.
+const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;
+const ajv = new Ajv({ allErrors: true, strict: false, logger: false, validateFormats: false });
+const cache = new Map<string, ValidateFunction>();
+const cacheSizeMax = 512;
+
+export interface SchemaProblem {
+  /** JSON pointer into the validated value. */
+  pointer: string;
+  message: string;
+}
+
+export function compileSchema(schema: unknown): ValidateFunction {
+  const key = digestOf(schema);
+  const cached = cache.get(key);
+  if (cached) return cached;
+  const validate = ajv.compile(schema as object);
+  if (cache.size >= cacheSizeMax) cache.delete(cache.keys().next().value as string);
+  cache.set(key, validate);
+  return validate;
+}
+
+/** A message when the schema itself does not compile. */
+export function schemaCompileProblem(schema: unknown): string | undefined {
+  try {
+    compileSchema(schema);
+    return undefined;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
+}
+
+export function describeErrors(errors: ErrorObject[] | null | undefined): SchemaProblem[] {
+  return (errors ?? []).map((e) => {
+    let message = e.message ?? 'is invalid';
+    if (e.keyword === 'additionalProperties') message = `has unknown property ${JSON.stringify((e.params as any).additionalProperty)}`;
+    else if (e.keyword === 'enum') message = `${message}: ${JSON.stringify((e.params as any).allowedValues)}`;
+    else if (e.keyword === 'const') message = `must be ${JSON.stringify((e.params as any).allowedValue)}`;
+    return { pointer: e.instancePath, message };
+  });
+}
+
+export function checkAgainst(schema: unknown, value: unknown): SchemaProblem[] {
+  const validate = compileSchema(schema);
+  return validate(value) ? [] : describeErrors(validate.errors);
+}

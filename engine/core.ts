@@ -1,0 +1,180 @@
+// The engine core: holds hot runs, rebuilds cold ones from their latest checkpoint plus the
+// events after it, and turns one activation into one commit plus staged gateway work.
+import { buildGraph, type Graph } from './compiler/graph.js';
+import type { ExecutionPlan } from './compiler/plan.js';
+import { EngineError } from './errors.js';
+import { limits } from './limits.js';
+import { Activation, type ActivationRequest, type GatewayRequest, type ScriptHost } from './runtime/activation.js';
+import { wakeAt } from './runtime/advance.js';
+import { applyFacts } from './runtime/facts.js';
+import { reduce } from './state/reduce.js';
+import type { EventEnvelope, RunState } from './state/types.js';
+import { checkpointSchemaVersion, supportedFlags } from './version.js';
+
+export interface LoadedPlan {
+  plan: ExecutionPlan;
+  graphs: Map<string, Graph>;
+}
+
+export interface RunTailData {
+  plan: string;
+  checkpoint?: string;
+  events: string[];
+  lastSeq: number;
+}
+
+export interface CommitData {
+  runId: string;
+  expectedSeq: number;
+  lastSeq: number;
+  events: string[];
+  checkpoint?: string;
+  plan?: string;
+  status: string;
+}
+
+/** What the core needs from the host (the WIT imports, in plain types). */
+export interface CoreHost extends ScriptHost {
+  load(runId: string): RunTailData | undefined;
+  commit(commit: CommitData): void;
+  request(request: GatewayRequest): void;
+  cancel(invocationId: string, reason: string): void;
+}
+
+export interface ActivationSummary {
+  runId: string;
+  status: string;
+  pausedReason?: string;
+  seq: number;
+  activation: number;
+  events: number;
+  result?: unknown;
+  error?: unknown;
+  wakeAt?: number;
+}
+
+interface HotRun {
+  state: RunState;
+  loaded: LoadedPlan;
+  templateKey: string;
+}
+
+const planCache = new Map<string, LoadedPlan>();
+const planCacheMax = 64;
+
+export function loadPlan(plan: string | ExecutionPlan): LoadedPlan {
+  const parsed = typeof plan === 'string' ? (JSON.parse(plan) as ExecutionPlan) : plan;
+  const cached = planCache.get(parsed.planHash);
+  if (cached) return cached;
+  const unsupported = (parsed.flags ?? []).filter((f) => !(supportedFlags as readonly string[]).includes(f));
+  if (parsed.planVersion !== 1 || unsupported.length > 0) {
+    throw new EngineError('engine.plan-unsupported', `this engine cannot run plan version ${parsed.planVersion} with flags ${unsupported.join(', ') || '(none)'}`);
+  }
+  const graphs = new Map<string, Graph>();
+  for (const [key, t] of Object.entries(parsed.templates)) graphs.set(key, buildGraph(t.template));
+  const loaded = { plan: parsed, graphs };
+  if (planCache.size >= planCacheMax) planCache.delete(planCache.keys().next().value as string);
+  planCache.set(parsed.planHash, loaded);
+  return loaded;
+}
+
+export class EngineCore {
+  private readonly hot = new Map<string, HotRun>();
+
+  constructor(private readonly host: CoreHost) {}
+
+  evict(runId: string): void {
+    this.hot.delete(runId);
+  }
+
+  /** The plan and template key for a new run come with its `run-requested` fact. */
+  activate(request: ActivationRequest, newRun?: { plan: ExecutionPlan; templateKey?: string }): ActivationSummary {
+    let run = this.hot.get(request.runId);
+    let planForCommit: string | undefined;
+    if (!run) {
+      if (newRun) {
+        const loaded = loadPlan(newRun.plan);
+        const templateKey = newRun.templateKey ?? loaded.plan.root;
+        if (!loaded.graphs.has(templateKey)) throw new EngineError('engine.bad-activation', `plan has no template ${templateKey}`);
+        if (this.host.load(request.runId)) throw new EngineError('engine.run-exists', `run ${request.runId} already exists`);
+        run = { state: undefined as unknown as RunState, loaded, templateKey };
+        planForCommit = JSON.stringify(newRun.plan);
+      } else {
+        run = this.rebuild(request.runId);
+      }
+    } else if (newRun) {
+      throw new EngineError('engine.run-exists', `run ${request.runId} already exists`);
+    }
+    const graph = run.loaded.graphs.get(run.templateKey)!;
+    const activation = new Activation(run.state, run.loaded.plan, graph, run.templateKey, request, this.host);
+    try {
+      applyFacts(activation);
+    } catch (err) {
+      // The state was changed in place before the failure: forget it, the journal still has the truth.
+      this.hot.delete(request.runId);
+      throw err;
+    }
+    const state = activation.run;
+    const summary: ActivationSummary = {
+      runId: request.runId,
+      status: state.status,
+      seq: state.seq,
+      activation: state.activation,
+      events: activation.events.length,
+    };
+    if (state.pausedReason) summary.pausedReason = state.pausedReason;
+    if (state.result !== undefined) summary.result = state.result;
+    if (state.error !== undefined) summary.error = state.error;
+    const wake = wakeAt(activation);
+    if (wake !== undefined) summary.wakeAt = wake;
+    if (activation.events.length === 0) return summary;
+
+    const expectedSeq = activation.events[0].seq - 1;
+    const terminal = state.status === 'completed' || state.status === 'failed' || state.status === 'cancelled';
+    let checkpoint: string | undefined;
+    if (terminal || state.status === 'paused' || state.seq + 1 - state.lastCheckpointSeq >= limits.checkpointEveryEvents) {
+      activation.emit('checkpoint.committed', { checkpointVersion: checkpointSchemaVersion });
+      checkpoint = JSON.stringify(activation.run);
+    }
+    summary.seq = activation.run.seq;
+    summary.events = activation.events.length;
+    this.host.commit({
+      runId: request.runId,
+      expectedSeq,
+      lastSeq: activation.run.seq,
+      events: activation.events.map((e) => JSON.stringify(e)),
+      checkpoint,
+      plan: planForCommit,
+      status: state.status,
+    });
+    for (const r of activation.requests) this.host.request(r);
+    for (const c of activation.cancels) this.host.cancel(c.invocationId, c.reason);
+    run.state = activation.run;
+    this.remember(request.runId, run, terminal);
+    return summary;
+  }
+
+  private remember(runId: string, run: HotRun, terminal: boolean): void {
+    this.hot.delete(runId);
+    if (terminal) return;
+    if (this.hot.size >= limits.hotRunsMax) this.hot.delete(this.hot.keys().next().value as string);
+    this.hot.set(runId, run);
+  }
+
+  private rebuild(runId: string): HotRun {
+    const tail = this.host.load(runId);
+    if (!tail) throw new EngineError('engine.unknown-run', `run ${runId} does not exist`);
+    const loaded = loadPlan(tail.plan);
+    let state: RunState | undefined;
+    if (tail.checkpoint) {
+      state = JSON.parse(tail.checkpoint) as RunState;
+      if (state.checkpointVersion !== checkpointSchemaVersion) {
+        throw new EngineError('engine.checkpoint-unsupported', `run ${runId} has checkpoint version ${state.checkpointVersion}; this engine reads ${checkpointSchemaVersion}`);
+      }
+    }
+    for (const line of tail.events) state = reduce(state, JSON.parse(line) as EventEnvelope);
+    if (!state) throw new EngineError('store.corrupt', `run ${runId} has neither a checkpoint nor events`);
+    if (state.seq !== tail.lastSeq) throw new EngineError('store.corrupt', `run ${runId}: rebuilt seq ${state.seq} differs from stored last seq ${tail.lastSeq}`);
+    return { state, loaded, templateKey: state.templateKey };
+  }
+}

@@ -1,0 +1,197 @@
+// Inspect and recorded replay of a journal. Recorded replay re-runs the engine (and scripts)
+// against the recorded facts of each activation and never reaches a gateway: the host it runs
+// on has no gateway, only a collector.
+import type { ExecutionPlan } from '../compiler/plan.js';
+import { EngineCore, loadPlan, type CommitData } from '../core.js';
+import { EngineError } from '../errors.js';
+import type { Json } from '../json.js';
+import type { Fact, GatewayRequest, ScriptHost } from '../runtime/activation.js';
+import { reduce } from '../state/reduce.js';
+import type { EventEnvelope, RunState } from '../state/types.js';
+
+export interface ReplayRequest {
+  mode: 'inspect' | 'recorded';
+  /** The plan the run pinned. */
+  plan: ExecutionPlan;
+  /** A different plan to replay against (an edited template); recorded mode only. */
+  editedPlan?: ExecutionPlan;
+  events: EventEnvelope[];
+}
+
+interface NodeView {
+  status: string;
+  attempt: number;
+  output?: Json;
+  error?: Json;
+}
+
+function nodesView(state: RunState | undefined): Record<string, NodeView> {
+  const out: Record<string, NodeView> = {};
+  for (const [id, n] of Object.entries(state?.nodes ?? {})) {
+    const v: NodeView = { status: n.status, attempt: n.attempt };
+    if (n.output !== undefined) v.output = n.output;
+    if (n.error !== undefined) v.error = n.error as unknown as Json;
+    out[id] = v;
+  }
+  return out;
+}
+
+function outcomeOf(state: RunState | undefined): Json {
+  if (!state) return { status: 'unknown' };
+  const o: Record<string, Json> = { status: state.status };
+  if (state.pausedReason) o.pausedReason = state.pausedReason;
+  if (state.result !== undefined) o.output = state.result;
+  if (state.error !== undefined) o.error = state.error as unknown as Json;
+  return o;
+}
+
+export function inspect(request: ReplayRequest): Json {
+  let state: RunState | undefined;
+  for (const event of request.events) state = reduce(state, event);
+  return {
+    mode: 'inspect',
+    runId: state?.runId ?? null,
+    events: request.events.length,
+    outcome: outcomeOf(state),
+    nodes: nodesView(state) as unknown as Json,
+  };
+}
+
+/** The facts an activation received, read back from the events it wrote. */
+function factsOf(group: EventEnvelope[]): Fact[] {
+  const facts: Fact[] = [];
+  for (const e of group) {
+    const p = e.payload as Record<string, any>;
+    switch (e.type) {
+      case 'run.accepted':
+        facts.push({
+          type: 'run-requested',
+          input: p.input,
+          authority: p.authority,
+          ...(p.parentRunId !== undefined ? { parentRunId: p.parentRunId } : {}),
+          ...(p.deadlineAt !== undefined ? { timeoutMs: p.deadlineAt - Date.parse(e.occurredAt) } : {}),
+        });
+        break;
+      case 'capability.completed':
+      case 'capability.late':
+        facts.push({ type: 'capability-completed', invocationId: p.invocationId, ok: p.ok, ...(p.ok ? { output: p.output } : { error: p.error }) });
+        break;
+      case 'run.cancel-requested':
+        facts.push({ type: 'cancel-requested', reason: p.reason, by: p.by });
+        break;
+      case 'run.resumed':
+        if (p.by !== undefined) facts.push({ type: 'resume-requested', by: p.by, authority: p.authority, afterRestart: p.afterRestart, effects: p.effects });
+        break;
+      case 'node.resolved':
+        facts.push({ type: 'outcome-resolved', nodeId: e.node!.id, resolution: p.resolution, output: p.output, reason: p.reason, by: p.by });
+        break;
+      default:
+        break;
+    }
+  }
+  return facts;
+}
+
+function comparable(e: EventEnvelope, withEnvelope: boolean): string {
+  if (withEnvelope) return JSON.stringify(e);
+  return JSON.stringify({ seq: e.seq, type: e.type, node: e.node ?? null, payload: e.payload });
+}
+
+export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
+  const events = request.events;
+  if (events.length === 0 || events[0].type !== 'run.accepted') throw new EngineError('replay.bad-journal', 'a journal must start with run.accepted');
+  const runId = events[0].runId;
+  const plan = request.editedPlan ?? request.plan;
+  const edited = request.editedPlan !== undefined && request.editedPlan.planHash !== request.plan.planHash;
+  loadPlan(plan);
+  const produced: EventEnvelope[] = [];
+  const requested = new Set<string>();
+  const gatewayCalls: GatewayRequest[] = [];
+  const core = new EngineCore({
+    evaluate: (source, input, limits) => scripts.evaluate(source, input, limits),
+    checkSyntax: (source) => scripts.checkSyntax(source),
+    load: () => undefined,
+    commit: (c: CommitData) => {
+      for (const line of c.events) produced.push(JSON.parse(line) as EventEnvelope);
+    },
+    request: (r) => {
+      requested.add(r.invocationId);
+      gatewayCalls.push(r);
+    },
+    cancel: () => undefined,
+  });
+
+  const groups: EventEnvelope[][] = [];
+  for (const e of events) {
+    const last = groups[groups.length - 1];
+    if (last && last[0].origin.activation === e.origin.activation) last.push(e);
+    else groups.push([e]);
+  }
+  const skippedFacts: Json[] = [];
+  const templateKey = (events[0].payload as Record<string, any>).templateKey as string;
+  for (const group of groups) {
+    const facts = factsOf(group).filter((f) => {
+      if (f.type !== 'capability-completed' || requested.has(f.invocationId) || !edited) return true;
+      skippedFacts.push({ invocationId: f.invocationId, reason: 'the edited plan never requested it' });
+      return false;
+    });
+    if (facts.length === 0 && group.every((e) => e.type === 'checkpoint.committed')) continue;
+    const first = group[0];
+    const activationRequest = {
+      runId,
+      now: Date.parse(first.occurredAt),
+      facts,
+      actor: first.origin.actor,
+      ...(first.correlation !== undefined ? { correlation: first.correlation } : {}),
+    };
+    try {
+      if (produced.length === 0) core.activate(activationRequest, { plan, templateKey: edited ? plan.root : templateKey });
+      else core.activate(activationRequest);
+    } catch (err) {
+      if (!(err instanceof EngineError)) throw err;
+      skippedFacts.push({ activation: first.origin.activation, error: { code: err.code, message: err.message } });
+    }
+  }
+
+  let firstDivergence: Json | null = null;
+  const n = Math.max(produced.length, events.length);
+  for (let i = 0; i < n; i++) {
+    const a = events[i];
+    const b = produced[i];
+    if (a && b && comparable(a, !edited) === comparable(b, !edited)) continue;
+    firstDivergence = {
+      seq: i + 1,
+      nodeId: (a?.node?.id ?? b?.node?.id ?? null) as Json,
+      recorded: a ? ({ type: a.type, node: a.node ?? null, payload: a.payload } as unknown as Json) : null,
+      replayed: b ? ({ type: b.type, node: b.node ?? null, payload: b.payload } as unknown as Json) : null,
+    };
+    break;
+  }
+  let recordedState: RunState | undefined;
+  for (const e of events) recordedState = reduce(recordedState, e);
+  let replayedState: RunState | undefined;
+  for (const e of produced) replayedState = reduce(replayedState, e);
+  const changedNodes: Json[] = [];
+  const recordedNodes = nodesView(recordedState);
+  const replayedNodes = nodesView(replayedState);
+  for (const id of Object.keys({ ...recordedNodes, ...replayedNodes })) {
+    const x = JSON.stringify(recordedNodes[id] ?? null);
+    const y = JSON.stringify(replayedNodes[id] ?? null);
+    if (x !== y) changedNodes.push({ nodeId: id, recorded: (recordedNodes[id] ?? null) as unknown as Json, replayed: (replayedNodes[id] ?? null) as unknown as Json });
+  }
+  const unrecorded = gatewayCalls.filter((r) => !events.some((e) => e.type === 'capability.completed' && (e.payload as Record<string, any>).invocationId === r.invocationId));
+  return {
+    mode: 'recorded',
+    runId,
+    edited,
+    identical: firstDivergence === null,
+    eventsRecorded: events.length,
+    eventsReplayed: produced.length,
+    firstDivergence,
+    recordedOutcome: outcomeOf(recordedState),
+    replayedOutcome: outcomeOf(replayedState),
+    changedNodes,
+    unrecordedCapabilities: unrecorded.map((r) => ({ invocationId: r.invocationId, nodeId: r.nodeId, kind: r.kind, name: r.name })) as unknown as Json,
+    skippedFacts,
+  };
+}

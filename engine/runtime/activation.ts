@@ -1,0 +1,123 @@
+// One activation of one run: the facts that came in, the events the engine decided, and the
+// gateway work it staged. `emit` is the only way state changes: it builds the event envelope and
+// applies it with `reduce`, so the journal and the state cannot disagree.
+import type { ExecutionPlan } from '../compiler/plan.js';
+import type { Graph } from '../compiler/graph.js';
+import { derivedId } from '../hash.js';
+import type { Json } from '../json.js';
+import { reduce } from '../state/reduce.js';
+import type { EventEnvelope, RunState } from '../state/types.js';
+import { eventSchemaVersion } from '../version.js';
+
+export interface ScriptLimits {
+  fuel: number;
+  memoryBytes: number;
+  stackBytes: number;
+  outputBytes: number;
+}
+
+export type ScriptOutcome = { ok: true; output: string; fuelUsed: number } | { ok: false; error: { code: string; message: string; line?: number } };
+
+/** What the engine needs from its host while deciding (synchronous, deterministic). */
+export interface ScriptHost {
+  evaluate(source: string, inputJson: string, limits: ScriptLimits): ScriptOutcome;
+  checkSyntax(source: string): { message: string; line?: number } | undefined;
+}
+
+/** Facts: inputs of an activation, in the past tense. */
+export type Fact =
+  | { type: 'run-requested'; input: Json; authority: { id: string; scopes: string[] }; parentRunId?: string; correlation?: Json; timeoutMs?: number }
+  | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: Json; error?: { code: string; message: string; retryable?: boolean } }
+  | { type: 'cancel-requested'; reason?: string; by?: string }
+  | { type: 'resume-requested'; by?: string; authority?: { id: string; scopes: string[] }; afterRestart?: boolean; effects?: Record<string, string> }
+  | { type: 'outcome-resolved'; nodeId: string; resolution: 'succeeded' | 'retry' | 'fail'; output?: Json; reason?: string; by: string };
+
+export interface ActivationRequest {
+  runId: string;
+  /** Milliseconds since the epoch; the only clock the engine knows. */
+  now: number;
+  facts: Fact[];
+  /** Who caused this activation (`host`, `operator:<name>`, ...). */
+  actor?: string;
+  correlation?: Json;
+}
+
+export interface GatewayRequest {
+  invocationId: string;
+  runId: string;
+  nodeId: string;
+  item?: number;
+  attempt: number;
+  kind: string;
+  name: string;
+  input: Json;
+  effect: string;
+  config?: Json;
+  deadlineAt?: number;
+  reissued?: boolean;
+}
+
+export class Activation {
+  readonly events: EventEnvelope[] = [];
+  readonly requests: GatewayRequest[] = [];
+  readonly cancels: { invocationId: string; reason: string }[] = [];
+  readonly number: number;
+
+  constructor(
+    public state: RunState | undefined,
+    readonly plan: ExecutionPlan,
+    readonly graph: Graph,
+    readonly templateKey: string,
+    readonly request: ActivationRequest,
+    readonly scripts: ScriptHost,
+  ) {
+    this.number = (state?.activation ?? 0) + 1;
+  }
+
+  get now(): number {
+    return this.request.now;
+  }
+
+  get run(): RunState {
+    return this.state!;
+  }
+
+  emit(type: string, payload: Record<string, Json | undefined>, node?: { id: string; attempt: number; invocationId?: string; item?: number }): EventEnvelope {
+    const seq = (this.state?.seq ?? 0) + 1;
+    const runId = this.request.runId;
+    const t = this.plan.templates[this.templateKey];
+    const event: EventEnvelope = {
+      schemaVersion: eventSchemaVersion,
+      eventId: derivedId('ev', runId, seq),
+      runId,
+      seq,
+      type,
+      occurredAt: new Date(this.request.now).toISOString(),
+      workflow: {
+        id: t.template.metadata.id,
+        ...(t.revision !== undefined ? { revision: t.revision } : {}),
+        semanticHash: t.semanticHash,
+        engineVersion: this.plan.engineVersion,
+        nodeDefinitionSetHash: this.plan.nodeDefinitionSetHash,
+      },
+      origin: { actor: this.request.actor ?? 'engine', activation: this.number },
+      payload: stripUndefined(payload),
+    };
+    if (node) {
+      const spec = this.graph.nodes.get(node.id);
+      event.node = { id: node.id, uses: spec ? spec.uses : 'unknown', attempt: node.attempt };
+      if (node.invocationId !== undefined) event.node.invocationId = node.invocationId;
+      if (node.item !== undefined) event.node.item = node.item;
+    }
+    if (this.request.correlation !== undefined) event.correlation = this.request.correlation;
+    this.state = reduce(this.state, event);
+    this.events.push(event);
+    return event;
+  }
+}
+
+function stripUndefined(payload: Record<string, Json | undefined>): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const [k, v] of Object.entries(payload)) if (v !== undefined) out[k] = v;
+  return out;
+}

@@ -1,0 +1,397 @@
+// The decisions of the engine: which nodes start, skip, complete, fail, retry or wait, and when
+// the run itself pauses, resumes, completes or fails. Every decision is an event (`emit`).
+import { checkAgainst } from '../compiler/schemas.js';
+import { derivedId } from '../hash.js';
+import { clip, jsonProblem, type Json } from '../json.js';
+import { limits } from '../limits.js';
+import { capabilityCovers, impliedCapability, nodeDefinitions } from '../protocol/node-definitions.js';
+import type { NodeSpec } from '../protocol/template.js';
+import { settledNodeStatuses, type Effect, type ErrorInfo, type Invocation } from '../state/types.js';
+import type { Activation, GatewayRequest } from './activation.js';
+import { evaluateCondition, resolveBinding, resolveInputs } from './bindings.js';
+
+const activeStatuses = new Set(['running', 'waiting', 'retry-wait', 'needs-attention']);
+
+export function isTerminal(a: Activation): boolean {
+  const s = a.run.status;
+  return s === 'completed' || s === 'failed' || s === 'cancelled';
+}
+
+/** Runs the frontier until nothing more can happen in this activation. */
+export function advance(a: Activation): void {
+  if (isTerminal(a)) return;
+  processDeadlines(a);
+  for (let round = 0; round < limits.nodesMax + 1 && !isTerminal(a); round++) {
+    let progressed = false;
+    for (const id of a.graph.order) {
+      if (isTerminal(a)) return;
+      if (a.run.nodes[id].status !== 'pending') continue;
+      const incoming = a.graph.incoming.get(id)!;
+      if (incoming.length > 0 && !incoming.every((i) => a.run.edges[i] !== undefined)) continue;
+      progressed = true;
+      if (incoming.length === 0 || incoming.some((i) => a.run.edges[i] === 'taken')) startNode(a, a.graph.nodes.get(id)!, 1);
+      else skipNode(a, id);
+    }
+    if (!progressed) break;
+  }
+  settleRun(a);
+}
+
+function processDeadlines(a: Activation): void {
+  if (a.run.deadlineAt !== undefined && a.now >= a.run.deadlineAt) {
+    failRun(a, { code: 'run.timeout', message: `the run passed its time limit at ${new Date(a.run.deadlineAt).toISOString()}` });
+    return;
+  }
+  for (const id of a.graph.order) {
+    const node = a.run.nodes[id];
+    if ((node.status === 'running' || node.status === 'waiting') && node.timeoutAt !== undefined && a.now >= node.timeoutAt) {
+      cancelInvocations(a, (inv) => inv.nodeId === id, 'node timed out');
+      failNode(a, id, { code: 'node.timeout', message: `node ${id} passed its time limit`, retryable: true });
+    } else if (node.status === 'retry-wait' && node.retryAt !== undefined && a.now >= node.retryAt) {
+      startNode(a, a.graph.nodes.get(id)!, node.attempt + 1);
+    }
+    if (isTerminal(a)) return;
+  }
+}
+
+/** The next time this run wants an activation without any new fact. */
+export function wakeAt(a: Activation): number | undefined {
+  if (isTerminal(a)) return undefined;
+  let at = a.run.deadlineAt;
+  for (const node of Object.values(a.run.nodes)) {
+    const t = node.status === 'retry-wait' ? node.retryAt : node.status === 'running' || node.status === 'waiting' ? node.timeoutAt : undefined;
+    if (t !== undefined && (at === undefined || t < at)) at = t;
+  }
+  return at;
+}
+
+export function startNode(a: Activation, spec: NodeSpec, attempt: number): void {
+  const config = (spec.config ?? {}) as Record<string, any>;
+  const timeoutAt = spec.timeoutMs !== undefined ? a.now + spec.timeoutMs : undefined;
+  switch (spec.uses) {
+    case 'core.start@1':
+      a.emit('node.started', {}, { id: spec.id, attempt });
+      commitOutput(a, spec.id, a.run.input);
+      return;
+    case 'core.end@1': {
+      a.emit('node.started', {}, { id: spec.id, attempt });
+      commitOutput(a, spec.id, resolveInputs(spec.inputs, a.run));
+      return;
+    }
+    case 'core.condition@1': {
+      a.emit('node.started', {}, { id: spec.id, attempt });
+      const left = spec.inputs?.left ? resolveBinding(spec.inputs.left, a.run) : undefined;
+      const right = spec.inputs?.right ? resolveBinding(spec.inputs.right, a.run) : undefined;
+      commitOutput(a, spec.id, { result: evaluateCondition(config.operator, left, right) });
+      return;
+    }
+    case 'core.script@1': {
+      a.emit('node.started', {}, { id: spec.id, attempt });
+      const outcome = runScript(a, config, resolveInputs(spec.inputs, a.run));
+      if (outcome.ok) commitOutput(a, spec.id, outcome.output);
+      else failNode(a, spec.id, outcome.error);
+      return;
+    }
+    case 'core.foreach@1':
+      startForeach(a, spec, attempt, timeoutAt);
+      return;
+    default:
+      startCapability(a, spec, attempt, timeoutAt);
+  }
+}
+
+function runScript(a: Activation, config: Record<string, any>, input: Json): { ok: true; output: Json } | { ok: false; error: ErrorInfo } {
+  const limitsOfNode = config.limits ?? {};
+  const outcome = a.scripts.evaluate(config.source, JSON.stringify(input), {
+    fuel: Math.min(limitsOfNode.fuel ?? limits.scriptFuelDefault, limits.scriptFuelMax),
+    memoryBytes: Math.min(limitsOfNode.memoryBytes ?? limits.scriptMemoryBytesDefault, limits.scriptMemoryBytesMax),
+    stackBytes: limits.scriptStackBytesDefault,
+    outputBytes: limits.scriptOutputBytesDefault,
+  });
+  if (!outcome.ok) {
+    const e = outcome.error;
+    return { ok: false, error: { code: e.code, message: clip(e.line ? `line ${e.line}: ${e.message}` : e.message), retryable: false } };
+  }
+  try {
+    return { ok: true, output: JSON.parse(outcome.output) as Json };
+  } catch {
+    return { ok: false, error: { code: 'script.not-json', message: 'the script returned text that is not JSON', retryable: false } };
+  }
+}
+
+function grantedCapability(a: Activation, spec: NodeSpec, uses: string, config: Record<string, Json>): string | ErrorInfo {
+  const capability = impliedCapability(uses, config)!;
+  const declared = spec.requires ?? [capability];
+  const allowed = a.graph.template.spec.requires ?? [];
+  const scopes = a.run.authority.scopes;
+  if (!declared.some((d) => capabilityCovers(d, capability))) {
+    return { code: 'capability.denied', message: `node ${spec.id} does not declare ${capability}`, retryable: false };
+  }
+  if (!allowed.some((p) => capabilityCovers(p, capability))) {
+    return { code: 'capability.denied', message: `${capability} is not in the template's requires`, retryable: false };
+  }
+  if (!scopes.some((p) => capabilityCovers(p, capability))) {
+    return { code: 'capability.denied', message: `authority ${a.run.authority.id} does not grant ${capability}`, retryable: false };
+  }
+  return capability;
+}
+
+function effectOf(spec: NodeSpec, uses: string, config: Record<string, any>): Effect {
+  if (spec.readOnly) return 'read-only';
+  if (uses === 'human.approval@1' || uses === 'workflow.call@1') return 'idempotent';
+  if (uses === 'tool.call@1' && config.idempotent === true) return 'idempotent';
+  return 'unknown';
+}
+
+export function requestFor(a: Activation, spec: NodeSpec, uses: string, config: Record<string, any>, invocationId: string, attempt: number, input: Json, item?: number): GatewayRequest {
+  const kind = nodeDefinitions.get(uses)!.capability!;
+  const name = kind === 'tool' ? config.tool : kind === 'agent' ? config.agent : kind === 'workflow' ? `${config.workflow.id}@${config.workflow.revision}` : spec.id;
+  const extra: Record<string, Json> = {};
+  if (kind === 'agent') {
+    if (config.instructions !== undefined) extra.instructions = config.instructions;
+    if (config.outputSchema !== undefined) extra.outputSchema = config.outputSchema;
+  }
+  if (kind === 'approval') {
+    if (config.prompt !== undefined) extra.prompt = config.prompt;
+    if (config.approvers !== undefined) extra.approvers = config.approvers;
+  }
+  const request: GatewayRequest = { invocationId, runId: a.run.runId, nodeId: spec.id, attempt, kind, name, input, effect: effectOf(spec, uses, config) };
+  if (item !== undefined) request.item = item;
+  if (Object.keys(extra).length > 0) request.config = extra;
+  const timeoutAt = a.run.nodes[spec.id].timeoutAt;
+  if (timeoutAt !== undefined) request.deadlineAt = timeoutAt;
+  return request;
+}
+
+export function stageRequest(a: Activation, request: GatewayRequest, reissued = false): void {
+  a.emit(
+    'capability.requested',
+    { invocationId: request.invocationId, kind: request.kind, name: request.name, effect: request.effect, input: request.input, item: request.item, reissued: reissued || undefined },
+    { id: request.nodeId, attempt: request.attempt, invocationId: request.invocationId, item: request.item },
+  );
+  a.requests.push(reissued ? { ...request, reissued: true } : request);
+}
+
+function startCapability(a: Activation, spec: NodeSpec, attempt: number, timeoutAt: number | undefined): void {
+  const config = (spec.config ?? {}) as Record<string, any>;
+  const invocationId = derivedId('iv', a.run.runId, spec.id, attempt, '');
+  a.emit('node.started', { timeoutAt }, { id: spec.id, attempt, invocationId });
+  const granted = grantedCapability(a, spec, spec.uses, config);
+  if (typeof granted !== 'string') {
+    failNode(a, spec.id, granted);
+    return;
+  }
+  stageRequest(a, requestFor(a, spec, spec.uses, config, invocationId, attempt, resolveInputs(spec.inputs, a.run)));
+  if (spec.uses === 'human.approval@1') a.emit('node.waiting', { reason: 'approval' }, { id: spec.id, attempt, invocationId });
+}
+
+function startForeach(a: Activation, spec: NodeSpec, attempt: number, timeoutAt: number | undefined): void {
+  const config = (spec.config ?? {}) as Record<string, any>;
+  const items = spec.inputs?.items ? resolveBinding(spec.inputs.items, a.run) : undefined;
+  const maxItems = Math.min(config.maxItems ?? limits.foreachItemsDefault, limits.foreachItemsMax);
+  if (!Array.isArray(items)) {
+    a.emit('node.started', { timeoutAt }, { id: spec.id, attempt });
+    failNode(a, spec.id, { code: 'foreach.items-not-array', message: `the "items" input of ${spec.id} is ${items === undefined ? 'missing' : typeof items}, not an array`, retryable: false });
+    return;
+  }
+  if (items.length > maxItems) {
+    a.emit('node.started', { timeoutAt }, { id: spec.id, attempt });
+    failNode(a, spec.id, { code: 'foreach.too-many-items', message: `${items.length} items exceed maxItems ${maxItems}`, retryable: false });
+    return;
+  }
+  const foreach = {
+    items,
+    maxConcurrency: Math.min(config.maxConcurrency ?? limits.foreachConcurrencyDefault, limits.foreachConcurrencyMax),
+    failurePolicy: config.failurePolicy ?? 'fail-fast',
+  };
+  a.emit('node.started', { timeoutAt, foreach }, { id: spec.id, attempt });
+  dispatchItems(a, spec);
+}
+
+function dispatchItems(a: Activation, spec: NodeSpec): void {
+  const node = a.run.nodes[spec.id];
+  const f = node.foreach!;
+  while (node.status === 'running' && f.running < f.maxConcurrency && f.next < f.items.length) startItem(a, spec, f.next, 1);
+  finishForeachIfDone(a, spec.id);
+}
+
+function startItem(a: Activation, spec: NodeSpec, index: number, itemAttempt: number): void {
+  const node = a.run.nodes[spec.id];
+  const body = (spec.config as Record<string, any>).body as { uses: string; config: Record<string, any> };
+  const input = node.foreach!.items[index];
+  const invocationId = derivedId('iv', a.run.runId, spec.id, node.attempt, `${index}:${itemAttempt}`);
+  const ref = { id: spec.id, attempt: itemAttempt, invocationId, item: index };
+  a.emit('node.item-started', { index }, ref);
+  if (body.uses === 'core.script@1') {
+    const outcome = runScript(a, body.config, input);
+    if (outcome.ok) settleItem(a, spec, index, itemAttempt, { ok: true, output: outcome.output });
+    else settleItem(a, spec, index, itemAttempt, { ok: false, error: outcome.error });
+    return;
+  }
+  const granted = grantedCapability(a, spec, body.uses, body.config);
+  if (typeof granted !== 'string') {
+    settleItem(a, spec, index, itemAttempt, { ok: false, error: granted });
+    return;
+  }
+  stageRequest(a, requestFor(a, spec, body.uses, body.config, invocationId, itemAttempt, input, index));
+}
+
+export function settleItem(a: Activation, spec: NodeSpec, index: number, itemAttempt: number, outcome: { ok: true; output: Json } | { ok: false; error: ErrorInfo }, fromUnknown = false): void {
+  const ref = { id: spec.id, attempt: itemAttempt, item: index };
+  let result = outcome;
+  if (result.ok) {
+    const problem = outputProblem(result.output);
+    if (problem) result = { ok: false, error: { code: 'node.output-invalid', message: `item ${index}: ${problem}`, retryable: true } };
+  }
+  if (result.ok) {
+    a.emit('node.item-committed', { index, output: result.output, fromUnknown: fromUnknown || undefined }, ref);
+  } else {
+    const retry = spec.retry;
+    const canRetry = retry !== undefined && itemAttempt < retry.maxAttempts && isRetryable(result.error, retry.retryOn);
+    a.emit('node.item-failed', { index, error: result.error as unknown as Json, final: !canRetry, fromUnknown: fromUnknown || undefined }, ref);
+    if (canRetry) {
+      startItem(a, spec, index, itemAttempt + 1);
+      return;
+    }
+    if (a.run.nodes[spec.id].foreach!.failurePolicy === 'fail-fast') {
+      cancelInvocations(a, (inv) => inv.nodeId === spec.id, `item ${index} failed`);
+      failNode(a, spec.id, { code: 'foreach.item-failed', message: `item ${index} failed: ${result.error.message}`, retryable: false, detail: { index, error: result.error as unknown as Json } });
+      return;
+    }
+  }
+  if (a.run.nodes[spec.id].status === 'running') dispatchItems(a, spec);
+}
+
+function finishForeachIfDone(a: Activation, id: string): void {
+  const node = a.run.nodes[id];
+  const f = node.foreach!;
+  if (node.status !== 'running' || f.done < f.items.length || f.running > 0) return;
+  commitOutput(a, id, { results: f.results, failures: f.failures as unknown as Json });
+}
+
+function isRetryable(error: ErrorInfo, retryOn: string[] | undefined): boolean {
+  if (error.retryable === false) return false;
+  return retryOn === undefined || retryOn.includes(error.code);
+}
+
+function outputProblem(output: Json, schema?: Json): string | undefined {
+  const shape = jsonProblem(output, limits.nodeOutputDepthMax);
+  if (shape) return `the output is not plain JSON: ${shape}`;
+  const size = JSON.stringify(output).length;
+  if (size > limits.nodeOutputBytesMax) return `the output has ${size} characters (at most ${limits.nodeOutputBytesMax})`;
+  if (schema !== undefined) {
+    const problems = checkAgainst(schema, output);
+    if (problems.length > 0) return `the output does not match its schema: ${problems.map((p) => `${p.pointer || '/'} ${p.message}`).join('; ')}`;
+  }
+  return undefined;
+}
+
+/** Validates and commits a node's output, then decides its outgoing edges. */
+export function commitOutput(a: Activation, id: string, output: Json, extraSchema?: Json): void {
+  const spec = a.graph.nodes.get(id)!;
+  const node = a.run.nodes[id];
+  const problem = outputProblem(output, spec.expects) ?? (extraSchema !== undefined ? outputProblem(output, extraSchema) : undefined);
+  if (problem) {
+    failNode(a, id, { code: 'node.output-invalid', message: clip(`node ${id}: ${problem}`), retryable: spec.uses === 'agent.run@1' });
+    return;
+  }
+  a.emit('node.output-committed', { output }, { id, attempt: node.attempt, invocationId: node.invocationId });
+  const port = spec.uses === 'core.condition@1' ? String((output as { result: boolean }).result) : undefined;
+  for (const i of a.graph.outgoing.get(id)!) {
+    const edge = a.graph.edges[i];
+    const taken = port === undefined || edge.port === port;
+    a.emit(taken ? 'edge.taken' : 'edge.skipped', { edge: i, from: edge.from, to: edge.to, port: edge.port });
+  }
+}
+
+function skipNode(a: Activation, id: string): void {
+  a.emit('node.skipped', {}, { id, attempt: 0 });
+  for (const i of a.graph.outgoing.get(id)!) {
+    const edge = a.graph.edges[i];
+    a.emit('edge.skipped', { edge: i, from: edge.from, to: edge.to, port: edge.port });
+  }
+}
+
+/** A node failed: retry it when its policy allows, else fail the run. */
+export function failNode(a: Activation, id: string, error: ErrorInfo): void {
+  const spec = a.graph.nodes.get(id)!;
+  const node = a.run.nodes[id];
+  const retry = spec.retry;
+  if (retry && node.attempt < retry.maxAttempts && isRetryable(error, retry.retryOn) && (node.status === 'running' || node.status === 'waiting')) {
+    const backoff = Math.min((retry.backoffMs ?? 0) * Math.pow(retry.backoffMultiplier ?? 2, node.attempt - 1), limits.retryBackoffMsMax);
+    a.emit('node.retry-scheduled', { error: error as unknown as Json, retryAt: a.now + Math.round(backoff) }, { id, attempt: node.attempt });
+    if (backoff === 0) startNode(a, spec, node.attempt + 1);
+    return;
+  }
+  a.emit('node.failed', { error: error as unknown as Json }, { id, attempt: node.attempt });
+  failRun(a, { code: 'node.failed', message: clip(`node ${id} failed: ${error.code}: ${error.message}`), detail: { nodeId: id, error: error as unknown as Json } });
+}
+
+export function cancelInvocations(a: Activation, which: (inv: Invocation) => boolean, reason: string): void {
+  for (const inv of Object.values(a.run.inflight)) {
+    if (!which(inv)) continue;
+    a.emit('capability.cancelled', { invocationId: inv.invocationId, reason }, { id: inv.nodeId, attempt: inv.attempt, invocationId: inv.invocationId, item: inv.item });
+    a.cancels.push({ invocationId: inv.invocationId, reason });
+    const node = a.run.nodes[inv.nodeId];
+    if (node.foreach && inv.item !== undefined) node.foreach.running -= 1;
+  }
+}
+
+export function failRun(a: Activation, error: ErrorInfo): void {
+  if (isTerminal(a)) return;
+  cancelInvocations(a, () => true, 'run failed');
+  a.emit('run.failed', { error: error as unknown as Json });
+}
+
+export function cancelRun(a: Activation, reason: string, by: string): void {
+  a.emit('run.cancel-requested', { reason, by });
+  cancelInvocations(a, () => true, 'run cancelled');
+  for (const id of a.graph.order) {
+    const node = a.run.nodes[id];
+    if (activeStatuses.has(node.status)) a.emit('node.cancelled', { reason }, { id, attempt: node.attempt });
+  }
+  a.emit('run.cancelled', { reason, by });
+}
+
+function settleRun(a: Activation): void {
+  if (isTerminal(a)) return;
+  const nodes = Object.entries(a.run.nodes);
+  const unsettled = nodes.filter(([, n]) => !settledNodeStatuses.includes(n.status));
+  if (unsettled.length === 0) {
+    completeRun(a);
+    return;
+  }
+  const moving = unsettled.some(([, n]) => n.status === 'running' || n.status === 'retry-wait');
+  if (moving) {
+    if (a.run.status === 'paused') a.emit('run.resumed', { reason: 'work resumed' });
+    return;
+  }
+  const reason = unsettled.some(([, n]) => n.status === 'needs-attention') ? 'needs_attention' : unsettled.some(([, n]) => n.status === 'waiting') ? 'approval' : 'waiting';
+  if (a.run.status !== 'paused' || a.run.pausedReason !== reason) a.emit('run.paused', { reason });
+}
+
+function completeRun(a: Activation): void {
+  const spec = a.graph.template.spec;
+  const ends = a.graph.order.filter((id) => a.graph.nodes.get(id)!.uses === 'core.end@1' && a.run.nodes[id].status === 'completed');
+  if (ends.length === 0) {
+    failRun(a, { code: 'run.no-end-reached', message: 'every path to a core.end@1 node was skipped' });
+    return;
+  }
+  const output: Json = spec.outputs ? resolveInputs(spec.outputs, a.run) : (a.run.nodes[ends[0]].output ?? null);
+  if (spec.outputSchema !== undefined) {
+    const problems = checkAgainst(spec.outputSchema, output);
+    if (problems.length > 0) {
+      failRun(a, { code: 'run.output-invalid', message: clip(`the run output does not match outputSchema: ${problems.map((p) => `${p.pointer || '/'} ${p.message}`).join('; ')}`) });
+      return;
+    }
+  }
+  if (a.run.status === 'paused') a.emit('run.resumed', { reason: 'completing' });
+  a.emit('run.completed', { output });
+}
+
+/** After an operator chose `retry`: start again every foreach item whose outcome was unknown. */
+export function retryUnknownItems(a: Activation, spec: NodeSpec): void {
+  const f = a.run.nodes[spec.id].foreach!;
+  for (const index of [...f.unknown]) startItem(a, spec, index, (f.attempts[String(index)] ?? 1) + 1);
+  dispatchItems(a, spec);
+}

@@ -1,0 +1,76 @@
+// Resolution of value bindings. There are exactly three sources: a literal, a path into the run
+// input, and a path into the committed output of an upstream node. Nothing else is reachable.
+import { canonicalJson } from '../hash.js';
+import { getPointer, type Json } from '../json.js';
+import type { Binding } from '../protocol/template.js';
+import type { RunState } from '../state/types.js';
+
+export function resolveBinding(binding: Binding, state: RunState): Json | undefined {
+  switch (binding.source) {
+    case 'literal':
+      return binding.value;
+    case 'input':
+      return getPointer(state.input, binding.path) as Json | undefined;
+    case 'output': {
+      const node = state.nodes[binding.nodeId];
+      if (!node || node.status !== 'completed') return undefined;
+      return getPointer(node.output, binding.path ?? '') as Json | undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** The input object of a node: each named binding resolved; unresolvable ones are left out. */
+export function resolveInputs(bindings: Record<string, Binding> | undefined, state: RunState): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const [name, binding] of Object.entries(bindings ?? {})) {
+    const value = resolveBinding(binding, state);
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+function same(a: Json | undefined, b: Json | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return canonicalJson(a) === canonicalJson(b);
+}
+
+function ordered(a: Json | undefined, b: Json | undefined): boolean {
+  return (typeof a === 'number' && typeof b === 'number') || (typeof a === 'string' && typeof b === 'string');
+}
+
+/** The fixed operators of `core.condition@1`. */
+export function evaluateCondition(operator: string, left: Json | undefined, right: Json | undefined): boolean {
+  switch (operator) {
+    case 'eq':
+      return same(left, right);
+    case 'ne':
+      return !same(left, right);
+    case 'gt':
+      return ordered(left, right) && (left as number) > (right as number);
+    case 'gte':
+      return ordered(left, right) && (left as number) >= (right as number);
+    case 'lt':
+      return ordered(left, right) && (left as number) < (right as number);
+    case 'lte':
+      return ordered(left, right) && (left as number) <= (right as number);
+    case 'in':
+      return Array.isArray(right) && right.some((r) => same(r, left));
+    case 'not-in':
+      return Array.isArray(right) && !right.some((r) => same(r, left));
+    case 'contains':
+      if (typeof left === 'string' && typeof right === 'string') return left.includes(right);
+      return Array.isArray(left) && left.some((l) => same(l, right));
+    case 'exists':
+      return left !== undefined && left !== null;
+    case 'not-exists':
+      return left === undefined || left === null;
+    case 'truthy':
+      return !(left === undefined || left === null || left === false || left === 0 || left === '');
+    case 'falsy':
+      return left === undefined || left === null || left === false || left === 0 || left === '';
+    default:
+      return false;
+  }
+}

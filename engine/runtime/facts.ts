@@ -1,0 +1,166 @@
+// Applies the facts of an activation, then lets the frontier advance.
+import { EngineError } from '../errors.js';
+import type { Json } from '../json.js';
+import { limits } from '../limits.js';
+import type { ErrorInfo } from '../state/types.js';
+import type { Activation, Fact } from './activation.js';
+import { advance, cancelRun, commitOutput, failNode, isTerminal, requestFor, retryUnknownItems, settleItem, stageRequest, startNode } from './advance.js';
+import { resolveInputs } from './bindings.js';
+import { jsonProblem } from '../json.js';
+import { checkAgainst } from '../compiler/schemas.js';
+
+export function applyFacts(a: Activation): void {
+  for (const fact of a.request.facts) applyFact(a, fact);
+  if (a.state) advance(a);
+}
+
+function applyFact(a: Activation, fact: Fact): void {
+  if (fact.type === 'run-requested') {
+    acceptRun(a, fact);
+    return;
+  }
+  if (!a.state) throw new EngineError('engine.unknown-run', `run ${a.request.runId} does not exist`);
+  switch (fact.type) {
+    case 'capability-completed':
+      completeCapability(a, fact);
+      return;
+    case 'cancel-requested':
+      if (!isTerminal(a)) cancelRun(a, fact.reason ?? 'cancelled', fact.by ?? a.request.actor ?? 'host');
+      return;
+    case 'resume-requested':
+      resume(a, fact);
+      return;
+    case 'outcome-resolved':
+      resolveOutcome(a, fact);
+      return;
+    default:
+      throw new EngineError('engine.bad-activation', `unknown fact type ${JSON.stringify((fact as { type: unknown }).type)}`);
+  }
+}
+
+function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>): void {
+  if (a.state) throw new EngineError('engine.run-exists', `run ${a.request.runId} already exists`);
+  const template = a.graph.template;
+  const inputProblem = jsonProblem(fact.input);
+  const size = inputProblem ? 0 : JSON.stringify(fact.input ?? null).length;
+  const schemaProblems = inputProblem || template.spec.inputSchema === undefined ? [] : checkAgainst(template.spec.inputSchema, fact.input);
+  if (inputProblem || size > limits.runInputBytesMax || schemaProblems.length > 0) {
+    throw new EngineError(
+      'run.input-invalid',
+      inputProblem
+        ? `the run input is not plain JSON: ${inputProblem}`
+        : size > limits.runInputBytesMax
+          ? `the run input has ${size} characters (at most ${limits.runInputBytesMax})`
+          : `the run input does not match the template's inputSchema: ${schemaProblems.map((p) => `${p.pointer || '/'} ${p.message}`).join('; ')}`,
+      { problems: schemaProblems as unknown as Json },
+    );
+  }
+  const timeoutMs = fact.timeoutMs ?? template.spec.policies?.timeoutMs;
+  a.emit('run.accepted', {
+    input: fact.input,
+    authority: fact.authority as unknown as Json,
+    templateKey: a.templateKey,
+    planHash: a.plan.planHash,
+    parentRunId: fact.parentRunId,
+    deadlineAt: timeoutMs !== undefined ? a.now + timeoutMs : undefined,
+    nodeIds: a.graph.order,
+  });
+  a.emit('run.started', {});
+}
+
+function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capability-completed' }>): void {
+  const inv = a.run.inflight[fact.invocationId];
+  const outcome: Record<string, Json | undefined> = fact.ok ? { ok: true, output: fact.output ?? null } : { ok: false, error: normaliseError(fact.error) as unknown as Json };
+  if (!inv) {
+    // Evidence only: a duplicate, a completion after cancellation, or after the run ended.
+    a.emit('capability.late', { invocationId: fact.invocationId, reason: isTerminal(a) ? `run ${a.run.status}` : 'not in flight', ...outcome });
+    return;
+  }
+  const ref = { id: inv.nodeId, attempt: inv.attempt, invocationId: inv.invocationId, item: inv.item };
+  a.emit('capability.completed', { invocationId: inv.invocationId, ...outcome }, ref);
+  const spec = a.graph.nodes.get(inv.nodeId)!;
+  if (inv.item !== undefined) {
+    settleItemFromFact(a, inv.nodeId, inv.item, inv.attempt, fact);
+    return;
+  }
+  if (!fact.ok) {
+    failNode(a, inv.nodeId, normaliseError(fact.error));
+    return;
+  }
+  const config = (spec.config ?? {}) as Record<string, any>;
+  if (spec.uses === 'human.approval@1') {
+    const decision = (fact.output ?? {}) as Record<string, Json>;
+    if (decision.approved !== true && config.onReject !== 'continue') {
+      failNode(a, inv.nodeId, { code: 'approval.rejected', message: `${String(decision.by ?? 'an approver')} rejected ${inv.nodeId}${decision.comment ? `: ${String(decision.comment)}` : ''}`, retryable: false });
+      return;
+    }
+  }
+  commitOutput(a, inv.nodeId, fact.output ?? null, spec.uses === 'agent.run@1' ? config.outputSchema : undefined);
+}
+
+function settleItemFromFact(a: Activation, nodeId: string, index: number, itemAttempt: number, fact: Extract<Fact, { type: 'capability-completed' }>): void {
+  settleItem(a, a.graph.nodes.get(nodeId)!, index, itemAttempt, fact.ok ? { ok: true, output: fact.output ?? null } : { ok: false, error: normaliseError(fact.error) });
+}
+
+function normaliseError(error: { code?: unknown; message?: unknown; retryable?: unknown } | undefined): ErrorInfo {
+  return {
+    code: typeof error?.code === 'string' && error.code.length > 0 ? error.code : 'capability.failed',
+    message: typeof error?.message === 'string' ? error.message.slice(0, limits.errorMessageCharsMax) : 'the capability failed',
+    retryable: error?.retryable === false ? false : error?.retryable === true ? true : undefined,
+  };
+}
+
+function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>): void {
+  if (isTerminal(a)) return;
+  const by = fact.by ?? a.request.actor ?? 'host';
+  a.emit('run.resumed', { by, authority: fact.authority as unknown as Json, afterRestart: fact.afterRestart || undefined, effects: fact.effects as Json | undefined });
+  if (!fact.afterRestart) return;
+  // The host restarted: the outcome of every invocation in flight is unknown.
+  for (const inv of Object.values(a.run.inflight)) {
+    const declared = fact.effects?.[`${inv.kind}:${inv.name}`];
+    const safe = inv.effect === 'read-only' || inv.effect === 'idempotent' || declared === 'read-only' || declared === 'idempotent';
+    const ref = { id: inv.nodeId, attempt: inv.attempt, invocationId: inv.invocationId, item: inv.item };
+    if (safe) {
+      const spec = a.graph.nodes.get(inv.nodeId)!;
+      const config = (spec.uses === 'core.foreach@1' ? (spec.config as Record<string, any>).body.config : spec.config ?? {}) as Record<string, any>;
+      const uses = spec.uses === 'core.foreach@1' ? (spec.config as Record<string, any>).body.uses : spec.uses;
+      const input = inv.item !== undefined ? a.run.nodes[inv.nodeId].foreach!.items[inv.item] : resolveInputs(spec.inputs, a.run);
+      stageRequest(a, requestFor(a, spec, uses, config, inv.invocationId, inv.attempt, input, inv.item), true);
+      continue;
+    }
+    a.emit('capability.abandoned', { invocationId: inv.invocationId, reason: 'the host restarted before the outcome was recorded; it is unknown whether the call took effect' }, ref);
+    a.emit('node.needs-attention', { invocationId: inv.invocationId, item: inv.item, evidence: { kind: inv.kind, name: inv.name, effect: inv.effect, requestedSeq: inv.requestedSeq } }, { id: inv.nodeId, attempt: a.run.nodes[inv.nodeId].attempt });
+  }
+}
+
+function resolveOutcome(a: Activation, fact: Extract<Fact, { type: 'outcome-resolved' }>): void {
+  const node = a.run.nodes[fact.nodeId];
+  if (!node) throw new EngineError('resolve.unknown-node', `run ${a.run.runId} has no node ${JSON.stringify(fact.nodeId)}`);
+  if (node.status !== 'needs-attention') {
+    throw new EngineError('resolve.not-needed', `node ${fact.nodeId} is ${node.status}, not needs-attention; nothing to resolve`, { status: node.status });
+  }
+  const spec = a.graph.nodes.get(fact.nodeId)!;
+  if (node.foreach && fact.resolution === 'succeeded') {
+    throw new EngineError('resolve.unsupported', `foreach node ${fact.nodeId} can be resolved with retry or fail, not succeeded`);
+  }
+  a.emit('node.resolved', { resolution: fact.resolution, by: fact.by, reason: fact.reason, output: fact.output }, { id: fact.nodeId, attempt: node.attempt });
+  switch (fact.resolution) {
+    case 'succeeded':
+      commitOutput(a, fact.nodeId, fact.output ?? null);
+      return;
+    case 'fail':
+      failNode(a, fact.nodeId, { code: 'node.resolved-failed', message: `${fact.by} marked ${fact.nodeId} failed${fact.reason ? `: ${fact.reason}` : ''}`, retryable: false });
+      return;
+    case 'retry':
+      if (node.foreach) {
+        a.emit('node.resumed', { by: fact.by }, { id: fact.nodeId, attempt: node.attempt });
+        retryUnknownItems(a, spec);
+      } else {
+        startNode(a, spec, node.attempt + 1);
+      }
+      return;
+    default:
+      throw new EngineError('resolve.bad-resolution', `resolution must be succeeded, retry or fail`);
+  }
+}
+

@@ -1,0 +1,193 @@
+// Applies one journal event to a run state. All state changes of a run happen here, so a state
+// rebuilt from a checkpoint plus the events after it equals the state that produced them.
+import { EngineError } from '../errors.js';
+import type { Json } from '../json.js';
+import { checkpointSchemaVersion } from '../version.js';
+import { nodeTransitions, runTransitions } from './transitions.js';
+import type { Authority, Effect, ErrorInfo, EventEnvelope, NodeState, RunState } from './types.js';
+
+function illegal(state: RunState | undefined, event: EventEnvelope, why: string): never {
+  throw new EngineError('engine.illegal-transition', `${event.type} (seq ${event.seq}) ${why}`, {
+    runStatus: state?.status ?? 'new',
+    node: event.node ? { id: event.node.id, status: state?.nodes[event.node.id]?.status ?? null } : null,
+    event: event as unknown as Json,
+  });
+}
+
+export function reduce(state: RunState | undefined, event: EventEnvelope): RunState {
+  const p = event.payload as Record<string, any>;
+  if (event.type === 'run.accepted') {
+    if (state) illegal(state, event, 'arrived for a run that already exists');
+    return {
+      checkpointVersion: checkpointSchemaVersion as 1,
+      runId: event.runId,
+      templateKey: p.templateKey,
+      planHash: p.planHash,
+      status: 'queued',
+      seq: event.seq,
+      activation: event.origin.activation,
+      lastCheckpointSeq: 0,
+      input: p.input,
+      authority: p.authority as Authority,
+      parentRunId: p.parentRunId ?? undefined,
+      deadlineAt: p.deadlineAt ?? undefined,
+      nodes: Object.fromEntries((p.nodeIds as string[]).map((id) => [id, { status: 'pending', attempt: 0 } as NodeState])),
+      edges: {},
+      inflight: {},
+    };
+  }
+  if (!state) return illegal(state, event, 'arrived before run.accepted');
+  if (event.seq !== state.seq + 1) illegal(state, event, `is out of order: expected seq ${state.seq + 1}`);
+  state.seq = event.seq;
+  state.activation = event.origin.activation;
+
+  const run = runTransitions[event.type];
+  if (run) {
+    if (!run.from.includes(state.status)) illegal(state, event, `is not allowed while the run is ${state.status}`);
+    if (run.to !== 'same') state.status = run.to;
+    switch (event.type) {
+      case 'run.paused':
+        state.pausedReason = p.reason;
+        break;
+      case 'run.resumed':
+        state.pausedReason = undefined;
+        if (p.authority) state.authority = p.authority as Authority;
+        break;
+      case 'run.cancel-requested':
+        state.cancelRequested = true;
+        break;
+      case 'run.completed':
+        state.result = p.output;
+        break;
+      case 'run.failed':
+        state.error = p.error as ErrorInfo;
+        state.pausedReason = undefined;
+        break;
+      case 'run.cancelled':
+        state.pausedReason = undefined;
+        break;
+      default:
+        break;
+    }
+    return state;
+  }
+
+  const nodeRule = nodeTransitions[event.type];
+  if (nodeRule) {
+    const id = event.node?.id;
+    const node = id === undefined ? undefined : state.nodes[id];
+    if (!node) return illegal(state, event, `names unknown node ${JSON.stringify(id)}`);
+    if (!nodeRule.from.includes(node.status)) illegal(state, event, `is not allowed while node ${id} is ${node.status}`);
+    if (nodeRule.to !== 'same') node.status = nodeRule.to;
+    applyNodeEvent(node, event, p);
+    return state;
+  }
+
+  switch (event.type) {
+    case 'capability.requested':
+      state.inflight[p.invocationId] = {
+        invocationId: p.invocationId,
+        nodeId: event.node!.id,
+        item: p.item ?? undefined,
+        attempt: event.node!.attempt,
+        kind: p.kind,
+        name: p.name,
+        effect: p.effect as Effect,
+        requestedSeq: event.seq,
+      };
+      break;
+    case 'capability.completed':
+    case 'capability.cancelled':
+    case 'capability.abandoned':
+      if (!state.inflight[p.invocationId]) illegal(state, event, `names invocation ${p.invocationId}, which is not in flight`);
+      delete state.inflight[p.invocationId];
+      break;
+    case 'edge.taken':
+    case 'edge.skipped':
+      if (state.edges[p.edge] !== undefined) illegal(state, event, `decides edge ${p.edge} a second time`);
+      state.edges[p.edge] = event.type === 'edge.taken' ? 'taken' : 'skipped';
+      break;
+    case 'checkpoint.committed':
+      state.lastCheckpointSeq = event.seq;
+      break;
+    case 'capability.late':
+      break;
+    default:
+      illegal(state, event, 'is not an event type this engine knows');
+  }
+  return state;
+}
+
+function applyNodeEvent(node: NodeState, event: EventEnvelope, p: Record<string, any>): void {
+  switch (event.type) {
+    case 'node.started':
+      node.attempt = event.node!.attempt;
+      node.error = undefined;
+      node.retryAt = undefined;
+      node.timeoutAt = p.timeoutAt ?? undefined;
+      node.invocationId = event.node!.invocationId;
+      if (p.foreach) {
+        node.foreach = {
+          items: p.foreach.items,
+          maxConcurrency: p.foreach.maxConcurrency,
+          failurePolicy: p.foreach.failurePolicy,
+          next: 0,
+          running: 0,
+          done: 0,
+          results: new Array(p.foreach.items.length).fill(null),
+          failures: [],
+          attempts: {},
+          unknown: [],
+        };
+      }
+      break;
+    case 'node.output-committed':
+      node.output = p.output;
+      node.timeoutAt = undefined;
+      break;
+    case 'node.failed':
+      node.error = p.error;
+      node.timeoutAt = undefined;
+      break;
+    case 'node.retry-scheduled':
+      node.error = p.error;
+      node.retryAt = p.retryAt;
+      node.timeoutAt = undefined;
+      break;
+    case 'node.needs-attention':
+      if (node.foreach && typeof p.item === 'number') {
+        node.foreach.running -= 1;
+        node.foreach.unknown.push(p.item);
+      }
+      break;
+    case 'node.item-started': {
+      const f = node.foreach!;
+      f.attempts[String(p.index)] = event.node!.attempt;
+      if (p.index === f.next) f.next += 1;
+      const wasUnknown = f.unknown.indexOf(p.index);
+      if (wasUnknown >= 0) f.unknown.splice(wasUnknown, 1);
+      f.running += 1;
+      break;
+    }
+    case 'node.item-committed': {
+      const f = node.foreach!;
+      f.results[p.index] = p.output;
+      f.running -= p.fromUnknown ? 0 : 1;
+      f.done += 1;
+      if (p.fromUnknown) f.unknown.splice(f.unknown.indexOf(p.index), 1);
+      break;
+    }
+    case 'node.item-failed': {
+      const f = node.foreach!;
+      if (p.final) {
+        f.failures.push({ index: p.index, error: p.error });
+        f.done += 1;
+      }
+      f.running -= p.fromUnknown ? 0 : 1;
+      if (p.fromUnknown) f.unknown.splice(f.unknown.indexOf(p.index), 1);
+      break;
+    }
+    default:
+      break;
+  }
+}

@@ -1,0 +1,37 @@
+// Every legal state change of runs and nodes, as tables. An event that a table does not allow
+// fails loudly with the state, the event and its seq.
+import type { NodeStatus, RunStatus } from './types.js';
+
+/** Run event type -> statuses it may arrive in -> status after it (`same` keeps the status). */
+export const runTransitions: Record<string, { from: readonly (RunStatus | 'new')[]; to: RunStatus | 'same' }> = {
+  'run.accepted': { from: ['new'], to: 'queued' },
+  'run.started': { from: ['queued'], to: 'running' },
+  'run.paused': { from: ['running', 'paused'], to: 'paused' },
+  'run.resumed': { from: ['paused', 'running'], to: 'running' },
+  'run.cancel-requested': { from: ['queued', 'running', 'paused'], to: 'same' },
+  'run.completed': { from: ['running'], to: 'completed' },
+  'run.failed': { from: ['queued', 'running', 'paused'], to: 'failed' },
+  'run.cancelled': { from: ['queued', 'running', 'paused'], to: 'cancelled' },
+};
+
+const active: readonly NodeStatus[] = ['running', 'waiting'];
+
+/** Node event type -> statuses it may arrive in -> status after it. */
+export const nodeTransitions: Record<string, { from: readonly NodeStatus[]; to: NodeStatus | 'same' }> = {
+  'node.started': { from: ['pending', 'retry-wait', 'needs-attention'], to: 'running' },
+  'node.waiting': { from: ['running'], to: 'waiting' },
+  'node.output-committed': { from: [...active, 'needs-attention'], to: 'completed' },
+  'node.failed': { from: [...active, 'needs-attention', 'retry-wait', 'pending'], to: 'failed' },
+  'node.skipped': { from: ['pending'], to: 'skipped' },
+  'node.retry-scheduled': { from: active, to: 'retry-wait' },
+  'node.needs-attention': { from: [...active, 'needs-attention'], to: 'needs-attention' },
+  'node.resolved': { from: ['needs-attention'], to: 'same' },
+  'node.resumed': { from: ['needs-attention'], to: 'running' },
+  'node.cancelled': { from: [...active, 'retry-wait', 'needs-attention', 'pending'], to: 'cancelled' },
+  'node.item-started': { from: [...active, 'needs-attention'], to: 'same' },
+  'node.item-committed': { from: [...active, 'needs-attention'], to: 'same' },
+  'node.item-failed': { from: [...active, 'needs-attention'], to: 'same' },
+};
+
+/** Events that carry no state change beyond what `reduce` records for them. */
+export const recordOnlyEvents = new Set(['capability.late', 'checkpoint.committed', 'run.divergence']);

@@ -1,0 +1,98 @@
+import type { Json } from '../json.js';
+
+export type RunStatus = 'accepted' | 'queued' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
+export type PausedReason = 'approval' | 'waiting' | 'needs_attention';
+export type NodeStatus = 'pending' | 'running' | 'waiting' | 'retry-wait' | 'needs-attention' | 'completed' | 'failed' | 'skipped' | 'cancelled';
+export type EdgeStatus = 'taken' | 'skipped';
+/** How an external call may be treated on recovery and replay. */
+export type Effect = 'read-only' | 'idempotent' | 'unknown';
+
+export interface ErrorInfo {
+  code: string;
+  message: string;
+  retryable?: boolean;
+  detail?: Json;
+}
+
+export interface Authority {
+  id: string;
+  scopes: string[];
+}
+
+export interface Invocation {
+  invocationId: string;
+  nodeId: string;
+  item?: number;
+  attempt: number;
+  kind: string;
+  name: string;
+  effect: Effect;
+  requestedSeq: number;
+}
+
+export interface ForeachState {
+  items: Json[];
+  maxConcurrency: number;
+  failurePolicy: 'fail-fast' | 'continue';
+  next: number;
+  running: number;
+  done: number;
+  results: Json[];
+  failures: { index: number; error: ErrorInfo }[];
+  attempts: Record<string, number>;
+  /** Items whose outcome is unknown after a restart, waiting for an operator. */
+  unknown: number[];
+}
+
+export interface NodeState {
+  status: NodeStatus;
+  attempt: number;
+  output?: Json;
+  error?: ErrorInfo;
+  invocationId?: string;
+  timeoutAt?: number;
+  retryAt?: number;
+  foreach?: ForeachState;
+}
+
+/** The whole state of a run; a checkpoint is this object as JSON. */
+export interface RunState {
+  checkpointVersion: 1;
+  runId: string;
+  templateKey: string;
+  planHash: string;
+  status: RunStatus;
+  pausedReason?: PausedReason;
+  seq: number;
+  /** Ordinal of the activation that committed the latest events. */
+  activation: number;
+  lastCheckpointSeq: number;
+  input: Json;
+  authority: Authority;
+  parentRunId?: string;
+  deadlineAt?: number;
+  cancelRequested?: boolean;
+  nodes: Record<string, NodeState>;
+  edges: Record<string, EdgeStatus>;
+  inflight: Record<string, Invocation>;
+  result?: Json;
+  error?: ErrorInfo;
+}
+
+export interface EventEnvelope {
+  schemaVersion: number;
+  eventId: string;
+  runId: string;
+  seq: number;
+  type: string;
+  /** ISO-8601 time taken from the activation's `now`. */
+  occurredAt: string;
+  workflow: { id: string; revision?: number; semanticHash: string; engineVersion: string; nodeDefinitionSetHash: string };
+  node?: { id: string; uses: string; attempt: number; invocationId?: string; item?: number };
+  correlation?: Json;
+  origin: { actor: string; activation: number };
+  payload: Record<string, Json>;
+}
+
+export const terminalRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
+export const settledNodeStatuses: readonly NodeStatus[] = ['completed', 'failed', 'skipped', 'cancelled'];
