@@ -1,0 +1,417 @@
+/**
+ * Synchronous, deterministic evaluation of untrusted scripts in QuickJS.
+ *
+ * A script is a function body (`return input.items.length`) or an expression
+ * (`(input) => input.items.length`, or `input.items.length`) over one JSON
+ * input; it returns JSON. `evaluate` is synchronous because the engine calls
+ * it from inside a synchronous WebAssembly import. Loading the QuickJS module
+ * is the only asynchronous step (`ScriptEvaluator.create`).
+ *
+ * Call order: `create` once, then any number of `evaluate` / `checkSyntax`,
+ * then `dispose`. Not re-entrant (scripts have no host functions, so nothing
+ * can call back in).
+ *
+ * No Node built-ins here: the file is bundled for browsers too.
+ */
+import { DefaultIntrinsics, RELEASE_SYNC, newQuickJSWASMModuleFromVariant, newVariant } from 'quickjs-emscripten';
+import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant, QuickJSWASMModule } from 'quickjs-emscripten';
+import { runtimePoisoningCodes, scriptError, type ScriptError } from './errors.js';
+import { scanJsonText, utf8ByteLength } from './json-text.js';
+import * as L from './limits.js';
+import { preludeSource, scriptLineOffset } from './prelude.js';
+
+export type { ScriptError } from './errors.js';
+
+export interface ScriptLimits {
+  /** Interrupt-handler calls (one per ~10 000 interpreter polls). */
+  fuel: number;
+  /** QuickJS heap bytes available to the script. */
+  memoryBytes: number;
+  /** QuickJS stack bytes (at most 256 KiB). */
+  stackBytes: number;
+  /** UTF-8 bytes of the output JSON text. */
+  outputBytes: number;
+}
+
+export type ScriptOutcome =
+  | { ok: true; /** JSON text */ output: string; fuelUsed: number }
+  | { ok: false; error: ScriptError };
+
+/** Supplies the QuickJS sync variant; the evaluator adds its own bounded memory. */
+export type VariantLoader = () => QuickJSSyncVariant | Promise<QuickJSSyncVariant>;
+
+export interface ScriptEvaluatorOptions {
+  /** Defaults for every evaluation; each `evaluate` call may override them within the maxima. */
+  limits?: Partial<ScriptLimits>;
+  /** Where the QuickJS variant comes from (default: quickjs-emscripten's RELEASE_SYNC). */
+  loadVariant?: VariantLoader;
+}
+
+export const defaultScriptLimits: Readonly<ScriptLimits> = Object.freeze({
+  fuel: L.fuelDefault,
+  memoryBytes: L.memoryBytesDefault,
+  stackBytes: L.stackBytesDefault,
+  outputBytes: L.outputBytesDefault,
+});
+
+const limitRanges: Record<keyof ScriptLimits, readonly [number, number]> = {
+  fuel: [1, L.fuelMax],
+  memoryBytes: [L.memoryBytesMin, L.memoryBytesMax],
+  stackBytes: [L.stackBytesMin, L.stackBytesMax],
+  outputBytes: [1, L.outputBytesMax],
+};
+
+/** Applies `requested` over `base`; every field must be an integer inside its range. */
+export function resolveScriptLimits(base: ScriptLimits, requested?: Partial<ScriptLimits>): ScriptLimits | ScriptError {
+  const out = { ...base };
+  if (requested === undefined) return out;
+  if (requested === null || typeof requested !== 'object') return scriptError('script.request-invalid', 'limits must be an object');
+  for (const key of Object.keys(requested)) {
+    if (!Object.hasOwn(limitRanges, key)) return scriptError('script.request-invalid', `unknown limit '${key}'`);
+    const value = (requested as Record<string, unknown>)[key];
+    if (value === undefined) continue;
+    const [min, max] = limitRanges[key as keyof ScriptLimits];
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+      return scriptError('script.request-invalid', `limit '${key}' must be an integer from ${min} to ${max}`);
+    }
+    out[key as keyof ScriptLimits] = value;
+  }
+  return out;
+}
+
+function isScriptError(x: ScriptLimits | ScriptError): x is ScriptError {
+  return typeof (x as ScriptError).code === 'string';
+}
+
+const intrinsics = { ...DefaultIntrinsics, Date: false };
+const emptyInput = 'null';
+
+/** One QuickJS runtime + context with the prelude applied. */
+interface Instance {
+  runtime: QuickJSRuntime;
+  context: QuickJSContext;
+  run: QuickJSHandle;
+  drain: QuickJSHandle;
+  /** Evaluations run on this context; 0 means it is as fresh as a new one. */
+  evaluations: number;
+  /** True when QuickJS's poll counter was just reset by an interrupt-handler call. */
+  counterFresh: boolean;
+}
+
+/** count: a script runs under fuel; drain: stop at the next poll; setup: the prelude runs unmetered. */
+type HandlerMode = 'count' | 'drain' | 'setup';
+
+export class ScriptEvaluator {
+  private module: QuickJSWASMModule | undefined;
+  private spare: QuickJSWASMModule | undefined;
+  private spareLoading = false;
+  private instance: Instance | undefined;
+  private disposed = false;
+  /** QuickJS heap in use by a fresh instance; added to every memory limit so scripts get what they ask for. */
+  private baselineBytes = 0;
+  private mode: HandlerMode = 'count';
+  private fuelUsed = 0;
+  private fuelLimit = 0;
+  private fuelExhausted = false;
+
+  private constructor(
+    private readonly loadVariant: VariantLoader,
+    private readonly defaults: ScriptLimits,
+  ) {}
+
+  static async create(options: ScriptEvaluatorOptions = {}): Promise<ScriptEvaluator> {
+    const defaults = resolveScriptLimits(defaultScriptLimits, options.limits);
+    if (isScriptError(defaults)) throw new RangeError(defaults.message);
+    const evaluator = new ScriptEvaluator(options.loadVariant ?? (() => RELEASE_SYNC), defaults);
+    evaluator.module = await evaluator.loadModule();
+    const instance = evaluator.ensureInstance();
+    evaluator.baselineBytes = memoryInUse(instance);
+    return evaluator;
+  }
+
+  /** The limits used when `evaluate` is given none. */
+  get limits(): Readonly<ScriptLimits> {
+    return this.defaults;
+  }
+
+  /** Runs `source` over the JSON text `inputJson`. Never throws for anything a script or input can do. */
+  evaluate(source: string, inputJson: string, limits?: Partial<ScriptLimits>): ScriptOutcome {
+    this.assertLive();
+    const resolved = resolveScriptLimits(this.defaults, limits);
+    if (isScriptError(resolved)) return { ok: false, error: resolved };
+    const sourceProblem = checkSourceShape(source);
+    if (sourceProblem) return { ok: false, error: sourceProblem };
+    const inputProblem = checkInput(inputJson);
+    if (inputProblem) return { ok: false, error: inputProblem };
+
+    let outcome = this.runOnce(source, inputJson, resolved, false);
+    // Heap exhaustion depends slightly on what earlier evaluations left in a
+    // reused runtime (atoms, uncollected cycles). Re-run on a fresh runtime so
+    // the verdict is the one every fresh host would reach.
+    if (!outcome.ok && outcome.error.code === 'script.memory' && outcome.warm) {
+      outcome = this.runOnce(source, inputJson, resolved, false);
+    }
+    if (!outcome.ok && outcome.error.code === 'script.memory') this.swapModuleIfSpare();
+    return outcome.ok ? { ok: true, output: outcome.output, fuelUsed: outcome.fuelUsed } : { ok: false, error: outcome.error };
+  }
+
+  /** Parses `source` without running it. Returns the syntax error, if any. */
+  checkSyntax(source: string): ScriptError | undefined {
+    this.assertLive();
+    const sourceProblem = checkSourceShape(source);
+    if (sourceProblem) return sourceProblem;
+    // Compiling runs no script code unless the source closes its wrapper
+    // (see prelude.ts); a small fuel budget bounds that case.
+    const outcome = this.runOnce(source, emptyInput, { ...this.defaults, fuel: L.syntaxCheckFuel }, true);
+    return outcome.ok ? undefined : outcome.error;
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.dropInstance();
+    this.module = undefined;
+    this.spare = undefined;
+  }
+
+  // ---------------------------------------------------------------------
+
+  private assertLive(): void {
+    if (this.disposed) throw new Error('ScriptEvaluator used after dispose()');
+  }
+
+  private async loadModule(): Promise<QuickJSWASMModule> {
+    const base = await this.loadVariant();
+    const wasmMemory = new WebAssembly.Memory({
+      initial: L.wasmMemoryBytesInitial / L.wasmPageBytes,
+      maximum: L.wasmMemoryBytesMax / L.wasmPageBytes,
+    });
+    return newQuickJSWASMModuleFromVariant(newVariant(base, { wasmMemory }));
+  }
+
+  /** Loads a spare module in the background, so a discarded one can be replaced synchronously. */
+  private prepareSpare(): void {
+    if (this.spare || this.spareLoading || this.disposed) return;
+    this.spareLoading = true;
+    this.loadModule().then(
+      (m) => {
+        this.spareLoading = false;
+        if (!this.disposed) this.spare = m;
+      },
+      () => {
+        this.spareLoading = false;
+      },
+    );
+  }
+
+  /** After a heap failure the module's linear memory may have grown; replace it when a spare is ready. */
+  private swapModuleIfSpare(): void {
+    if (this.spare) {
+      this.dropInstance();
+      this.module = this.spare;
+      this.spare = undefined;
+    }
+    this.prepareSpare();
+  }
+
+  private ensureInstance(): Instance {
+    if (this.instance) return this.instance;
+    const module = this.module ?? this.spare;
+    if (!module) throw new SandboxUnavailable();
+    if (module === this.spare) {
+      this.module = module;
+      this.spare = undefined;
+    }
+    const runtime = module.newRuntime();
+    let context: QuickJSContext | undefined;
+    try {
+      runtime.setMaxStackSize(L.stackBytesMax);
+      runtime.setMemoryLimit(-1);
+      runtime.setInterruptHandler(() => this.onInterrupt());
+      context = runtime.newContext({ intrinsics });
+      this.mode = 'setup';
+      const evaluated = context.evalCode(preludeSource, 'prelude.js');
+      this.mode = 'count';
+      const pair = context.unwrapResult(evaluated);
+      const run = context.getProp(pair, 0);
+      const drain = context.getProp(pair, 1);
+      pair.dispose();
+      this.instance = { runtime, context, run, drain, evaluations: 0, counterFresh: false };
+      return this.instance;
+    } catch (e) {
+      context?.dispose();
+      runtime.dispose();
+      throw e;
+    }
+  }
+
+  private dropInstance(): void {
+    const instance = this.instance;
+    this.instance = undefined;
+    if (!instance) return;
+    try {
+      instance.run.dispose();
+      instance.drain.dispose();
+      instance.context.dispose();
+      instance.runtime.dispose();
+    } catch {
+      // A runtime that failed badly may not free cleanly; the module is dropped with it.
+      this.module = undefined;
+      this.prepareSpare();
+    }
+  }
+
+  private onInterrupt(): boolean {
+    if (this.mode === 'drain') return true;
+    if (this.mode === 'setup') return false;
+    this.fuelUsed++;
+    if (this.fuelUsed > this.fuelLimit) {
+      this.fuelExhausted = true;
+      return true;
+    }
+    return false;
+  }
+
+  /** Leaves QuickJS's per-context poll counter at its reset value, so fuel counts from the same phase every time. */
+  private resetPollCounter(instance: Instance): void {
+    if (instance.counterFresh) return;
+    this.mode = 'drain';
+    try {
+      const r = instance.context.callFunction(instance.drain, instance.context.undefined);
+      r.dispose();
+    } finally {
+      this.mode = 'count';
+    }
+    instance.counterFresh = true;
+  }
+
+  private runOnce(
+    source: string,
+    inputJson: string,
+    limits: ScriptLimits,
+    compileOnly: boolean,
+  ): ({ ok: true; output: string; fuelUsed: number } | { ok: false; error: ScriptError }) & { warm: boolean } {
+    let instance: Instance;
+    try {
+      instance = this.ensureInstance();
+    } catch {
+      this.prepareSpare();
+      return { ok: false, error: scriptError('script.sandbox-failure', 'the sandbox is being rebuilt; retry'), warm: false };
+    }
+    const warm = instance.evaluations > 0;
+    const { context, runtime } = instance;
+    const handles: QuickJSHandle[] = [];
+    try {
+      this.resetPollCounter(instance);
+      runtime.setMemoryLimit(this.baselineBytes + limits.memoryBytes);
+      runtime.setMaxStackSize(limits.stackBytes);
+      this.fuelUsed = 0;
+      this.fuelLimit = limits.fuel;
+      this.fuelExhausted = false;
+      instance.evaluations++;
+      instance.counterFresh = false;
+      handles.push(
+        context.newString(source),
+        context.newString(inputJson),
+        context.newNumber(limits.outputBytes),
+        context.newNumber(L.outputDepthMax),
+      );
+      const flag = compileOnly ? context.true : context.false;
+      const result = context.callFunction(instance.run, context.undefined, ...handles, flag);
+      const fuelUsed = this.fuelUsed;
+      let outcome: { ok: true; output: string; fuelUsed: number } | { ok: false; error: ScriptError };
+      if (result.error) {
+        outcome = { ok: false, error: this.classifyThrown(context, result.error) };
+        result.error.dispose();
+        if (this.fuelExhausted) instance.counterFresh = true;
+      } else {
+        outcome = readResult(context, result.value, limits.outputBytes, fuelUsed, lineCount(source));
+        result.value.dispose();
+      }
+      for (const h of handles) h.dispose();
+      if (!outcome.ok && runtimePoisoningCodes.has(outcome.error.code)) this.dropInstance();
+      else if (instance.evaluations >= L.evaluationsPerContextMax) this.dropInstance();
+      else runtime.setMemoryLimit(-1);
+      return { ...outcome, warm };
+    } catch (e) {
+      // A host-side failure (wasm trap, host stack overflow) may leave the
+      // module inconsistent: discard the whole module, not just the runtime.
+      this.instance = undefined;
+      this.module = undefined;
+      this.prepareSpare();
+      const detail = e instanceof Error ? `${e.name}: ${e.message}` : 'unknown failure';
+      const code = e instanceof RangeError ? 'script.stack' : 'script.sandbox-failure';
+      return { ok: false, error: scriptError(code, `sandbox failure (${detail.slice(0, 200)})`), warm };
+    }
+  }
+
+  private classifyThrown(context: QuickJSContext, error: QuickJSHandle): ScriptError {
+    if (this.fuelExhausted) return scriptError('script.fuel', `fuel exhausted (limit ${this.fuelLimit})`);
+    let message = '';
+    try {
+      const dumped = context.dump(error) as { message?: unknown } | null;
+      message = typeof dumped?.message === 'string' ? dumped.message : '';
+    } catch {
+      message = '';
+    }
+    if (message === 'stack overflow') return scriptError('script.stack', 'InternalError: stack overflow');
+    // Anything else escaping the guest's own catch is a failure to allocate while reporting.
+    return scriptError('script.memory', message ? `InternalError: ${message}` : 'out of memory');
+  }
+}
+
+class SandboxUnavailable extends Error {}
+
+function lineCount(source: string): number {
+  let lines = 1;
+  for (let i = source.indexOf('\n'); i !== -1; i = source.indexOf('\n', i + 1)) lines++;
+  return lines;
+}
+
+function memoryInUse(instance: Instance): number {
+  const handle = instance.runtime.computeMemoryUsage();
+  try {
+    const usage = instance.context.dump(handle) as { malloc_size?: number };
+    return typeof usage.malloc_size === 'number' ? usage.malloc_size : 0;
+  } finally {
+    handle.dispose();
+  }
+}
+
+function checkSourceShape(source: unknown): ScriptError | undefined {
+  if (typeof source !== 'string') return scriptError('script.request-invalid', 'source must be a string');
+  if (source.length > L.sourceCharsMax) return scriptError('script.request-invalid', `source is longer than ${L.sourceCharsMax} characters`);
+  return undefined;
+}
+
+function checkInput(inputJson: unknown): ScriptError | undefined {
+  if (typeof inputJson !== 'string') return scriptError('script.input-invalid', 'input must be JSON text');
+  if (inputJson.length > L.inputBytesMax || utf8ByteLength(inputJson) > L.inputBytesMax) {
+    return scriptError('script.input-invalid', `input is larger than ${L.inputBytesMax} bytes`);
+  }
+  const problem = scanJsonText(inputJson, L.inputDepthMax);
+  return problem ? scriptError('script.input-invalid', problem.detail) : undefined;
+}
+
+function readResult(
+  context: QuickJSContext,
+  value: QuickJSHandle,
+  outputBytes: number,
+  fuelUsed: number,
+  sourceLines: number,
+): { ok: true; output: string; fuelUsed: number } | { ok: false; error: ScriptError } {
+  if (context.typeof(value) === 'string') {
+    const output = context.getString(value);
+    if (utf8ByteLength(output) > outputBytes) {
+      return { ok: false, error: scriptError('script.output-too-large', `output is larger than ${outputBytes} bytes`) };
+    }
+    return { ok: true, output, fuelUsed };
+  }
+  const code = context.getProp(value, 0).consume((h) => context.getString(h));
+  const message = context.getProp(value, 1).consume((h) => context.getString(h));
+  const rawLine = context.getProp(value, 2).consume((h) => context.getNumber(h));
+  const error: ScriptError = { code, message };
+  // An error at the end of the source is reported on the wrapper's closing line.
+  if (rawLine > scriptLineOffset) error.line = Math.min(rawLine - scriptLineOffset, sourceLines);
+  return { ok: false, error };
+}

@@ -1,0 +1,78 @@
+/**
+ * Every bound of the script sandbox, with its unit last.
+ *
+ * Fuel is counted in interrupt-handler calls: QuickJS calls the handler once
+ * every 10 000 "polls" (loop back-edges, function entries, regex steps), so one
+ * unit of fuel is roughly 10 000 interpreter steps. It is deterministic: the
+ * same script and input always use the same fuel.
+ */
+
+/** Interrupt-handler calls allowed per evaluation unless the caller asks otherwise. */
+export const fuelDefault = 1_000;
+/** Fuel for checkSyntax, which runs code only when a source closes its wrapper. */
+export const syntaxCheckFuel = 2;
+/** Hard ceiling on the fuel one evaluation may ask for. */
+export const fuelMax = 100_000;
+
+/** QuickJS heap bytes a script may allocate (runtime accounting, not wasm pages). */
+export const memoryBytesDefault = 32 * 1024 * 1024;
+export const memoryBytesMin = 1 * 1024 * 1024;
+export const memoryBytesMax = 256 * 1024 * 1024;
+
+/**
+ * Linear memory of one QuickJS module instance. It sits above memoryBytesMax
+ * so that QuickJS's own (deterministic) accounting fails first; the wasm cap
+ * is the backstop that keeps a heap bug from taking host memory.
+ */
+export const wasmMemoryBytesMax = memoryBytesMax + 64 * 1024 * 1024;
+/** Initial linear memory of a module instance. */
+export const wasmMemoryBytesInitial = 16 * 1024 * 1024;
+/** WebAssembly page size (fixed by the spec). */
+export const wasmPageBytes = 65_536;
+
+/** QuickJS C stack; above 256 KiB deep recursion can overflow the host stack first. */
+export const stackBytesDefault = 256 * 1024;
+export const stackBytesMin = 32 * 1024;
+export const stackBytesMax = 256 * 1024;
+
+/** UTF-8 bytes of the output JSON text. */
+export const outputBytesDefault = 1024 * 1024;
+export const outputBytesMax = 16 * 1024 * 1024;
+/** Nesting depth of arrays/objects in the output. */
+export const outputDepthMax = 64;
+
+/** UTF-8 bytes of the input JSON text. */
+export const inputBytesMax = 16 * 1024 * 1024;
+/** Nesting depth of arrays/objects in the input. */
+export const inputDepthMax = 64;
+
+/** UTF-16 code units of a script's source text. */
+export const sourceCharsMax = 256 * 1024;
+
+/** Characters kept of a script's error message. */
+export const errorMessageCharsMax = 1_024;
+
+/** Evaluations on one context before it is rebuilt, to drop accumulated atoms and shapes. */
+export const evaluationsPerContextMax = 10_000;
+
+// ---- evaluation service -------------------------------------------------
+
+/** Request body bytes accepted by POST /v1/evaluate. */
+export const requestBodyBytesMax = 2 * 1024 * 1024;
+/** Worker threads in the service pool. */
+export const serviceWorkersDefault = 2;
+export const serviceWorkersMax = 64;
+/** Requests waiting for a worker before the service answers 429. */
+export const serviceQueueLengthDefault = 64;
+export const serviceQueueLengthMax = 10_000;
+/**
+ * Wall-clock backstop for one evaluation in a worker. Fuel is the real bound;
+ * this only catches a stuck worker (a bug), which is then replaced.
+ */
+export const workerEvaluationMsMax = 30_000;
+/** Time graceful shutdown waits for in-flight requests before terminating workers. */
+export const shutdownGraceMsMax = 10_000;
+/** Heap ceiling of one service worker thread (V8 old generation), in MiB. */
+export const workerHeapMbMax = 128;
+/** Bytes of the bearer token file read at start-up. */
+export const tokenFileBytesMax = 4_096;
