@@ -1,0 +1,46 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { StoreError } from '../../hosts/core/store.js';
+import { ReceiptLog, receiptFileName } from '../../hosts/router/receipt-log.js';
+import { stepClock, tempDir } from './helpers.js';
+
+describe('ReceiptLog', () => {
+  it('cuts a torn last receipt at any byte and keeps the earlier ones', () => {
+    const dir = tempDir();
+    const log = ReceiptLog.open(dir, stepClock());
+    log.claim('a', 'tool', false);
+    log.started('a', 123, { pid: 123, startTicks: '99', bootId: 'b' });
+    const lastStart = fs.statSync(path.join(dir, receiptFileName)).size;
+    log.completed({ invocationId: 'a', exitCode: 0, signal: null, output: { ok: 1 }, stderrTail: '' });
+    log.close();
+    const file = path.join(dir, receiptFileName);
+    const bytes = fs.readFileSync(file);
+    for (let cut = lastStart; cut < bytes.length; cut++) {
+      fs.writeFileSync(file, bytes.subarray(0, cut));
+      const reopened = ReceiptLog.open(dir);
+      expect(reopened.droppedTailBytes).toBe(cut - lastStart);
+      expect(reopened.get('a')!.start!.pid).toBe(123);
+      expect(reopened.get('a')!.completion).toBeUndefined();
+      reopened.close();
+    }
+  });
+
+  it('retires settled attempts only, durably', () => {
+    const dir = tempDir();
+    const log = ReceiptLog.open(dir, stepClock());
+    log.claim('done', 't', false);
+    log.started('done', 1, undefined);
+    log.completed({ invocationId: 'done', exitCode: 0, signal: null, stderrTail: '' });
+    log.claim('busy', 't', false);
+    log.started('busy', 2, undefined);
+    expect(log.retire(['done', 'busy', 'unknown'])).toBe(1);
+    log.claim('next', 't', true);
+    log.close();
+    const reopened = ReceiptLog.open(dir);
+    expect(reopened.all().map((a) => a.claim.invocationId)).toEqual(['busy', 'next']);
+    // A retired id stays refused in this log's lifetime only through the journal; the log forgets it.
+    expect(() => reopened.claim('busy', 't', false)).toThrow(StoreError);
+    reopened.close();
+  });
+});
