@@ -1,0 +1,225 @@
+// One instance of the engine component with the host's imports bound to it. Imports are staged
+// during a call and handed back to the caller, which commits first and dispatches after.
+//
+// A trap kills a component instance. Every call is guarded: on a trap the instance is marked
+// dead, the host logs it, and `revive()` builds a fresh instance (hot runs are rebuilt from the
+// journal on their next activation).
+import type { CommitEntry, RunTail } from './store.js';
+import type { ActivationSummary, ExecutionPlan, GatewayRequest, HostLog, ValidationReport } from './types.js';
+
+export interface ScriptLimits {
+  fuel: number;
+  memoryBytes: number;
+  stackBytes: number;
+  outputBytes: number;
+}
+
+/** What a host provides to the engine, synchronously. */
+export interface EngineHostImports {
+  load(runId: string): RunTail | undefined;
+  evaluateScript(source: string, inputJson: string, limits: ScriptLimits): { ok: true; output: string; fuelUsed: number } | { ok: false; error: { code: string; message: string; line?: number } };
+  checkScriptSyntax(source: string): { code: string; message: string; line?: number } | undefined;
+  log: HostLog;
+}
+
+/** Loads the transpiled component: `instantiate` from dist/component/engine.js and its core modules. */
+export interface ComponentLoader {
+  instantiate: (getCoreModule: (path: string) => Promise<WebAssembly.Module>, imports: Record<string, unknown>) => Promise<any>;
+  getCoreModule(path: string): Promise<WebAssembly.Module>;
+}
+
+export interface StagedWork {
+  commits: CommitEntry[];
+  requests: GatewayRequest[];
+  cancels: { invocationId: string; reason: string }[];
+}
+
+/** An engine call that returned its declared error. */
+export class EngineCallError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly detail: unknown,
+  ) {
+    super(message);
+    this.name = 'EngineCallError';
+  }
+}
+
+/** The instance trapped; it has been discarded. */
+export class EngineTrapError extends Error {
+  readonly code = 'engine.trap';
+  constructor(message: string) {
+    super(message);
+    this.name = 'EngineTrapError';
+  }
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+function errorWithPayload(payload: unknown): Error {
+  const err = new Error(typeof (payload as { message?: unknown }).message === 'string' ? (payload as { message: string }).message : 'error');
+  (err as Error & { payload: unknown }).payload = payload;
+  return err;
+}
+
+export class EngineInstance {
+  private exports: any;
+  private staged: StagedWork = { commits: [], requests: [], cancels: [] };
+  private instantiations = 0;
+
+  private constructor(
+    private readonly loader: ComponentLoader,
+    private readonly host: EngineHostImports,
+  ) {}
+
+  static async create(loader: ComponentLoader, host: EngineHostImports): Promise<EngineInstance> {
+    const instance = new EngineInstance(loader, host);
+    await instance.revive();
+    return instance;
+  }
+
+  get dead(): boolean {
+    return this.exports === undefined;
+  }
+
+  /** Builds a fresh component instance (after a trap, or the first time). */
+  async revive(): Promise<void> {
+    if (this.instantiations > 0) this.host.log('warn', 'engine: re-instantiating the component after a trap; hot runs will be reloaded from the journal');
+    const root = await this.loader.instantiate((p) => this.loader.getCoreModule(p), this.imports());
+    this.exports = root.engine ?? root['gm-hz:workflow/engine@1.0.0'];
+    this.instantiations += 1;
+  }
+
+  private imports(): Record<string, unknown> {
+    const versioned = this.versionedImports();
+    // jco looks imports up by interface name without the package version.
+    const out: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(versioned)) out[name.replace(/@[0-9.]+$/, '')] = value;
+    return out;
+  }
+
+  private versionedImports(): Record<string, unknown> {
+    const host = this.host;
+    const staged = () => this.staged;
+    return {
+      'gm-hz:workflow/journal@1.0.0': {
+        load(runId: string) {
+          try {
+            return host.load(runId);
+          } catch (err) {
+            const e = err as { code?: string; message?: string };
+            throw errorWithPayload({ code: typeof e.code === 'string' ? e.code : 'store.io', message: String(e.message ?? err) });
+          }
+        },
+        commit(request: CommitEntry) {
+          staged().commits.push(request);
+        },
+      },
+      'gm-hz:workflow/gateway@1.0.0': {
+        request(bytes: Uint8Array) {
+          staged().requests.push(JSON.parse(decoder.decode(bytes)) as GatewayRequest);
+        },
+        cancel(invocationId: string, reason: string) {
+          staged().cancels.push({ invocationId, reason });
+        },
+      },
+      'gm-hz:workflow/sandbox@1.0.0': {
+        evaluate(source: string, input: Uint8Array, limits: ScriptLimits) {
+          let outcome;
+          try {
+            outcome = host.evaluateScript(source, decoder.decode(input), limits);
+          } catch (err) {
+            outcome = { ok: false as const, error: { code: 'script.host-error', message: err instanceof Error ? err.message : String(err) } };
+          }
+          if (outcome.ok) return { output: encoder.encode(outcome.output), fuelUsed: outcome.fuelUsed };
+          throw errorWithPayload({ code: outcome.error.code, message: outcome.error.message, line: outcome.error.line });
+        },
+        checkSyntax(source: string) {
+          try {
+            const e = host.checkScriptSyntax(source);
+            return e ? { code: e.code, message: e.message, line: e.line } : undefined;
+          } catch (err) {
+            return { code: 'script.host-error', message: err instanceof Error ? err.message : String(err), line: undefined };
+          }
+        },
+      },
+      'gm-hz:workflow/log@1.0.0': {
+        write(level: 'debug' | 'info' | 'warn' | 'error', message: string) {
+          try {
+            host.log(level, message);
+          } catch {
+            // Logging never fails the engine.
+          }
+        },
+      },
+    };
+  }
+
+  private call<T>(name: string, fn: (e: any) => T): T {
+    if (this.exports === undefined) throw new EngineTrapError(`the engine instance is dead; call revive() before ${name}`);
+    try {
+      return fn(this.exports);
+    } catch (err) {
+      const payload = (err as { payload?: unknown }).payload;
+      if (payload && typeof payload === 'object' && typeof (payload as { code?: unknown }).code === 'string') {
+        const p = payload as { code: string; message: string; detail?: Uint8Array };
+        let detail: unknown;
+        if (p.detail && p.detail.length > 0) {
+          try {
+            detail = JSON.parse(decoder.decode(p.detail));
+          } catch {
+            detail = undefined;
+          }
+        }
+        throw new EngineCallError(p.code, p.message, detail);
+      }
+      this.exports = undefined;
+      const message = err instanceof Error ? err.message : String(err);
+      this.host.log('error', `engine: the component trapped in ${name}: ${message}; the instance was discarded`);
+      throw new EngineTrapError(`the engine trapped in ${name}: ${message}`);
+    }
+  }
+
+  private takeStaged(): StagedWork {
+    const work = this.staged;
+    this.staged = { commits: [], requests: [], cancels: [] };
+    return work;
+  }
+
+  /**
+   * Runs one activation. Returns the summary and the staged work; the caller must make
+   * `commits` durable before it carries out `requests` and `cancels`.
+   */
+  activate(activation: { runId: string; now: number; facts: unknown[]; actor?: string; correlation?: unknown; plan?: ExecutionPlan; templateKey?: string }): { summary: ActivationSummary } & StagedWork {
+    this.takeStaged();
+    try {
+      const out = this.call('activate', (e) => e.activate(encoder.encode(JSON.stringify(activation))));
+      return { summary: JSON.parse(decoder.decode(out)) as ActivationSummary, ...this.takeStaged() };
+    } finally {
+      this.takeStaged();
+    }
+  }
+
+  evict(runId: string): void {
+    if (this.exports !== undefined) this.call('evict', (e) => e.evict(runId));
+  }
+
+  describe(): Record<string, unknown> {
+    return JSON.parse(decoder.decode(this.call('describe', (e) => e.describe())));
+  }
+
+  validate(template: string | Uint8Array): ValidationReport {
+    const bytes = typeof template === 'string' ? encoder.encode(template) : template;
+    return JSON.parse(decoder.decode(this.call('validate', (e) => e.validate(bytes)))) as ValidationReport;
+  }
+
+  compile(request: { root: { template: unknown; revision?: number }; dependencies?: { template: unknown; revision: number }[] }): ExecutionPlan {
+    return JSON.parse(decoder.decode(this.call('compile', (e) => e.compile(encoder.encode(JSON.stringify(request)))))) as ExecutionPlan;
+  }
+
+  replay(request: { mode: 'inspect' | 'recorded'; plan: ExecutionPlan; editedPlan?: ExecutionPlan; events: unknown[] }): Record<string, unknown> {
+    return JSON.parse(decoder.decode(this.call('replay', (e) => e.replay(encoder.encode(JSON.stringify(request))))));
+  }
+}

@@ -1,0 +1,103 @@
+// The Node host's gateway: tools, agents and approval handlers registered by the embedding
+// application. Secrets never pass through the engine: a tool resolves its own credentials.
+import { outcomeOfThrown, type Gateway, type GatewayContext } from '../core/gateway.js';
+import type { CapabilityOutcome, GatewayRequest } from '../core/types.js';
+
+export interface ToolContext extends GatewayContext {
+  runId: string;
+  nodeId: string;
+  attempt: number;
+  item?: number;
+}
+
+export interface ToolDefinition {
+  execute(input: any, context: ToolContext): unknown | Promise<unknown>;
+  /** Calling it twice with the same invocation id has the effect of calling it once. */
+  idempotent?: boolean;
+  /** It changes nothing outside; an unknown outcome may always be retried. */
+  readOnly?: boolean;
+}
+
+export interface AgentDefinition {
+  run(input: any, context: ToolContext & { instructions?: string; outputSchema?: unknown }): unknown | Promise<unknown>;
+  idempotent?: boolean;
+}
+
+export interface ApprovalRequest {
+  runId: string;
+  nodeId: string;
+  invocationId: string;
+  prompt?: string;
+  approvers?: string[];
+  input: unknown;
+}
+
+/**
+ * Decides an approval in process (tests, bots), or returns undefined to leave it to a person
+ * (`approve`/`reject` through the SDK or CLI, possibly in another process).
+ */
+export type ApprovalHandler = (request: ApprovalRequest, context: GatewayContext) => Promise<{ approved: boolean; by: string; comment?: string } | undefined> | { approved: boolean; by: string; comment?: string } | undefined;
+
+export interface GatewayRegistry {
+  tools?: Record<string, ToolDefinition | ToolDefinition['execute']>;
+  agents?: Record<string, AgentDefinition | AgentDefinition['run']>;
+  approvals?: ApprovalHandler;
+}
+
+function asTool(t: ToolDefinition | ToolDefinition['execute']): ToolDefinition {
+  return typeof t === 'function' ? { execute: t } : t;
+}
+
+function asAgent(a: AgentDefinition | AgentDefinition['run']): AgentDefinition {
+  return typeof a === 'function' ? { run: a } : a;
+}
+
+function aborted(signal: AbortSignal): Promise<CapabilityOutcome> {
+  return new Promise((resolve) => {
+    const onAbort = () => resolve({ ok: false, error: { code: 'capability.cancelled', message: String((signal.reason as Error)?.message ?? 'cancelled'), retryable: false } });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+export function registryGateway(registry: GatewayRegistry): Gateway {
+  const tools = new Map(Object.entries(registry.tools ?? {}).map(([k, v]) => [k, asTool(v)]));
+  const agents = new Map(Object.entries(registry.agents ?? {}).map(([k, v]) => [k, asAgent(v)]));
+  return {
+    effects() {
+      const out: Record<string, string> = {};
+      for (const [name, t] of tools) out[`tool:${name}`] = t.readOnly ? 'read-only' : t.idempotent ? 'idempotent' : 'unknown';
+      for (const [name, a] of agents) out[`agent:${name}`] = a.idempotent ? 'idempotent' : 'unknown';
+      return out;
+    },
+    async execute(request: GatewayRequest, context: GatewayContext): Promise<CapabilityOutcome | undefined> {
+      const ctx: ToolContext = { ...context, runId: request.runId, nodeId: request.nodeId, attempt: request.attempt, ...(request.item !== undefined ? { item: request.item } : {}) };
+      try {
+        switch (request.kind) {
+          case 'tool': {
+            const tool = tools.get(request.name);
+            if (!tool) return { ok: false, error: { code: 'tool.not-registered', message: `no tool named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
+            const output = await Promise.race([Promise.resolve(tool.execute(request.input, ctx)).then((o) => ({ ok: true as const, output: o ?? null })), aborted(context.signal)]);
+            return output;
+          }
+          case 'agent': {
+            const agent = agents.get(request.name);
+            if (!agent) return { ok: false, error: { code: 'agent.not-registered', message: `no agent named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
+            const config = (request.config ?? {}) as { instructions?: string; outputSchema?: unknown };
+            return await Promise.race([Promise.resolve(agent.run(request.input, { ...ctx, ...config })).then((o) => ({ ok: true as const, output: o ?? null })), aborted(context.signal)]);
+          }
+          case 'approval': {
+            if (!registry.approvals) return undefined;
+            const config = (request.config ?? {}) as { prompt?: string; approvers?: string[] };
+            const decision = await registry.approvals({ runId: request.runId, nodeId: request.nodeId, invocationId: request.invocationId, input: request.input, ...config }, context);
+            return decision === undefined ? undefined : { ok: true, output: { approved: decision.approved === true, by: String(decision.by), ...(decision.comment !== undefined ? { comment: decision.comment } : {}) } };
+          }
+          default:
+            return { ok: false, error: { code: 'gateway.unknown-kind', message: `this host cannot carry out ${request.kind} requests`, retryable: false } };
+        }
+      } catch (err) {
+        return outcomeOfThrown(err, `${request.kind}.error`);
+      }
+    },
+  };
+}

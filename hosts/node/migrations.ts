@@ -1,0 +1,42 @@
+// Numbered, transactional migrations of the SQLite store. `user_version` holds the schema
+// version. A migration never edits an earlier one: a new version gets a new entry.
+import type { Database } from 'better-sqlite3';
+
+export interface Migration {
+  version: number;
+  description: string;
+  /** True when the migration drops or rewrites data: a copy of the file is kept before it runs. */
+  destructive: boolean;
+  up(db: Database): void;
+}
+
+export const migrations: readonly Migration[] = [
+  {
+    version: 1,
+    description: 'runs, their pinned plans and checkpoints, and the event journal',
+    destructive: false,
+    up(db) {
+      db.exec(`
+        CREATE TABLE runs (
+          run_id          TEXT PRIMARY KEY,
+          status          TEXT NOT NULL,
+          last_seq        INTEGER NOT NULL,
+          checkpoint_seq  INTEGER NOT NULL DEFAULT 0,
+          checkpoint      BLOB,
+          plan            BLOB NOT NULL,
+          created_at      INTEGER NOT NULL,
+          updated_at      INTEGER NOT NULL
+        );
+        CREATE INDEX runs_by_status ON runs (status, updated_at);
+        CREATE TABLE events (
+          run_id  TEXT NOT NULL,
+          seq     INTEGER NOT NULL,
+          body    BLOB NOT NULL,
+          PRIMARY KEY (run_id, seq)
+        ) WITHOUT ROWID;
+      `);
+    },
+  },
+];
+
+export const schemaVersion = migrations[migrations.length - 1].version;

@@ -1,0 +1,261 @@
+// The embedded SDK: `WorkflowRuntime` validates, launches, inspects, resumes and cancels runs of
+// the engine component, journaling to SQLite.
+import { randomBytes } from 'node:crypto';
+import { join, resolve as resolvePath } from 'node:path';
+import { EngineInstance } from '../core/engine-instance.js';
+import { newRunId } from '../core/ids.js';
+import { Kernel, KernelError, type RunOutcome } from '../core/kernel.js';
+import { assertPortableId } from '../core/store.js';
+import { terminalStatuses, type Authority, type ExecutionPlan, type HostLog, type ValidationReport } from '../core/types.js';
+import { nodeComponentLoader } from './component.js';
+import { registryGateway, type GatewayRegistry } from './gateway.js';
+import { SqliteJournalStore } from './journal.js';
+import { stderrLog } from './log.js';
+import { createScriptImports } from './sandbox.js';
+
+export type AuthorityResolver = (context: { runId: string; workflowId: string; requested?: Authority }) => Authority;
+
+export interface RuntimeOptions extends GatewayRegistry {
+  /** State directory; default `./.agent-workflow`. */
+  dir?: string;
+  /** `full` (default) fsyncs every commit. */
+  durability?: 'full' | 'normal';
+  /** Who may do what; consulted at launch and again on every resume. Default: everything. */
+  authorities?: AuthorityResolver | Authority;
+  log?: HostLog;
+  now?: () => number;
+}
+
+export type LaunchTarget = { type: 'inline'; template: unknown; dependencies?: { template: unknown; revision: number }[] } | { type: 'plan'; plan: ExecutionPlan; templateKey?: string };
+
+export interface LaunchOptions {
+  input?: unknown;
+  runId?: string;
+  authority?: Authority;
+  timeoutMs?: number;
+  correlation?: unknown;
+}
+
+export interface WorkflowRunHandle {
+  runId: string;
+  /** Resolves when the run is completed, failed or cancelled. */
+  result: Promise<RunOutcome>;
+  /** Resolves when the run is terminal or paused (waiting for a person). */
+  settled(): Promise<RunOutcome>;
+  cancel(reason?: string): Promise<RunOutcome>;
+}
+
+export class WorkflowError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly detail?: unknown,
+  ) {
+    super(message);
+    this.name = 'WorkflowError';
+  }
+}
+
+const allowEverything: Authority = { id: 'local', scopes: ['*'] };
+
+function asError(err: unknown): WorkflowError {
+  if (err instanceof WorkflowError) return err;
+  const e = err as { code?: string; message?: string; detail?: unknown };
+  return new WorkflowError(e.code ?? 'host.error', e.message ?? String(err), e.detail);
+}
+
+export class WorkflowRuntime {
+  private constructor(
+    readonly kernel: Kernel,
+    readonly engine: EngineInstance,
+    readonly store: SqliteJournalStore,
+    private readonly resolveAuthority: AuthorityResolver,
+    private readonly disposeScripts: () => void,
+  ) {}
+
+  static async open(options: RuntimeOptions = {}): Promise<WorkflowRuntime> {
+    const dir = resolvePath(options.dir ?? '.agent-workflow');
+    const log = options.log ?? stderrLog();
+    const store = SqliteJournalStore.open(join(dir, 'workflow.db'), { durability: options.durability, now: options.now });
+    try {
+      const scripts = await createScriptImports();
+      const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => store.load(runId), ...scripts, log });
+      const a = options.authorities;
+      const resolveAuthority: AuthorityResolver = typeof a === 'function' ? a : () => a ?? allowEverything;
+      const kernel = new Kernel({ store, engine, gateway: registryGateway(options), log, now: options.now, authority: resolveAuthority });
+      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose());
+    } catch (err) {
+      store.close();
+      throw err;
+    }
+  }
+
+  validate(template: unknown): ValidationReport {
+    return this.engine.validate(typeof template === 'string' ? template : JSON.stringify(template));
+  }
+
+  /** Compiles a template and its `workflow.call` dependencies into a pinned plan. */
+  compile(template: unknown, dependencies: { template: unknown; revision: number }[] = [], revision?: number): ExecutionPlan {
+    try {
+      return this.engine.compile({ root: { template, ...(revision !== undefined ? { revision } : {}) }, dependencies });
+    } catch (err) {
+      throw asError(err);
+    }
+  }
+
+  async launch(target: LaunchTarget | Record<string, unknown>, options: LaunchOptions = {}): Promise<WorkflowRunHandle> {
+    const t = (target as { type?: string }).type === 'inline' || (target as { type?: string }).type === 'plan' ? (target as LaunchTarget) : ({ type: 'inline', template: target } as LaunchTarget);
+    const plan = t.type === 'plan' ? t.plan : this.compile(t.template, t.dependencies ?? []);
+    const templateKey = t.type === 'plan' ? (t.templateKey ?? plan.root) : plan.root;
+    const runId = options.runId ?? newRunId(this.kernel.now(), (n) => randomBytes(n));
+    try {
+      assertPortableId(runId, 'run id');
+    } catch (err) {
+      throw asError(err);
+    }
+    const workflowId = plan.templates[templateKey].template.metadata.id as string;
+    const authority = this.resolveAuthority({ runId, workflowId, ...(options.authority ? { requested: options.authority } : {}) });
+    try {
+      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor: 'sdk' });
+    } catch (err) {
+      throw asError(err);
+    }
+    return this.handle(runId);
+  }
+
+  private handle(runId: string): WorkflowRunHandle {
+    return {
+      runId,
+      result: this.kernel.waitFor(runId, false),
+      settled: () => this.kernel.waitFor(runId, true),
+      cancel: (reason?: string) => this.cancel(runId, { reason }),
+    };
+  }
+
+  getRun(runId: string): RunOutcome & { lastSeq: number; createdAt: number; updatedAt: number } {
+    const record = this.store.getRun(runId);
+    if (!record) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    return { ...this.kernel.outcomeFromStore(runId), lastSeq: record.lastSeq, createdAt: record.createdAt, updatedAt: record.updatedAt };
+  }
+
+  listRuns(filter?: { statuses?: string[]; limit?: number }) {
+    return this.store.listRuns(filter);
+  }
+
+  /** A page of events, ascending by seq. */
+  readEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): { events: any[]; lastSeq: number; more: boolean } {
+    if (!this.store.getRun(runId)) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    const page = this.store.readEvents(runId, options.afterSeq ?? 0, Math.min(options.limit ?? 500, 10_000));
+    return { events: page.events.map((e) => JSON.parse(e)), lastSeq: page.lastSeq, more: page.more };
+  }
+
+  /**
+   * Resumes a run (also one left by another process). The authority is resolved again. A
+   * terminal run is not started again: its handle resolves with the recorded result.
+   */
+  async resume(runId: string, options: { by?: string } = {}): Promise<WorkflowRunHandle> {
+    const record = this.store.getRun(runId);
+    if (!record) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    if (terminalStatuses.has(record.status)) return this.handle(runId);
+    const plan = JSON.parse(new TextDecoder().decode(this.store.load(runId)!.plan)) as ExecutionPlan;
+    const authority = this.resolveAuthority({ runId, workflowId: plan.templates[plan.root].template.metadata.id });
+    try {
+      await this.kernel.resume(runId, options.by ?? 'sdk', authority);
+    } catch (err) {
+      throw asError(err);
+    }
+    return this.handle(runId);
+  }
+
+  async cancel(runId: string, options: { reason?: string; by?: string } = {}): Promise<RunOutcome> {
+    const record = this.store.getRun(runId);
+    if (!record) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    if (!terminalStatuses.has(record.status)) {
+      await this.kernel.deliver(runId, { type: 'cancel-requested', reason: options.reason ?? 'cancelled', by: options.by ?? 'sdk' }, options.by ?? 'sdk').catch((err) => {
+        throw asError(err);
+      });
+    }
+    return this.kernel.outcomeFromStore(runId);
+  }
+
+  /** The invocation id of the approval a node is waiting for. */
+  private pendingInvocation(runId: string, nodeId: string, kinds: string[]): string {
+    const tail = this.store.load(runId);
+    if (!tail) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    const inflight = new Map<string, { nodeId: string; kind: string }>();
+    if (tail.checkpoint) {
+      const state = JSON.parse(new TextDecoder().decode(tail.checkpoint));
+      for (const inv of Object.values(state.inflight as Record<string, { invocationId: string; nodeId: string; kind: string }>)) inflight.set(inv.invocationId, inv);
+    }
+    const text = new TextDecoder().decode(tail.events);
+    for (const line of text.split('\n')) {
+      if (!line) continue;
+      const e = JSON.parse(line);
+      if (e.type === 'capability.requested') inflight.set(e.payload.invocationId, { nodeId: e.node.id, kind: e.payload.kind });
+      if (e.type === 'capability.completed' || e.type === 'capability.cancelled' || e.type === 'capability.abandoned') inflight.delete(e.payload.invocationId);
+    }
+    for (const [id, inv] of inflight) if (inv.nodeId === nodeId && kinds.includes(inv.kind)) return id;
+    throw new WorkflowError('approval.not-pending', `node ${nodeId} of run ${runId} is not waiting for an approval`);
+  }
+
+  async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean }): Promise<RunOutcome> {
+    const record = this.store.getRun(runId);
+    if (!record) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    if (terminalStatuses.has(record.status)) throw new WorkflowError('run.terminal', `run ${runId} is ${record.status}; there is nothing to approve`);
+    const invocationId = this.pendingInvocation(runId, nodeId, ['approval']);
+    const output = { approved: options.approved !== false, by: options.by, ...(options.comment !== undefined ? { comment: options.comment } : {}) };
+    await this.kernel.deliver(runId, { type: 'capability-completed', invocationId, ok: true, output }, `operator:${options.by}`).catch((err) => {
+      throw asError(err);
+    });
+    return this.kernel.outcomeFromStore(runId);
+  }
+
+  reject(runId: string, nodeId: string, options: { by: string; comment?: string }): Promise<RunOutcome> {
+    return this.approve(runId, nodeId, { ...options, approved: false });
+  }
+
+  /** Settles a node whose outcome is unknown (`needs_attention`); recorded with who did it. */
+  async resolve(runId: string, nodeId: string, resolution: { succeeded?: unknown; retry?: boolean; fail?: string; by: string }): Promise<RunOutcome> {
+    const kind = resolution.retry ? 'retry' : resolution.fail !== undefined ? 'fail' : 'succeeded';
+    await this.kernel
+      .deliver(runId, { type: 'outcome-resolved', nodeId, resolution: kind, by: resolution.by, ...(kind === 'succeeded' ? { output: resolution.succeeded ?? null } : {}), ...(kind === 'fail' ? { reason: resolution.fail } : {}) }, `operator:${resolution.by}`)
+      .catch((err) => {
+        throw asError(err);
+      });
+    return this.kernel.outcomeFromStore(runId);
+  }
+
+  /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */
+  replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Record<string, unknown> {
+    const tail = this.store.load(runId);
+    if (!tail) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    const plan = JSON.parse(new TextDecoder().decode(tail.plan)) as ExecutionPlan;
+    const events: unknown[] = [];
+    for (let after = 0; ; ) {
+      const page = this.store.readEvents(runId, after, 5_000);
+      for (const e of page.events) events.push(JSON.parse(e));
+      after = page.lastSeq;
+      if (!page.more) break;
+    }
+    let editedPlan: ExecutionPlan | undefined;
+    if (options.editedTemplate !== undefined) {
+      const deps = Object.values(plan.templates)
+        .filter((t) => t.revision !== undefined)
+        .map((t) => ({ template: t.template, revision: t.revision! }));
+      editedPlan = this.compile(options.editedTemplate, deps);
+    }
+    try {
+      return this.engine.replay({ mode: options.mode, plan, ...(editedPlan ? { editedPlan } : {}), events });
+    } catch (err) {
+      throw asError(err);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.kernel.close({ abortInflight: true });
+    this.store.close();
+    this.disposeScripts();
+  }
+}
+
+export { KernelError };
