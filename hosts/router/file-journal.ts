@@ -180,7 +180,10 @@ export class FileJournalStore implements JournalStore {
       // A packed segment of a terminal run may start before the checkpoint.
       parts.push(segment.firstSeq > run.checkpointSeq ? block : block.subarray(offsetOfSeq(block, segment.firstSeq, run.checkpointSeq + 1)));
     }
-    const tail: RunTail = { plan: this.read(run.plan), events: Buffer.concat(parts), lastSeq: run.lastSeq };
+    // Lines are joined by `\n` with no final newline, byte for byte what the SQLite host returns.
+    const joined = Buffer.concat(parts);
+    const events = joined.length > 0 ? joined.subarray(0, joined.length - 1) : joined;
+    const tail: RunTail = { plan: this.read(run.plan), events, lastSeq: run.lastSeq };
     if (run.checkpoint) tail.checkpoint = this.read(run.checkpoint);
     return tail;
   }
@@ -189,7 +192,8 @@ export class FileJournalStore implements JournalStore {
     this.usable();
     assertPortableId(runId, 'run id');
     const run = this.index.runs.get(runId);
-    if (!run) throw new StoreError('store.not-found', `run ${runId} does not exist`);
+    // An unknown run reads as an empty page, as on the SQLite host.
+    if (!run) return { events: [], lastSeq: afterSeq, more: false };
     const max = Math.max(0, Math.min(Math.floor(limit), readEventsLimitMax));
     const from = Math.max(0, Math.floor(afterSeq));
     const events: string[] = [];
