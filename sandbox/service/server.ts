@@ -1,0 +1,241 @@
+/**
+ * The script evaluation service: node:http, no framework.
+ *
+ *   GET  /healthz       -> 200 {"ok":true}            (no authentication)
+ *   POST /v1/evaluate   -> see protocol.ts            (bearer token)
+ *
+ * Bound to 127.0.0.1 unless told otherwise. Refuses to start without a token
+ * unless `insecureNoAuth` is set and the host is a loopback address.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { defaultScriptLimits, type ScriptLimits } from '../evaluator.js';
+import * as L from '../limits.js';
+import { bearerMatches, isLoopback, readTokenFile, tokenEnvVar } from './auth.js';
+import { QueueFullError, WorkerPool } from './pool.js';
+import { formatFailure, formatOutcome, parseEvaluateRequest, type ServiceFailure } from './protocol.js';
+
+export interface SandboxServiceOptions {
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0 (any free port). */
+  port?: number;
+  /** The bearer token; or `tokenFile`; or the AGENT_WORKFLOW_SANDBOX_TOKEN environment variable. */
+  token?: string;
+  tokenFile?: string;
+  /** Environment to read the token from (default process.env). */
+  env?: Record<string, string | undefined>;
+  /** Serve without authentication; only allowed on a loopback host. */
+  insecureNoAuth?: boolean;
+  workers?: number;
+  queueLength?: number;
+  /** Limits for requests that leave them out (capped by `maxLimits`). */
+  defaultLimits?: Partial<ScriptLimits>;
+  /** Highest limits a request may ask for. */
+  maxLimits?: Partial<ScriptLimits>;
+  requestBodyBytesMax?: number;
+  /** When the process RSS passes this, idle workers are replaced to release memory. */
+  rssBytesMax?: number;
+  /** The compiled worker module (default: worker.js next to pool.js). */
+  workerUrl?: URL;
+  /** Wall-clock backstop for one evaluation. */
+  jobMsMax?: number;
+}
+
+export interface SandboxService {
+  /** Base URL, e.g. http://127.0.0.1:41234 */
+  url: string;
+  /** Jobs waiting for a worker and jobs running now. */
+  stats(): { queued: number; running: number };
+  /** Stops accepting, finishes in-flight and queued requests, then stops the workers. */
+  close(): Promise<void>;
+}
+
+export class ServiceConfigError extends Error {
+  constructor(
+    readonly code: 'service.no-token' | 'service.insecure-non-loopback' | 'service.invalid-option',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export async function startSandboxService(options: SandboxServiceOptions = {}): Promise<SandboxService> {
+  const host = options.host ?? '127.0.0.1';
+  const token = resolveToken(options);
+  if (token === undefined) {
+    if (!options.insecureNoAuth) {
+      throw new ServiceConfigError('service.no-token', `no bearer token: give a token file or set ${tokenEnvVar} (or --insecure-no-auth on loopback)`);
+    }
+    if (!isLoopback(host)) throw new ServiceConfigError('service.insecure-non-loopback', 'insecureNoAuth is only allowed on a loopback host');
+  }
+  const maxima = mergeLimits(defaultScriptLimits, options.maxLimits);
+  const defaults = capLimits(mergeLimits(defaultScriptLimits, options.defaultLimits), maxima);
+  const bodyBytesMax = options.requestBodyBytesMax ?? L.requestBodyBytesMax;
+
+  const pool = new WorkerPool({
+    workers: options.workers ?? L.serviceWorkersDefault,
+    queueLength: options.queueLength ?? L.serviceQueueLengthDefault,
+    workerUrl: options.workerUrl,
+    jobMsMax: options.jobMsMax,
+  });
+  await pool.ready();
+
+  let closing = false;
+  const server = createServer((req, res) => {
+    void handle(req, res).catch(() => {
+      if (!res.headersSent) send(res, 500, formatFailure({ code: 'service.worker-failure', message: 'internal error' }));
+      else res.destroy();
+    });
+  });
+  server.requestTimeout = 60_000;
+  server.headersTimeout = 10_000;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/healthz') {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return fail(res, { status: 405, code: 'service.method-not-allowed', message: 'use GET' });
+      return send(res, closing ? 503 : 200, closing ? formatFailure({ code: 'service.shutting-down', message: 'shutting down' }) : '{"ok":true}');
+    }
+    if (path !== '/v1/evaluate') return fail(res, { status: 404, code: 'service.not-found', message: 'not found' });
+    if (req.method !== 'POST') return fail(res, { status: 405, code: 'service.method-not-allowed', message: 'use POST' });
+    if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
+      res.setHeader('WWW-Authenticate', 'Bearer');
+      return fail(res, { status: 401, code: 'service.unauthorized', message: 'missing or wrong bearer token' });
+    }
+    if (closing) return fail(res, { status: 503, code: 'service.shutting-down', message: 'shutting down' });
+    const type = req.headers['content-type'] ?? '';
+    if (!/^application\/json\b/i.test(type)) {
+      return fail(res, { status: 415, code: 'service.unsupported-media-type', message: 'send application/json' });
+    }
+    const body = await readBody(req, bodyBytesMax);
+    if (body === undefined) {
+      res.setHeader('Connection', 'close');
+      return fail(res, { status: 413, code: 'service.body-too-large', message: `request body is larger than ${bodyBytesMax} bytes` });
+    }
+    const job = parseEvaluateRequest(body, defaults, maxima);
+    if ('status' in job) return fail(res, job);
+    let pending;
+    try {
+      pending = pool.submit(job);
+    } catch (e) {
+      if (e instanceof QueueFullError) {
+        res.setHeader('Retry-After', '1');
+        return fail(res, { status: 429, code: 'service.queue-full', message: e.message });
+      }
+      throw e;
+    }
+    const outcome = await pending;
+    const status = !outcome.ok && outcome.error.code === 'service.worker-failure' ? 503 : 200;
+    send(res, status, formatOutcome(outcome));
+  }
+
+  let rssTimer: NodeJS.Timeout | undefined;
+  if (options.rssBytesMax !== undefined) {
+    const cap = options.rssBytesMax;
+    rssTimer = setInterval(() => {
+      if (process.memoryUsage.rss() > cap) pool.recycleAll();
+    }, 250);
+    rssTimer.unref();
+  }
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+
+  let closed: Promise<void> | undefined;
+  return {
+    url,
+    stats: () => ({ queued: pool.queued, running: pool.running }),
+    close() {
+      closed ??= (async () => {
+        closing = true;
+        if (rssTimer) clearInterval(rssTimer);
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        await Promise.race([pool.drain(), new Promise((r) => setTimeout(r, L.shutdownGraceMsMax).unref())]);
+        server.closeIdleConnections();
+        await Promise.race([stopped, new Promise((r) => setTimeout(r, 1_000).unref())]);
+        server.closeAllConnections();
+        await pool.close();
+      })();
+      return closed;
+    },
+  };
+}
+
+function resolveToken(options: SandboxServiceOptions): string | undefined {
+  if (options.token !== undefined) {
+    if (options.token.trim() === '') throw new ServiceConfigError('service.invalid-option', 'token is empty');
+    return options.token;
+  }
+  if (options.tokenFile !== undefined) return readTokenFile(options.tokenFile);
+  const fromEnv = (options.env ?? process.env)[tokenEnvVar];
+  return fromEnv && fromEnv.trim() !== '' ? fromEnv.trim() : undefined;
+}
+
+function mergeLimits(base: ScriptLimits, over?: Partial<ScriptLimits>): ScriptLimits {
+  const out = { ...base };
+  for (const [k, v] of Object.entries(over ?? {})) {
+    if (v === undefined) continue;
+    if (!(k in out) || typeof v !== 'number' || !Number.isInteger(v) || v < 1) throw new ServiceConfigError('service.invalid-option', `bad limit '${k}'`);
+    out[k as keyof ScriptLimits] = v;
+  }
+  return out;
+}
+
+function capLimits(limits: ScriptLimits, maxima: ScriptLimits): ScriptLimits {
+  return {
+    fuel: Math.min(limits.fuel, maxima.fuel),
+    memoryBytes: Math.min(limits.memoryBytes, maxima.memoryBytes),
+    stackBytes: Math.min(limits.stackBytes, maxima.stackBytes),
+    outputBytes: Math.min(limits.outputBytes, maxima.outputBytes),
+  };
+}
+
+/** Reads the body as UTF-8; undefined when it passes `bytesMax`. */
+function readBody(req: IncomingMessage, bytesMax: number): Promise<string | undefined> {
+  const declared = Number(req.headers['content-length'] ?? '0');
+  if (declared > bytesMax) {
+    req.resume();
+    return Promise.resolve(undefined);
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > bytesMax) {
+        over = true;
+        chunks.length = 0;
+        resolve(undefined);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => {
+      if (!over) resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, status: number, body: string): void {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(body));
+  res.setHeader('Cache-Control', 'no-store');
+  res.end(body);
+}
+
+function fail(res: ServerResponse, failure: ServiceFailure): void {
+  send(res, failure.status, formatFailure(failure));
+}
