@@ -8,6 +8,7 @@ import { Kernel, KernelError, type RunOutcome } from '../core/kernel.js';
 import { assertPortableId } from '../core/store.js';
 import { terminalStatuses, type Authority, type ExecutionPlan, type HostLog, type ValidationReport } from '../core/types.js';
 import { nodeComponentLoader } from './component.js';
+import { exportFormat, type RunExport } from './export.js';
 import { registryGateway, type GatewayRegistry } from './gateway.js';
 import { SqliteJournalStore } from './journal.js';
 import { stderrLog } from './log.js';
@@ -225,27 +226,36 @@ export class WorkflowRuntime {
     return this.kernel.outcomeFromStore(runId);
   }
 
-  /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */
-  replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Record<string, unknown> {
+  /** A self-contained export of a run: events, pinned plan, captured artifacts. */
+  exportRun(runId: string): RunExport {
+    const record = this.store.getRun(runId);
     const tail = this.store.load(runId);
-    if (!tail) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    if (!record || !tail) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
     const plan = JSON.parse(new TextDecoder().decode(tail.plan)) as ExecutionPlan;
-    const events: unknown[] = [];
+    const events: any[] = [];
     for (let after = 0; ; ) {
       const page = this.store.readEvents(runId, after, 5_000);
       for (const e of page.events) events.push(JSON.parse(e));
       after = page.lastSeq;
       if (!page.more) break;
     }
-    let editedPlan: ExecutionPlan | undefined;
-    if (options.editedTemplate !== undefined) {
-      const deps = Object.values(plan.templates)
-        .filter((t) => t.revision !== undefined)
-        .map((t) => ({ template: t.template, revision: t.revision! }));
-      editedPlan = this.compile(options.editedTemplate, deps);
-    }
+    return { format: exportFormat, run: { runId, status: record.status, lastSeq: record.lastSeq }, plan, events, artifacts: {} };
+  }
+
+  /** Compiles an edited version of a run's root template against the run's pinned dependencies. */
+  editedPlan(plan: ExecutionPlan, editedTemplate: unknown): ExecutionPlan {
+    const deps = Object.entries(plan.templates)
+      .filter(([key, t]) => key !== plan.root && t.revision !== undefined)
+      .map(([, t]) => ({ template: t.template, revision: t.revision! }));
+    return this.compile(editedTemplate, deps);
+  }
+
+  /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */
+  replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Record<string, unknown> {
+    const exported = this.exportRun(runId);
+    const editedPlan = options.editedTemplate !== undefined ? this.editedPlan(exported.plan, options.editedTemplate) : undefined;
     try {
-      return this.engine.replay({ mode: options.mode, plan, ...(editedPlan ? { editedPlan } : {}), events });
+      return this.engine.replay({ mode: options.mode, plan: exported.plan, ...(editedPlan ? { editedPlan } : {}), events: exported.events });
     } catch (err) {
       throw asError(err);
     }

@@ -1,0 +1,40 @@
+// A small argument parser: positional arguments and `--name value` / `--flag` options.
+export interface ParsedArgs {
+  positional: string[];
+  options: Map<string, string | true>;
+}
+
+export class UsageError extends Error {
+  readonly code = 'cli.usage';
+}
+
+export function parseArgs(argv: string[], flags: readonly string[]): ParsedArgs {
+  const positional: string[] = [];
+  const options = new Map<string, string | true>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--') {
+      positional.push(...argv.slice(i + 1));
+      break;
+    }
+    if (arg.startsWith('--')) {
+      const eq = arg.indexOf('=');
+      const name = eq > 0 ? arg.slice(2, eq) : arg.slice(2);
+      if (eq > 0) options.set(name, arg.slice(eq + 1));
+      else if (flags.includes(name)) options.set(name, true);
+      else {
+        const value = argv[i + 1];
+        if (value === undefined || value.startsWith('--')) throw new UsageError(`option --${name} needs a value`);
+        options.set(name, value);
+        i++;
+      }
+    } else positional.push(arg);
+  }
+  return { positional, options };
+}
+
+export function optionString(args: ParsedArgs, name: string): string | undefined {
+  const v = args.options.get(name);
+  if (v === true) throw new UsageError(`option --${name} needs a value`);
+  return v;
+}

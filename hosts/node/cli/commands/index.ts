@@ -1,0 +1,4 @@
+// Commands defined outside main.ts, merged into the CLI. One import per command module.
+import type { CliCommand } from '../command.js';
+
+export const extraCommands: Record<string, CliCommand> = {};
