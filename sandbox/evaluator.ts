@@ -329,7 +329,10 @@ export class ScriptEvaluator {
         result.value.dispose();
       }
       for (const h of handles) h.dispose();
+      // Promise jobs left behind (async code, import()) would run in a later
+      // evaluation's time or pile up; a fresh runtime discards them.
       if (!outcome.ok && runtimePoisoningCodes.has(outcome.error.code)) this.dropInstance();
+      else if (runtime.hasPendingJob()) this.dropInstance();
       else if (instance.evaluations >= L.evaluationsPerContextMax) this.dropInstance();
       else runtime.setMemoryLimit(-1);
       return { ...outcome, warm };

@@ -8,11 +8,12 @@
  *   --insecure-no-auth  (loopback only)
  *   --workers N
  *   --queue N
+ *   --rss-max-mb N      (replace idle workers when the process RSS passes N MiB)
  */
 import { startSandboxService, type SandboxServiceOptions } from './server.js';
 
 const usage =
-  'usage: agent-workflow sandbox serve [--port N] [--host H] [--token-file PATH] [--insecure-no-auth] [--workers N] [--queue N]';
+  'usage: agent-workflow sandbox serve [--port N] [--host H] [--token-file PATH] [--insecure-no-auth] [--workers N] [--queue N] [--rss-max-mb N]';
 
 /** Returns the process exit code: 0 after a clean shutdown, 2 for bad arguments, 1 when the service cannot start. */
 export async function runSandboxServeCommand(argv: string[]): Promise<number> {
@@ -87,6 +88,12 @@ export function parseServeArgs(argv: string[]): SandboxServiceOptions | string {
         const n = int(flag, next(), 0);
         if (typeof n === 'string') return n;
         options.queueLength = n;
+        break;
+      }
+      case '--rss-max-mb': {
+        const n = int(flag, next(), 1);
+        if (typeof n === 'string') return n;
+        options.rssBytesMax = n * 1024 * 1024;
         break;
       }
       default:
