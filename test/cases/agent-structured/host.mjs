@@ -1,0 +1,1 @@
+export default { agents: { classifier: (input) => ({ label: input.text.includes('crash') ? 'bug' : 'feature', confidence: 0.9 }) } };

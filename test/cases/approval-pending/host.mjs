@@ -1,0 +1,2 @@
+// No approval handler: the run waits for a person.
+export default {};

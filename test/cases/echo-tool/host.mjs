@@ -1,0 +1,1 @@
+export default { tools: { echo: (i) => ({ text: i.text }) } };

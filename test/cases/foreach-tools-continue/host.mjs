@@ -1,0 +1,1 @@
+export default { tools: { lookup: (id) => { if (id === 'missing') { const e = new Error('no record ' + id); e.code = 'lookup.not-found'; e.retryable = false; throw e; } return { id, name: id.toUpperCase() }; } } };

@@ -1,0 +1,1 @@
+export default { tools: { bad: () => { throw new TypeError('cannot read properties of undefined'); } } };

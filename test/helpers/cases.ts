@@ -1,0 +1,31 @@
+// Loads the host-independent cases of test/cases/.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export interface TestCase {
+  name: string;
+  dir: string;
+  template: any;
+  input: unknown;
+  host: { tools?: Record<string, any>; agents?: Record<string, any>; approvals?: any; dependencies?: { template: unknown; revision: number }[] };
+  expected: { status: string; output?: unknown; errorCode?: string; pausedReason?: string; eventTypes: string[] };
+}
+
+export const casesDir = new URL('../cases/', import.meta.url).pathname;
+
+export function caseNames(): string[] {
+  return readdirSync(casesDir, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && existsSync(join(casesDir, d.name, 'template.json')))
+    .map((d) => d.name)
+    .sort();
+}
+
+const json = (file: string) => JSON.parse(readFileSync(file, 'utf8'));
+
+export async function loadCase(name: string): Promise<TestCase> {
+  const dir = join(casesDir, name);
+  const hostFile = join(dir, 'host.mjs');
+  const host = existsSync(hostFile) ? ((await import(pathToFileURL(hostFile).href)).default ?? {}) : {};
+  return { name, dir, template: json(join(dir, 'template.json')), input: json(join(dir, 'input.json')), host, expected: json(join(dir, 'expected.json')) };
+}
