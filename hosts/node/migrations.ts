@@ -37,6 +37,38 @@ export const migrations: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 2,
+    description: 'workflow catalog: mutable drafts and immutable published revisions',
+    destructive: false,
+    up(db) {
+      // `last_revision` is the highest revision ever published for the id: revision numbers are
+      // never reused after a revision is deleted. `search_text` is a lower-cased projection of
+      // id, name, description and labels, written with the row.
+      db.exec(`
+        CREATE TABLE workflow_drafts (
+          workflow_id     TEXT PRIMARY KEY,
+          draft_revision  INTEGER NOT NULL,
+          template        BLOB NOT NULL,
+          search_text     TEXT NOT NULL,
+          last_revision   INTEGER NOT NULL DEFAULT 0,
+          updated_at      INTEGER NOT NULL,
+          updated_by      TEXT NOT NULL
+        );
+        CREATE TABLE workflow_revisions (
+          workflow_id     TEXT NOT NULL,
+          revision        INTEGER NOT NULL,
+          semantic_hash   TEXT NOT NULL,
+          template        BLOB NOT NULL,
+          search_text     TEXT NOT NULL,
+          draft_revision  INTEGER NOT NULL,
+          published_at    INTEGER NOT NULL,
+          published_by    TEXT NOT NULL,
+          PRIMARY KEY (workflow_id, revision)
+        ) WITHOUT ROWID;
+      `);
+    },
+  },
 ];
 
 export const schemaVersion = migrations[migrations.length - 1].version;

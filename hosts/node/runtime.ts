@@ -11,6 +11,7 @@ import { nodeComponentLoader } from './component.js';
 import { exportFormat, type RunExport } from './export.js';
 import { registryGateway, type GatewayRegistry } from './gateway.js';
 import { SqliteJournalStore } from './journal.js';
+import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type RunCompatibility } from './catalog.js';
 import { stderrLog } from './log.js';
 import { createScriptImports } from './sandbox.js';
 
@@ -27,7 +28,10 @@ export interface RuntimeOptions extends GatewayRegistry {
   now?: () => number;
 }
 
-export type LaunchTarget = { type: 'inline'; template: unknown; dependencies?: { template: unknown; revision: number }[] } | { type: 'plan'; plan: ExecutionPlan; templateKey?: string };
+export type LaunchTarget =
+  | { type: 'inline'; template: unknown; dependencies?: { template: unknown; revision: number }[] }
+  | { type: 'plan'; plan: ExecutionPlan; templateKey?: string }
+  | { type: 'published'; id: string; revision: number };
 
 export interface LaunchOptions {
   input?: unknown;
@@ -104,9 +108,19 @@ export class WorkflowRuntime {
     }
   }
 
+  /**
+   * Starts a run. `published` compiles the catalog revision and the closure of the revisions it
+   * calls; `inline` compiles the given template (development); both pin the same kind of plan.
+   */
   async launch(target: LaunchTarget | Record<string, unknown>, options: LaunchOptions = {}): Promise<WorkflowRunHandle> {
-    const t = (target as { type?: string }).type === 'inline' || (target as { type?: string }).type === 'plan' ? (target as LaunchTarget) : ({ type: 'inline', template: target } as LaunchTarget);
-    const plan = t.type === 'plan' ? t.plan : this.compile(t.template, t.dependencies ?? []);
+    const kind = (target as { type?: string }).type;
+    const t = kind === 'inline' || kind === 'plan' || kind === 'published' ? (target as LaunchTarget) : ({ type: 'inline', template: target } as LaunchTarget);
+    let plan: ExecutionPlan;
+    try {
+      plan = t.type === 'plan' ? t.plan : t.type === 'published' ? this.catalog.plan(t.id, t.revision) : this.nodeDefinitions.pin(this.compile(t.template, t.dependencies ?? []));
+    } catch (err) {
+      throw asError(err);
+    }
     const templateKey = t.type === 'plan' ? (t.templateKey ?? plan.root) : plan.root;
     const runId = options.runId ?? newRunId(this.kernel.now(), (n) => randomBytes(n));
     try {
@@ -122,6 +136,42 @@ export class WorkflowRuntime {
       throw asError(err);
     }
     return this.handle(runId);
+  }
+
+  private catalogInstance?: WorkflowCatalog;
+
+  /** Custom node definitions of this host, folded into the plans it compiles. */
+  readonly nodeDefinitions = new NodeDefinitionRegistry();
+
+  /** Drafts and published revisions, in the same database as the journal. */
+  get catalog(): WorkflowCatalog {
+    this.catalogInstance ??= new WorkflowCatalog(this.store.db, {
+      engine: { validate: (t) => this.validate(t), compile: (t, deps, revision) => this.compile(t, deps, revision) },
+      nodeDefinitions: this.nodeDefinitions,
+      now: this.kernel.now,
+    });
+    return this.catalogInstance;
+  }
+
+  /** The node-definition-set hash a plan compiled now would pin (engine + host definitions). */
+  nodeDefinitionSetHash(): string {
+    return this.nodeDefinitions.setHash(this.engine.describe().nodeDefinitionSetHash as string);
+  }
+
+  /** Whether this engine and host can continue a stored run as pinned; never guesses. */
+  checkRun(runId: string): RunCompatibility {
+    const tail = this.store.load(runId);
+    if (!tail) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    const d = this.engine.describe() as { flags: string[]; checkpointSchemaVersion: number };
+    const plan = JSON.parse(new TextDecoder().decode(tail.plan)) as ExecutionPlan;
+    const checkpoint = tail.checkpoint ? (JSON.parse(new TextDecoder().decode(tail.checkpoint)) as { checkpointVersion?: unknown }) : undefined;
+    return runCompatibility(runId, plan, checkpoint, { flags: d.flags, checkpointSchemaVersion: d.checkpointSchemaVersion, nodeDefinitionSetHash: this.nodeDefinitionSetHash() });
+  }
+
+  /** Throws `RunNeedsAttentionError` (code `run.needs-attention`, with the run id) when `checkRun` refuses. */
+  assertRunnable(runId: string): void {
+    const report = this.checkRun(runId);
+    if (!report.ok) throw new RunNeedsAttentionError(runId, report.problems.filter((p) => p.severity === 'needs_attention'));
   }
 
   private handle(runId: string): WorkflowRunHandle {

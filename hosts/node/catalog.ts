@@ -1,0 +1,547 @@
+// The workflow catalog of the Node host, in the same SQLite database as the journal (schema v2).
+//
+// Version dimensions have distinct names and never mix:
+//   draftRevision    compare-and-set counter of a mutable draft (1, 2, ... per edit)
+//   revision         immutable published revision of a workflow id (1, 2, ...; never reused)
+//   bindingRevision  reserved for trigger bindings; not used by the catalog
+//   seq              position of an event in a run's journal
+//   schemaVersion    version of the store schema (`user_version`)
+//
+// Runs never read the catalog after launch: a launch compiles the revision and the closure of
+// its `workflow.call@1` revisions into a pinned plan, so deleting a revision never breaks a run.
+import { createHash } from 'node:crypto';
+import type { Database, Statement } from 'better-sqlite3';
+import canonicalizeModule from 'canonicalize';
+import type { ExecutionPlan, ValidationReport } from '../core/types.js';
+
+const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as unknown as (value: unknown) => string | undefined;
+
+const portableId = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,35}$/;
+const searchResultsMax = 100;
+
+export interface CatalogProblem {
+  code: string;
+  /** JSON pointer into the template. */
+  pointer: string;
+  message: string;
+}
+
+/** A catalog operation refused; `errors` lists every problem when there are several. */
+export class CatalogError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly errors: CatalogProblem[] = [],
+  ) {
+    super(message);
+    this.name = 'CatalogError';
+  }
+  get detail(): unknown {
+    return this.errors.length > 0 ? { errors: this.errors } : undefined;
+  }
+}
+
+export interface WorkflowDraft {
+  id: string;
+  draftRevision: number;
+  template: unknown;
+  /** Highest revision published so far (0: none). */
+  lastRevision: number;
+  updatedAt: number;
+  updatedBy: string;
+}
+
+export interface WorkflowRevision {
+  id: string;
+  revision: number;
+  semanticHash: string;
+  template: any;
+  /** The draft revision it was published from. */
+  draftRevision: number;
+  publishedAt: number;
+  publishedBy: string;
+}
+
+export interface SearchHit {
+  id: string;
+  name?: string;
+  description?: string;
+  draftRevision?: number;
+  revisions: number[];
+}
+
+export interface SemanticChange {
+  op: 'add' | 'remove' | 'replace';
+  /** JSON pointer into the templates (both sides share the pointer). */
+  pointer: string;
+  before?: unknown;
+  after?: unknown;
+}
+
+export interface SemanticDiff {
+  from: string;
+  to: string;
+  fromHash: string;
+  toHash: string;
+  /** True when the semantic hashes are equal; layout is ignored. */
+  same: boolean;
+  changes: SemanticChange[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Canonical digests (the engine's algorithm: SHA-256 of RFC 8785 JSON, `sha256:<hex>`).
+
+export function canonicalDigest(value: unknown): string {
+  const text = canonicalize(value);
+  if (text === undefined) throw new CatalogError('catalog.not-canonical', 'the value cannot be canonicalized');
+  return `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Custom node definitions registered by the host.
+
+export interface CustomNodeDefinition {
+  uses: string;
+  configSchema: unknown;
+  /** Changes whenever the implementation's behaviour changes; absent in development only. */
+  implementationDigest?: string;
+}
+
+/**
+ * Node definitions the host registers next to the engine's built-in ones. Their sorted
+ * `{uses, schemaHash, implementationDigest}` set is folded into the plan's
+ * `nodeDefinitionSetHash`; with none registered the engine's hash is used unchanged.
+ */
+export class NodeDefinitionRegistry {
+  private readonly definitions = new Map<string, CustomNodeDefinition>();
+
+  register(definition: CustomNodeDefinition): void {
+    if (!/^[a-z][a-z0-9.-]*@[0-9]+$/.test(definition.uses)) throw new CatalogError('node.definition-invalid', `node type ${JSON.stringify(definition.uses)} must look like "vendor.name@1"`);
+    this.definitions.set(definition.uses, { ...definition });
+  }
+
+  get(uses: string): CustomNodeDefinition | undefined {
+    return this.definitions.get(uses);
+  }
+
+  get size(): number {
+    return this.definitions.size;
+  }
+
+  /** The node-definition-set hash of the engine's definitions plus these. */
+  setHash(engineHash: string): string {
+    if (this.definitions.size === 0) return engineHash;
+    const custom = [...this.definitions.values()]
+      .map((d) => ({ uses: d.uses, schemaHash: canonicalDigest(d.configSchema ?? {}), implementationDigest: d.implementationDigest ?? null }))
+      .sort((a, b) => (a.uses < b.uses ? -1 : a.uses > b.uses ? 1 : 0));
+    return canonicalDigest({ engine: engineHash, custom });
+  }
+
+  /** Nodes of a template that use a registered definition without an implementation digest. */
+  undigestedUses(template: any): CatalogProblem[] {
+    const out: CatalogProblem[] = [];
+    const nodes: any[] = Array.isArray(template?.spec?.nodes) ? template.spec.nodes : [];
+    nodes.forEach((node, i) => {
+      const d = typeof node?.uses === 'string' ? this.definitions.get(node.uses) : undefined;
+      if (d && !d.implementationDigest) {
+        out.push({ code: 'node.definition-undigested', pointer: `/spec/nodes/${i}/uses`, message: `node type ${d.uses} has no implementation digest; it may run only in a non-replayable development run and cannot be published` });
+      }
+    });
+    return out;
+  }
+
+  /**
+   * The plan with this registry folded in: its `nodeDefinitionSetHash`, `replayable` and
+   * `planHash` recomputed. Unchanged (the same object) when nothing is registered.
+   */
+  pin(plan: ExecutionPlan): ExecutionPlan {
+    if (this.definitions.size === 0) return plan;
+    const { planHash: _planHash, ...body } = plan;
+    const undigested = Object.values(plan.templates).some((t) => this.undigestedUses(t.template).length > 0);
+    const pinned = { ...body, nodeDefinitionSetHash: this.setHash(plan.nodeDefinitionSetHash), replayable: plan.replayable && !undigested };
+    return { ...pinned, planHash: canonicalDigest(pinned) };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Semantic diff: JSON-pointer changes between two templates, layout excluded.
+
+function escapePointer(token: string): string {
+  return token.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function diffValues(a: unknown, b: unknown, pointer: string, out: SemanticChange[]): void {
+  if (Array.isArray(a) && Array.isArray(b)) {
+    const n = Math.max(a.length, b.length);
+    for (let i = 0; i < n; i++) {
+      const p = `${pointer}/${i}`;
+      if (i >= a.length) out.push({ op: 'add', pointer: p, after: b[i] });
+      else if (i >= b.length) out.push({ op: 'remove', pointer: p, before: a[i] });
+      else diffValues(a[i], b[i], p, out);
+    }
+    return;
+  }
+  if (isObject(a) && isObject(b)) {
+    const keys = [...new Set([...Object.keys(a), ...Object.keys(b)])].sort();
+    for (const k of keys) {
+      const p = `${pointer}/${escapePointer(k)}`;
+      if (!(k in a)) out.push({ op: 'add', pointer: p, after: b[k] });
+      else if (!(k in b)) out.push({ op: 'remove', pointer: p, before: a[k] });
+      else diffValues(a[k], b[k], p, out);
+    }
+    return;
+  }
+  if (canonicalize(a) !== canonicalize(b)) out.push({ op: 'replace', pointer, before: a, after: b });
+}
+
+/** Changes from `a` to `b`, ignoring `layout`. Arrays are compared position by position. */
+export function semanticChanges(a: unknown, b: unknown): SemanticChange[] {
+  const strip = (t: unknown) => {
+    if (!isObject(t)) return t;
+    const { layout: _layout, ...rest } = t;
+    return rest;
+  };
+  const out: SemanticChange[] = [];
+  diffValues(strip(a), strip(b), '', out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The catalog.
+
+export interface CatalogEngine {
+  validate(template: unknown): ValidationReport;
+  /** Compiles a root template and its dependencies into a pinned plan (throws on errors). */
+  compile(template: unknown, dependencies: { template: unknown; revision: number }[], revision: number): ExecutionPlan;
+}
+
+export interface CatalogOptions {
+  engine: CatalogEngine;
+  nodeDefinitions?: NodeDefinitionRegistry;
+  now?: () => number;
+}
+
+/** `workflow.call@1` targets of a template (direct and as a foreach body), with JSON pointers. */
+export function callTargets(template: any): { id: string; revision: number; pointer: string }[] {
+  const out: { id: string; revision: number; pointer: string }[] = [];
+  const nodes: any[] = Array.isArray(template?.spec?.nodes) ? template.spec.nodes : [];
+  nodes.forEach((node, i) => {
+    if (node?.uses === 'workflow.call@1') out.push({ ...node.config?.workflow, pointer: `/spec/nodes/${i}/config/workflow` });
+    if (node?.uses === 'core.foreach@1' && node.config?.body?.uses === 'workflow.call@1') out.push({ ...node.config.body.config?.workflow, pointer: `/spec/nodes/${i}/config/body/config/workflow` });
+  });
+  return out.filter((t) => typeof t.id === 'string' && Number.isInteger(t.revision));
+}
+
+function searchText(template: any): string {
+  const m = isObject(template?.metadata) ? (template.metadata as Record<string, any>) : {};
+  const labels = isObject(m.labels) ? Object.entries(m.labels).map(([k, v]) => `${k}=${v}`) : [];
+  return [m.id, m.name, m.description, ...labels].filter((s) => typeof s === 'string').join('\n').toLowerCase();
+}
+
+type DraftRow = { workflow_id: string; draft_revision: number; template: Buffer; last_revision: number; updated_at: number; updated_by: string };
+type RevisionRow = { workflow_id: string; revision: number; semantic_hash: string; template: Buffer; draft_revision: number; published_at: number; published_by: string };
+
+export class WorkflowCatalog {
+  private readonly now: () => number;
+  readonly nodeDefinitions: NodeDefinitionRegistry;
+  private readonly stmt: Record<'getDraft' | 'insertDraft' | 'updateDraft' | 'bumpLastRevision' | 'getRevision' | 'latestRevision' | 'listRevisions' | 'insertRevision' | 'deleteRevision', Statement>;
+
+  constructor(
+    readonly db: Database,
+    private readonly options: CatalogOptions,
+  ) {
+    this.now = options.now ?? Date.now;
+    this.nodeDefinitions = options.nodeDefinitions ?? new NodeDefinitionRegistry();
+    this.stmt = {
+      getDraft: db.prepare('SELECT * FROM workflow_drafts WHERE workflow_id = ?'),
+      insertDraft: db.prepare('INSERT INTO workflow_drafts (workflow_id, draft_revision, template, search_text, last_revision, updated_at, updated_by) VALUES (?, 1, ?, ?, 0, ?, ?)'),
+      updateDraft: db.prepare('UPDATE workflow_drafts SET draft_revision = draft_revision + 1, template = ?, search_text = ?, updated_at = ?, updated_by = ? WHERE workflow_id = ? AND draft_revision = ?'),
+      bumpLastRevision: db.prepare('UPDATE workflow_drafts SET last_revision = ? WHERE workflow_id = ?'),
+      getRevision: db.prepare('SELECT * FROM workflow_revisions WHERE workflow_id = ? AND revision = ?'),
+      latestRevision: db.prepare('SELECT * FROM workflow_revisions WHERE workflow_id = ? ORDER BY revision DESC LIMIT 1'),
+      listRevisions: db.prepare('SELECT * FROM workflow_revisions WHERE workflow_id = ? ORDER BY revision'),
+      insertRevision: db.prepare('INSERT INTO workflow_revisions (workflow_id, revision, semantic_hash, template, search_text, draft_revision, published_at, published_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+      deleteRevision: db.prepare('DELETE FROM workflow_revisions WHERE workflow_id = ? AND revision = ?'),
+    };
+  }
+
+  private draftOf(row: DraftRow): WorkflowDraft {
+    return { id: row.workflow_id, draftRevision: row.draft_revision, template: JSON.parse(row.template.toString('utf8')), lastRevision: row.last_revision, updatedAt: row.updated_at, updatedBy: row.updated_by };
+  }
+
+  private revisionOf(row: RevisionRow): WorkflowRevision {
+    return {
+      id: row.workflow_id,
+      revision: row.revision,
+      semanticHash: row.semantic_hash,
+      template: JSON.parse(row.template.toString('utf8')),
+      draftRevision: row.draft_revision,
+      publishedAt: row.published_at,
+      publishedBy: row.published_by,
+    };
+  }
+
+  /**
+   * Creates or replaces a draft. `expectedDraftRevision` is the draft revision the caller last
+   * read (0: the draft must not exist yet); any other value than the stored one is a conflict.
+   * A draft may be invalid; only `publish` validates.
+   */
+  putDraft(template: unknown, options: { expectedDraftRevision: number; by?: string }): WorkflowDraft {
+    const id = (template as any)?.metadata?.id;
+    if (typeof id !== 'string' || !portableId.test(id)) {
+      throw new CatalogError('catalog.draft-invalid-id', 'a draft needs /metadata/id, a portable id ([A-Za-z0-9][A-Za-z0-9._:-]{0,35})', [{ code: 'catalog.draft-invalid-id', pointer: '/metadata/id', message: 'missing or not a portable id' }]);
+    }
+    const bytes = Buffer.from(JSON.stringify(template), 'utf8');
+    const by = options.by ?? 'sdk';
+    return this.db
+      .transaction(() => {
+        const row = this.stmt.getDraft.get(id) as DraftRow | undefined;
+        const current = row?.draft_revision ?? 0;
+        if (current !== options.expectedDraftRevision) {
+          throw new CatalogError('catalog.draft-conflict', `draft ${id} is at draft revision ${current}, not ${options.expectedDraftRevision}; read it again and retry`);
+        }
+        if (!row) this.stmt.insertDraft.run(id, bytes, searchText(template), this.now(), by);
+        else this.stmt.updateDraft.run(bytes, searchText(template), this.now(), by, id, current);
+        return this.draftOf(this.stmt.getDraft.get(id) as DraftRow);
+      })
+      .immediate();
+  }
+
+  getDraft(id: string): WorkflowDraft {
+    const row = this.stmt.getDraft.get(id) as DraftRow | undefined;
+    if (!row) throw new CatalogError('catalog.draft-not-found', `there is no draft ${id}`);
+    return this.draftOf(row);
+  }
+
+  /**
+   * Publishes the draft as a new immutable revision after full validation (every error is
+   * reported at once). Publishing a draft whose semantic hash equals the latest revision's
+   * returns that revision (`created: false`): a layout-only edit makes no new revision.
+   */
+  publish(id: string, options: { expectedDraftRevision: number; by?: string }): WorkflowRevision & { created: boolean } {
+    const draft = this.getDraft(id);
+    if (draft.draftRevision !== options.expectedDraftRevision) {
+      throw new CatalogError('catalog.draft-conflict', `draft ${id} is at draft revision ${draft.draftRevision}, not ${options.expectedDraftRevision}; read it again and retry`);
+    }
+    const report = this.options.engine.validate(draft.template);
+    const errors: CatalogProblem[] = [...report.errors, ...this.nodeDefinitions.undigestedUses(draft.template)];
+    for (const target of callTargets(draft.template)) {
+      if (target.id === id) continue;
+      if (!this.stmt.getRevision.get(target.id, target.revision)) {
+        errors.push({ code: 'catalog.dependency-missing', pointer: target.pointer, message: `workflow ${target.id}@${target.revision} is not published in this catalog` });
+      }
+    }
+    if (errors.length === 0) {
+      try {
+        this.compileTemplate(draft.template, draft.lastRevision + 1);
+      } catch (err) {
+        const e = err as { code?: string; message?: string; detail?: { errors?: CatalogProblem[] } };
+        errors.push(...(e.detail?.errors ?? [{ code: e.code ?? 'template.invalid', pointer: '', message: e.message ?? String(err) }]));
+      }
+    }
+    if (errors.length > 0) throw new CatalogError('catalog.publish-invalid', `draft ${id} (draft revision ${draft.draftRevision}) has ${errors.length} error(s); nothing was published`, errors);
+    const semanticHash = report.semanticHash!;
+    return this.db
+      .transaction(() => {
+        const row = this.stmt.getDraft.get(id) as DraftRow;
+        if (row.draft_revision !== options.expectedDraftRevision) {
+          throw new CatalogError('catalog.draft-conflict', `draft ${id} changed to draft revision ${row.draft_revision} while it was being published`);
+        }
+        const latest = this.stmt.latestRevision.get(id) as RevisionRow | undefined;
+        if (latest && latest.semantic_hash === semanticHash) return { ...this.revisionOf(latest), created: false };
+        const revision = row.last_revision + 1;
+        this.stmt.insertRevision.run(id, revision, semanticHash, row.template, searchText(draft.template), row.draft_revision, this.now(), options.by ?? 'sdk');
+        this.stmt.bumpLastRevision.run(revision, id);
+        return { ...this.revisionOf(this.stmt.getRevision.get(id, revision) as RevisionRow), created: true };
+      })
+      .immediate();
+  }
+
+  getRevision(id: string, revision: number): WorkflowRevision {
+    const row = this.stmt.getRevision.get(id, revision) as RevisionRow | undefined;
+    if (!row) throw new CatalogError('catalog.revision-not-found', `workflow ${id}@${revision} is not published in this catalog (or was deleted)`);
+    return this.revisionOf(row);
+  }
+
+  listRevisions(id: string): WorkflowRevision[] {
+    return (this.stmt.listRevisions.all(id) as RevisionRow[]).map((r) => this.revisionOf(r));
+  }
+
+  /** Deletes a revision. Runs that pinned it keep working; new launches of it are refused. */
+  deleteRevision(id: string, revision: number): void {
+    if (this.stmt.deleteRevision.run(id, revision).changes === 0) throw new CatalogError('catalog.revision-not-found', `workflow ${id}@${revision} is not published in this catalog`);
+  }
+
+  /** Workflows whose id, name, description or labels contain `text` (case-insensitive). */
+  search(text: string): SearchHit[] {
+    const like = `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const ids = this.db
+      .prepare(
+        `SELECT workflow_id FROM workflow_drafts WHERE search_text LIKE ? ESCAPE '\\'
+         UNION SELECT workflow_id FROM workflow_revisions WHERE search_text LIKE ? ESCAPE '\\'
+         ORDER BY workflow_id LIMIT ?`,
+      )
+      .pluck()
+      .all(like, like, searchResultsMax) as string[];
+    return ids.map((id) => {
+      const draft = this.stmt.getDraft.get(id) as DraftRow | undefined;
+      const revisions = this.listRevisions(id);
+      const latest = revisions.length > 0 ? revisions[revisions.length - 1].template : draft ? JSON.parse(draft.template.toString('utf8')) : {};
+      const m = latest?.metadata ?? {};
+      return {
+        id,
+        ...(typeof m.name === 'string' ? { name: m.name } : {}),
+        ...(typeof m.description === 'string' ? { description: m.description } : {}),
+        ...(draft ? { draftRevision: draft.draft_revision } : {}),
+        revisions: revisions.map((r) => r.revision),
+      };
+    });
+  }
+
+  /**
+   * The root revision and the closure of the `workflow.call@1` revisions it calls, from the
+   * catalog. Throws `catalog.revision-not-found` naming the first missing revision.
+   */
+  closure(id: string, revision: number): { root: WorkflowRevision; dependencies: WorkflowRevision[] } {
+    const root = this.getRevision(id, revision);
+    const seen = new Map<string, WorkflowRevision>([[`${id}@${revision}`, root]]);
+    const queue = [root];
+    while (queue.length > 0) {
+      const from = queue.shift()!;
+      for (const t of callTargets(from.template)) {
+        const key = `${t.id}@${t.revision}`;
+        if (seen.has(key)) continue;
+        const row = this.stmt.getRevision.get(t.id, t.revision) as RevisionRow | undefined;
+        if (!row) throw new CatalogError('catalog.revision-not-found', `workflow ${key}, called by ${from.id}@${from.revision} at ${t.pointer}, is not published in this catalog (or was deleted)`);
+        const dep = this.revisionOf(row);
+        seen.set(key, dep);
+        queue.push(dep);
+      }
+    }
+    return { root, dependencies: [...seen.values()].filter((r) => r !== root) };
+  }
+
+  /** Compiles a published revision and its closure into the plan a launch pins. */
+  plan(id: string, revision: number): ExecutionPlan {
+    const { root, dependencies } = this.closure(id, revision);
+    return this.nodeDefinitions.pin(this.options.engine.compile(root.template, dependencies.map((d) => ({ template: d.template, revision: d.revision })), root.revision));
+  }
+
+  private compileTemplate(template: unknown, revision: number): ExecutionPlan {
+    const deps = callTargets(template)
+      .map((t) => this.stmt.getRevision.get(t.id, t.revision) as RevisionRow | undefined)
+      .filter((r): r is RevisionRow => r !== undefined)
+      .flatMap((r) => {
+        const c = this.closure(r.workflow_id, r.revision);
+        return [c.root, ...c.dependencies];
+      });
+    return this.options.engine.compile(template, deps.map((d) => ({ template: d.template, revision: d.revision })), revision);
+  }
+
+  /**
+   * A revision seen three ways: `schema` (its interface: inputs, outputs, capabilities),
+   * `template` (the stored template) or `plan` (the pinned plan a launch would compile now).
+   */
+  describe(id: string, revision: number, view: 'schema' | 'template' | 'plan'): Record<string, unknown> {
+    const r = this.getRevision(id, revision);
+    const head = { id, revision, semanticHash: r.semanticHash, publishedAt: r.publishedAt, publishedBy: r.publishedBy };
+    switch (view) {
+      case 'template':
+        return { ...head, template: r.template };
+      case 'plan':
+        return { ...head, plan: this.plan(id, revision) };
+      case 'schema': {
+        const spec = r.template.spec ?? {};
+        return {
+          ...head,
+          metadata: r.template.metadata,
+          inputSchema: spec.inputSchema ?? {},
+          outputSchema: spec.outputSchema ?? {},
+          outputs: Object.keys(spec.outputs ?? {}).sort(),
+          requires: spec.requires ?? [],
+          calls: callTargets(r.template).map((t) => `${t.id}@${t.revision}`),
+        };
+      }
+      default:
+        throw new CatalogError('catalog.bad-view', `view must be schema, template or plan, got ${JSON.stringify(view)}`);
+    }
+  }
+
+  /** The semantic difference between two published revisions (layout ignored). */
+  diff(a: { id: string; revision: number }, b: { id: string; revision: number }): SemanticDiff {
+    const ra = this.getRevision(a.id, a.revision);
+    const rb = this.getRevision(b.id, b.revision);
+    return {
+      from: `${a.id}@${a.revision}`,
+      to: `${b.id}@${b.revision}`,
+      fromHash: ra.semanticHash,
+      toHash: rb.semanticHash,
+      same: ra.semanticHash === rb.semanticHash,
+      changes: semanticChanges(ra.template, rb.template),
+    };
+  }
+}
+
+/** Parses `<id>@<revision>`; undefined when the text is not of that form. */
+export function parseRevisionRef(text: string): { id: string; revision: number } | undefined {
+  const m = /^([A-Za-z0-9][A-Za-z0-9._:-]{0,35})@([1-9][0-9]{0,8})$/.exec(text);
+  return m ? { id: m[1], revision: Number(m[2]) } : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// In-flight safety: can this engine and host continue a stored run as pinned?
+
+export interface RunProblem {
+  code: string;
+  /** `needs_attention`: the run is refused; `warning`: reported, the run may continue. */
+  severity: 'needs_attention' | 'warning';
+  message: string;
+}
+
+export interface RunCompatibility {
+  runId: string;
+  ok: boolean;
+  problems: RunProblem[];
+}
+
+/** What the current engine and host support (the engine's `describe()` plus the host's set hash). */
+export interface EngineSupport {
+  flags: readonly string[];
+  checkpointSchemaVersion: number;
+  nodeDefinitionSetHash: string;
+}
+
+/** Compares a stored run's plan and checkpoint with what this engine supports; never guesses. */
+export function runCompatibility(runId: string, plan: ExecutionPlan, checkpoint: { checkpointVersion?: unknown } | undefined, support: EngineSupport): RunCompatibility {
+  const problems: RunProblem[] = [];
+  const unknownFlags = (plan.flags ?? []).filter((f) => !support.flags.includes(f));
+  if (plan.planVersion !== 1 || unknownFlags.length > 0) {
+    problems.push({ code: 'engine.plan-unsupported', severity: 'needs_attention', message: `run ${runId} pins plan version ${plan.planVersion} with flags this engine does not support: ${unknownFlags.join(', ') || '(none)'}` });
+  }
+  if (checkpoint && checkpoint.checkpointVersion !== support.checkpointSchemaVersion) {
+    problems.push({ code: 'engine.checkpoint-unsupported', severity: 'needs_attention', message: `run ${runId} has checkpoint version ${String(checkpoint.checkpointVersion)}; this engine reads ${support.checkpointSchemaVersion}` });
+  }
+  if (plan.nodeDefinitionSetHash !== support.nodeDefinitionSetHash) {
+    problems.push({ code: 'run.node-definitions-changed', severity: 'warning', message: `run ${runId} was planned with node definition set ${plan.nodeDefinitionSetHash}; the host now has ${support.nodeDefinitionSetHash} (a definition's schema or implementation digest changed)` });
+  }
+  return { runId, ok: !problems.some((p) => p.severity === 'needs_attention'), problems };
+}
+
+/** A stored run this engine must not continue: it needs a person (or a newer program). */
+export class RunNeedsAttentionError extends Error {
+  readonly code = 'run.needs-attention';
+  constructor(
+    readonly runId: string,
+    readonly problems: RunProblem[],
+  ) {
+    super(`run ${runId} needs attention and was not resumed: ${problems.map((p) => `${p.code}: ${p.message}`).join('; ')}`);
+    this.name = 'RunNeedsAttentionError';
+  }
+  get detail(): unknown {
+    return { runId: this.runId, status: 'needs_attention', problems: this.problems };
+  }
+}
