@@ -134,7 +134,7 @@ export default {
   notes: {
     twoStep: 'one service invocation through the HTTP ingress (request/response), two ctx.run steps',
     fanOut1000: 'one invocation, 1,000 ctx.run steps in batches of 10 (RestatePromise.all)',
-    foreach10k: 'one invocation, 10,000 ctx.run steps in batches of 10; peak RSS is the Node host (SDK endpoint); restate-server peak RSS is in extra',
+    foreach10k: 'one invocation, 10,000 ctx.run steps in batches of 10; peak RSS is the Node host (SDK endpoint)',
     coldStart: 'fresh process: start restate-server on an empty base dir, SDK endpoint, register deployment, first 2-step run',
   },
   na: {
