@@ -106,6 +106,7 @@ export class EngineCore {
       throw new EngineError('engine.run-exists', `run ${request.runId} already exists`);
     }
     const graph = run.loaded.graphs.get(run.templateKey)!;
+    const statusBefore = run.state ? `${run.state.status}/${run.state.pausedReason ?? ''}` : 'new';
     const activation = new Activation(run.state, run.loaded.plan, graph, run.templateKey, request, this.host);
     try {
       applyFacts(activation);
@@ -132,7 +133,10 @@ export class EngineCore {
     const expectedSeq = activation.events[0].seq - 1;
     const terminal = state.status === 'completed' || state.status === 'failed' || state.status === 'cancelled';
     let checkpoint: string | undefined;
-    if (terminal || state.status === 'paused' || state.seq + 1 - state.lastCheckpointSeq >= limits.checkpointEveryEvents) {
+    // A checkpoint when the run comes to rest (paused or ended) and after every
+    // `checkpointEveryEvents` events, so a cold activation never reads more than that many.
+    const cameToRest = (terminal || state.status === 'paused') && `${state.status}/${state.pausedReason ?? ''}` !== statusBefore;
+    if (cameToRest || state.seq + 1 - state.lastCheckpointSeq >= limits.checkpointEveryEvents) {
       activation.emit('checkpoint.committed', { checkpointVersion: checkpointSchemaVersion });
       checkpoint = JSON.stringify(activation.run);
     }

@@ -1,0 +1,237 @@
+// Approvals, cancellation, time limits and resumes, including across processes.
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
+import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
+
+const run = promisify(execFile);
+const cli = new URL('../../dist/hosts/node/cli/main.js', import.meta.url).pathname;
+
+async function agentWorkflow(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { cwd });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+const lastJson = (stdout: string) => JSON.parse(stdout.trim().split('\n').pop()!);
+
+describe('human approval', () => {
+  it('pauses the run, and an approval given by another process long after resumes it', async () => {
+    const dir = tempDir();
+    const template = chain('approve-me', [
+      { id: 'gate', uses: 'human.approval@1', config: { prompt: 'Deploy?' } },
+      { id: 'after', uses: 'core.script@1', config: { source: "return 'approved by ' + input.by" }, inputs: { by: { source: 'output', nodeId: 'gate', path: '/by' } } },
+    ]);
+    template.spec.outputs = { message: { source: 'output', nodeId: 'after' } };
+    template.spec.requires = ['approval'];
+    writeFileSync(join(dir, 'approve.json'), JSON.stringify(template));
+
+    const first = await agentWorkflow(['run', 'approve.json', '--dir', 'state'], dir);
+    expect(first.code).toBe(4);
+    const paused = lastJson(first.stdout);
+    expect(paused).toMatchObject({ kind: 'RunResult', status: 'paused', pausedReason: 'approval' });
+
+    const second = await agentWorkflow(['approve', paused.runId, 'gate', '--by', 'alice', '--dir', 'state'], dir);
+    expect(second.code).toBe(0);
+    expect(lastJson(second.stdout)).toMatchObject({ status: 'completed', output: { message: 'approved by alice' } });
+
+    // Resuming a terminal run returns its result and starts nothing.
+    const again = await agentWorkflow(['resume', paused.runId, '--dir', 'state'], dir);
+    expect(again.code).toBe(0);
+    expect(lastJson(again.stdout)).toMatchObject({ status: 'completed', seq: lastJson(second.stdout).seq });
+    const runs = lastJson((await agentWorkflow(['runs', '--dir', 'state'], dir)).stdout);
+    expect(runs.runs).toHaveLength(1);
+
+    const trace = (await agentWorkflow(['trace', paused.runId, '--dir', 'state'], dir)).stdout.trim().split('\n').map((l) => JSON.parse(l));
+    const resolved = trace.find((e) => e.type === 'capability.completed');
+    expect(resolved.origin.actor).toBe('operator:alice');
+    expect(resolved.payload.output).toMatchObject({ approved: true, by: 'alice' });
+  });
+
+  it('fails the run on a rejection, with who rejected it', async () => {
+    const rt = await openRuntime();
+    try {
+      const template = chain('reject-me', [{ id: 'gate', uses: 'human.approval@1' }]);
+      template.spec.requires = ['approval'];
+      const handle = await rt.launch(template);
+      expect((await handle.settled()).status).toBe('paused');
+      await rt.reject(handle.runId, 'gate', { by: 'bob', comment: 'not today' });
+      const outcome = await handle.result;
+      expect(outcome.status).toBe('failed');
+      expect((outcome.error?.detail as any).error).toMatchObject({ code: 'approval.rejected', message: expect.stringContaining('bob rejected gate: not today') });
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it('refuses to approve a node that is not waiting', async () => {
+    const rt = await openRuntime();
+    try {
+      const handle = await rt.launch(chain('nothing', []));
+      await handle.result;
+      await expect(rt.approve(handle.runId, 'start', { by: 'eve' })).rejects.toMatchObject({ code: 'run.terminal' });
+    } finally {
+      await rt.close();
+    }
+  });
+});
+
+describe('cancellation', () => {
+  it('reaches the tool through its AbortSignal, and a late completion is evidence only', async () => {
+    let signal: AbortSignal | undefined;
+    let finishLate: ((value: unknown) => void) | undefined;
+    const rt = await openRuntime({
+      tools: {
+        slow: (_input: unknown, ctx: { signal: AbortSignal }) => {
+          signal = ctx.signal;
+          return new Promise((resolve) => (finishLate = resolve));
+        },
+      },
+    });
+    try {
+      const t = chain('cancel-me', [{ id: 'slow', uses: 'tool.call@1', config: { tool: 'slow' } }]);
+      t.spec.requires = ['tool:slow'];
+      const handle = await rt.launch(t);
+      while (!signal) await new Promise((r) => setTimeout(r, 5));
+      const outcome = await rt.cancel(handle.runId, { reason: 'operator stop', by: 'carol' });
+      expect(outcome.status).toBe('cancelled');
+      expect(signal.aborted).toBe(true);
+      finishLate!({ done: true });
+      await new Promise((r) => setTimeout(r, 50));
+      const types = rt.readEvents(handle.runId).events.map((e) => e.type);
+      expect(types).toContain('capability.cancelled');
+      expect(types).toContain('run.cancelled');
+      expect(rt.getRun(handle.runId).status).toBe('cancelled');
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it('records a completion delivered after cancellation without waking the run', async () => {
+    const rt = await openRuntime({ tools: { wait: () => new Promise(() => undefined) } });
+    try {
+      const t = chain('late', [{ id: 'wait', uses: 'tool.call@1', config: { tool: 'wait' } }]);
+      t.spec.requires = ['tool:wait'];
+      const handle = await rt.launch(t);
+      const requested = rt.readEvents(handle.runId).events.find((e) => e.type === 'capability.requested');
+      await rt.cancel(handle.runId);
+      await rt.kernel.deliver(handle.runId, { type: 'capability-completed', invocationId: requested.payload.invocationId, ok: true, output: { late: true } });
+      const events = rt.readEvents(handle.runId).events;
+      expect(events[events.length - 1]).toMatchObject({ type: 'capability.late', payload: { invocationId: requested.payload.invocationId, reason: 'run cancelled' } });
+      expect(events.filter((e) => e.type === 'run.cancelled')).toHaveLength(1);
+      expect(rt.getRun(handle.runId).status).toBe('cancelled');
+    } finally {
+      await rt.close();
+    }
+  });
+});
+
+describe('time limits and retries', () => {
+  it('fails a node that passes its time limit and aborts its call', async () => {
+    let signal: AbortSignal | undefined;
+    const rt = await openRuntime({
+      tools: {
+        hang: (_: unknown, ctx: { signal: AbortSignal }) => {
+          signal = ctx.signal;
+          return new Promise(() => undefined);
+        },
+      },
+    });
+    try {
+      const t = chain('timeout', [{ id: 'hang', uses: 'tool.call@1', config: { tool: 'hang' }, timeoutMs: 30 }]);
+      t.spec.requires = ['tool:hang'];
+      const outcome = await (await rt.launch(t)).result;
+      expect(outcome.status).toBe('failed');
+      expect((outcome.error?.detail as any).error.code).toBe('node.timeout');
+      expect(signal?.aborted).toBe(true);
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it('fails a run that passes its own time limit', async () => {
+    const rt = await openRuntime({ tools: { hang: () => new Promise(() => undefined) } });
+    try {
+      const t = chain('run-timeout', [{ id: 'hang', uses: 'tool.call@1', config: { tool: 'hang' } }], { policies: { timeoutMs: 30 } });
+      t.spec.requires = ['tool:hang'];
+      const outcome = await (await rt.launch(t)).result;
+      expect(outcome).toMatchObject({ status: 'failed', error: { code: 'run.timeout' } });
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it('retries only the error codes the policy names, with backoff', async () => {
+    const seen: number[] = [];
+    const rt = await openRuntime({
+      tools: {
+        shaky: (_: unknown, ctx: { attempt: number }) => {
+          seen.push(ctx.attempt);
+          throw Object.assign(new Error(ctx.attempt === 1 ? 'rate limited' : 'bad request'), { code: ctx.attempt === 1 ? 'http.429' : 'http.400' });
+        },
+      },
+    });
+    try {
+      const t = chain('retry', [{ id: 'shaky', uses: 'tool.call@1', config: { tool: 'shaky' }, retry: { maxAttempts: 5, backoffMs: 10, retryOn: ['http.429'] } }]);
+      t.spec.requires = ['tool:shaky'];
+      const outcome = await (await rt.launch(t)).result;
+      expect(seen).toEqual([1, 2]);
+      expect((outcome.error?.detail as any).error.code).toBe('http.400');
+    } finally {
+      await rt.close();
+    }
+  });
+});
+
+describe('authority', () => {
+  it('is consulted at launch and again on resume; a capability outside it is denied', async () => {
+    const asked: string[] = [];
+    const rt = await openRuntime({
+      tools: { search: () => ({ hits: 1 }) },
+      authorities: ({ runId }: { runId: string }) => {
+        asked.push(runId);
+        return { id: 'readers', scopes: ['tool:lookup'] };
+      },
+    });
+    try {
+      const t = chain('denied', [{ id: 'search', uses: 'tool.call@1', config: { tool: 'search' } }]);
+      t.spec.requires = ['tool:search'];
+      const handle = await rt.launch(t);
+      const outcome = await handle.result;
+      expect((outcome.error?.detail as any).error).toMatchObject({ code: 'capability.denied', message: expect.stringContaining('authority readers does not grant tool:search') });
+      expect(asked).toEqual([handle.runId]);
+    } finally {
+      await rt.close();
+    }
+  });
+});
+
+describe('restart', () => {
+  it('resumes a paused run in a new runtime from its checkpoint', async () => {
+    const dir = tempDir();
+    const template = chain('restart', [{ id: 'gate', uses: 'human.approval@1' }, { id: 'sum', uses: 'core.script@1', config: { source: 'return 1 + 1' } }]);
+    template.spec.requires = ['approval'];
+    template.spec.outputs = { sum: { source: 'output', nodeId: 'sum' } };
+    const first = await WorkflowRuntime.open({ dir, log: () => undefined });
+    const handle = await first.launch(template);
+    expect((await handle.settled()).status).toBe('paused');
+    await first.close();
+
+    const second = await WorkflowRuntime.open({ dir, log: () => undefined });
+    try {
+      await second.approve(handle.runId, 'gate', { by: 'dave' });
+      const resumed = await second.resume(handle.runId, { by: 'dave' });
+      expect(await resumed.result).toMatchObject({ status: 'completed', output: { sum: 2 } });
+      expect(second.replay(handle.runId, { mode: 'recorded' }).identical).toBe(true);
+    } finally {
+      await second.close();
+    }
+  });
+});
