@@ -28,6 +28,12 @@ export interface KernelOptions {
   authority: (context: { runId: string; workflowId: string; requested?: Authority }) => Authority;
   /** When false, the host drives wake-ups itself with `wakeDue()` (the router's cadence). */
   timers?: boolean;
+  /**
+   * `immediate` (default): queued facts are activated on the next turn of the event loop.
+   * `manual`: nothing is activated until the host calls `flush(maxRuns)` (the router's cadence
+   * bounds the frontier work of each cycle that way); `close()` flushes what is left.
+   */
+  flushMode?: 'immediate' | 'manual';
 }
 
 interface Pending {
@@ -164,7 +170,7 @@ export class Kernel {
   }
 
   private scheduleFlush(): void {
-    if (this.flushScheduled || this.flushing) return;
+    if (this.options.flushMode === 'manual' || this.flushScheduled || this.flushing) return;
     this.flushScheduled = true;
     setImmediate(() => {
       this.flushScheduled = false;
@@ -172,20 +178,31 @@ export class Kernel {
     });
   }
 
-  /** Activates every run with queued facts and group-commits the result. */
-  async flush(): Promise<void> {
-    if (this.flushing) return;
+  /**
+   * Activates runs with queued facts, oldest first, and group-commits each batch. Without a
+   * limit it goes on until the queue is empty; with `maxRuns` it activates at most that many
+   * runs, in one batch. Resolves with the number of runs activated.
+   */
+  async flush(maxRuns = Infinity): Promise<number> {
+    if (this.flushing) return 0;
     this.flushing = true;
+    let activated = 0;
     try {
-      while (this.queue.size > 0) {
+      while (this.queue.size > 0 && activated < maxRuns) {
         if (this.options.engine.dead) await this.options.engine.revive();
-        const batch = [...this.queue.entries()];
-        this.queue.clear();
+        const batch: [string, Pending][] = [];
+        for (const entry of this.queue) {
+          if (batch.length >= maxRuns - activated) break;
+          batch.push(entry);
+        }
+        for (const [runId] of batch) this.queue.delete(runId);
+        activated += batch.length;
         this.runBatch(batch);
       }
     } finally {
       this.flushing = false;
     }
+    return activated;
   }
 
   private runBatch(batch: [string, Pending][]): void {
@@ -375,7 +392,10 @@ export class Kernel {
     for (const t of this.timers.values()) clearTimeout(t);
     this.timers.clear();
     if (options.abortInflight) for (const c of this.controllers.values()) c.abort(new KernelError('host.closed', 'the host is closing'));
-    while (this.flushing || this.queue.size > 0) await new Promise((r) => setImmediate(r));
+    while (this.flushing || this.queue.size > 0) {
+      if (this.options.flushMode === 'manual' && !this.flushing) await this.flush();
+      else await new Promise((r) => setImmediate(r));
+    }
     this.closed = true;
   }
 }

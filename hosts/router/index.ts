@@ -1,4 +1,11 @@
-/** The router host's storage and local tools (the cadence loop comes with the shared runtime). */
+/** `@gm-hz/agent-dag-workflow/router`: the router host (one cadence, file journal, local tools). */
+export { RouterHost, RouterError, type RouterHostOptions, type RouterRunHandle, type RouterStats, type RecoveryReport, type RouterTool, type LaunchTarget, type AuthorityResolver } from './runtime.js';
+export { RouterGateway, outcomeOfCompletion, type InProcessTool, type InProcessAgent, type InProcessToolContext } from './gateway.js';
+export { profiles, profileNamed, type RouterProfile, type PhaseBudget } from './profiles.js';
+export { inflightRequests, planRunRecovery, type RunRecoveryPlan } from './recovery.js';
+export { MeasuredJournalStore, LatencyRing, type LatencySummary } from './journal.js';
+export { routerComponentLoader } from './component.js';
+export { stderrLog } from './log.js';
 export { FileJournalStore, journalFileName, type FileJournalOptions, type OpenReport } from './file-journal.js';
 export type { CompactionReport } from './compaction.js';
 export { ArtifactStore, type Artifact, type ArtifactRef } from './artifacts.js';
@@ -12,6 +19,7 @@ export {
 } from './receipt-log.js';
 export {
   classifyAttempt,
+  invocationIdEnv,
   LocalToolError,
   LocalToolLauncher,
   recoverAttempts,

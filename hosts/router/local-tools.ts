@@ -71,6 +71,9 @@ export interface LocalToolLauncherOptions {
   cwd?: string;
 }
 
+/** Environment variable that carries the attempt's invocation id to the process. */
+export const invocationIdEnv = 'AGENT_WORKFLOW_INVOCATION_ID';
+
 const placeholder = /\{\{\s*input((?:\.[A-Za-z0-9_-]+)*)\s*\}\}/g;
 
 /** Checks a tool table; throws `tool.bad-declaration` with the first problem. */
@@ -162,7 +165,8 @@ export class LocalToolLauncher {
       shell: false,
       detached: true, // its own process group, so a stop reaches whatever it started
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...(spec.env ?? {}) },
+      // The invocation id is the tool's idempotency key; it is the same across a reissue.
+      env: { ...(spec.env ?? {}), [invocationIdEnv]: invocationId },
       cwd: spec.cwd ?? this.options.cwd ?? process.cwd(),
     });
     const pid = child.pid;
@@ -237,6 +241,20 @@ export class LocalToolLauncher {
       this.running.set(invocationId, entry as Running);
     }
     return { invocationId, pid, start, result: ended };
+  }
+
+  /** Whether a process of this invocation is running. */
+  isRunning(invocationId: string): boolean {
+    return this.running.has(invocationId);
+  }
+
+  /**
+   * Stops one process exactly (a cancellation): `stopping` receipt, SIGTERM to its group,
+   * grace, SIGKILL. Resolves with its completion receipt; `undefined` when nothing runs.
+   */
+  stop(invocationId: string, intent: string): Promise<CompletionReceipt> | undefined {
+    const run = this.running.get(invocationId);
+    return run ? this.terminate(run, intent) : undefined;
   }
 
   /**

@@ -1,4 +1,5 @@
 // Commands defined outside main.ts, merged into the CLI. One import per command module.
 import type { CliCommand } from '../command.js';
+import { routerCommands } from './router.js';
 
-export const extraCommands: Record<string, CliCommand> = {};
+export const extraCommands: Record<string, CliCommand> = { ...routerCommands };

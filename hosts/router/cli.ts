@@ -1,0 +1,193 @@
+/**
+ * `agent-workflow router start --dir <state dir> --profile edge|standalone [--config <host module>]
+ *  [--cadence-ms N] [--runs <manifest.json>] [--until-idle]`
+ *
+ * Starts a router host and runs its cadence until SIGTERM/SIGINT (then stops in order and exits
+ * 0). Started without the memory flags (memory-flags.ts), it re-executes itself with them. This
+ * module and everything it loads use Node built-ins, the engine component and QuickJS only.
+ *
+ * The host module exports `{ tools, agents?, authorities?, dir?, profile?, cadenceMs? }`; a tool
+ * with an `executable` is a local tool `{ executable, args, timeoutMs, idempotent, env, cwd }`,
+ * one with `execute` runs in process. `--runs` names a JSON list of
+ * `{ "template": file, "input": file | value, "count": N }` launched at start; with
+ * `--until-idle` the router stops once nothing can progress and prints a `RouterSummary`.
+ */
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { needsReexec, reexecWithMemoryFlags } from './memory-flags.js';
+import type { RouterHost, RouterHostOptions } from './runtime.js';
+
+const apiVersion = 'agent-workflow.cli/v1';
+
+export const routerUsage = `usage: agent-workflow router start --dir <state dir> --profile edge|standalone [--config <host module>]
+                                  [--cadence-ms N] [--runs <manifest.json>] [--until-idle]`;
+
+export const routerExitCodes = { ok: 0, notAllCompleted: 1, usage: 2, internal: 70 } as const;
+
+class UsageError extends Error {}
+
+function print(kind: string, body: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify({ apiVersion, kind, ...body })}\n`);
+}
+
+interface StartArgs {
+  dir?: string;
+  profile?: string;
+  config?: string;
+  cadenceMs?: number;
+  runs?: string;
+  untilIdle: boolean;
+}
+
+function parse(argv: readonly string[]): StartArgs {
+  const [verb, ...rest] = argv;
+  if (verb !== 'start') throw new UsageError(verb === undefined ? 'missing verb' : `unknown verb ${JSON.stringify(verb)}`);
+  const out: StartArgs = { untilIdle: false };
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i];
+    const eq = arg.indexOf('=');
+    const name = arg.startsWith('--') ? (eq > 0 ? arg.slice(2, eq) : arg.slice(2)) : '';
+    if (name === 'until-idle') {
+      out.untilIdle = true;
+      continue;
+    }
+    const value = eq > 0 ? arg.slice(eq + 1) : rest[++i];
+    if (value === undefined) throw new UsageError(`option ${arg} needs a value`);
+    switch (name) {
+      case 'dir':
+      case 'profile':
+      case 'config':
+      case 'runs':
+        out[name] = value;
+        break;
+      case 'cadence-ms': {
+        const n = Number(value);
+        if (!Number.isInteger(n) || n < 1 || n > 60_000) throw new UsageError('--cadence-ms must be an integer in 1..60000');
+        out.cadenceMs = n;
+        break;
+      }
+      default:
+        throw new UsageError(`unknown option ${arg}`);
+    }
+  }
+  return out;
+}
+
+async function loadHostModule(file: string | undefined): Promise<Partial<RouterHostOptions> & { configDir?: string }> {
+  if (file === undefined) return {};
+  const path = resolve(file);
+  if (!existsSync(path)) throw new UsageError(`host module ${path} does not exist`);
+  const mod = await import(pathToFileURL(path).href);
+  const config = (mod.default ?? mod) as Partial<RouterHostOptions>;
+  if (config === null || typeof config !== 'object') throw new UsageError(`host module ${path} must export an object`);
+  return { ...config, configDir: dirname(path) };
+}
+
+interface ManifestEntry {
+  template: string;
+  input?: unknown;
+  count?: number;
+}
+
+function readManifest(file: string): { template: Record<string, unknown>; input: unknown; count: number }[] {
+  const base = dirname(resolve(file));
+  const entries = JSON.parse(readFileSync(file, 'utf8')) as ManifestEntry[];
+  if (!Array.isArray(entries)) throw new UsageError(`${file} must hold a JSON list of { template, input, count }`);
+  return entries.map((e) => {
+    const at = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+    const input = typeof e.input === 'string' ? JSON.parse(readFileSync(at(e.input), 'utf8')) : (e.input ?? {});
+    return { template: JSON.parse(readFileSync(at(e.template), 'utf8')) as Record<string, unknown>, input, count: e.count ?? 1 };
+  });
+}
+
+function waitForSignal(): Promise<string> {
+  return new Promise((resolve) => {
+    const signals: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+    const handler = (signal: NodeJS.Signals) => {
+      for (const s of signals) process.off(s, handler);
+      resolve(signal);
+    };
+    for (const s of signals) process.on(s, handler);
+  });
+}
+
+async function start(args: StartArgs): Promise<number> {
+  const host = await loadHostModule(args.config);
+  const dirOption = args.dir ?? (typeof host.dir === 'string' ? resolve(host.configDir ?? '.', host.dir) : undefined);
+  if (!dirOption) throw new UsageError('--dir is required (or `dir` in the host module)');
+  const profile = args.profile ?? host.profile ?? 'edge';
+  if (profile !== 'edge' && profile !== 'standalone') throw new UsageError(`--profile must be edge or standalone, not ${JSON.stringify(profile)}`);
+  const manifest = args.runs ? readManifest(args.runs) : [];
+  const { RouterHost } = await import('./runtime.js');
+  const router: RouterHost = await RouterHost.open({ ...host, dir: dirOption, profile, cadenceMs: args.cadenceMs ?? host.cadenceMs });
+  print('RouterStarted', { pid: process.pid, dir: dirOption, profile, execArgv: process.execArgv, recovery: router.recovery });
+  const stopOnSignal = waitForSignal().then(async (signal) => {
+    process.stderr.write(`agent-workflow router: ${signal}: stopping\n`);
+    await router.stop();
+    return signal;
+  });
+  const launched: string[] = [];
+  for (const entry of manifest) {
+    for (let i = 0; i < entry.count; i++) launched.push((await router.launch(entry.template, entry.input)).runId);
+  }
+  if (launched.length > 0) print('RunsLaunched', { runIds: launched });
+  if (!args.untilIdle) {
+    await stopOnSignal;
+    return routerExitCodes.ok;
+  }
+  const reason = await Promise.race([router.whenIdle().then(() => 'idle'), stopOnSignal]);
+  if (reason !== 'idle') return routerExitCodes.ok;
+  const runs = router.listRuns().map((r) => ({ runId: r.runId, status: r.status, lastSeq: r.lastSeq }));
+  const stats = router.stats();
+  await router.stop();
+  const usage = process.resourceUsage();
+  print('RouterSummary', { reason, runs, stats, peakRssBytes: usage.maxRSS * 1024 });
+  return runs.every((r) => r.status === 'completed') ? routerExitCodes.ok : routerExitCodes.notAllCompleted;
+}
+
+/** Entry of `agent-workflow router …`; `argv` starts with the verb (`start`). */
+export async function runRouterCommand(argv: readonly string[]): Promise<number> {
+  let args: StartArgs;
+  try {
+    args = parse(argv);
+  } catch (err) {
+    process.stderr.write(`agent-workflow router: ${(err as Error).message}\n${routerUsage}\n`);
+    return routerExitCodes.usage;
+  }
+  if (needsReexec()) return reexecWithMemoryFlags();
+  try {
+    return await start(args);
+  } catch (err) {
+    const e = err as { code?: string; message?: string };
+    if (err instanceof UsageError) {
+      process.stderr.write(`agent-workflow router: ${e.message}\n${routerUsage}\n`);
+      return routerExitCodes.usage;
+    }
+    print('Error', { error: { code: e.code ?? 'router.internal', message: e.message ?? String(err) } });
+    process.stderr.write(`agent-workflow router: ${e.code ?? 'router.internal'}: ${e.message ?? String(err)}\n`);
+    return routerExitCodes.internal;
+  }
+}
+
+function isMainModule(): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return pathToFileURL(realpathSync(entry)).href === import.meta.url;
+  } catch {
+    return false;
+  }
+}
+
+if (isMainModule()) {
+  runRouterCommand(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err) => {
+      process.stderr.write(`agent-workflow router: ${(err as Error).stack ?? err}\n`);
+      process.exitCode = routerExitCodes.internal;
+    },
+  );
+}

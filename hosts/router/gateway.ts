@@ -1,0 +1,265 @@
+/**
+ * The router host's gateway. `execute` only queues a request; the cadence loop moves it on:
+ *
+ *   execute -> pending --admission--> admitted --dispatch--> running --exit--> outcome
+ *                 \______________ cancellation convergence _______________/
+ *
+ * Local tools (fixed commands of the host module) run through the LocalToolLauncher: durable
+ * `claimed` receipt -> spawn without a shell -> durable `started` receipt -> durable
+ * `completed` receipt -> outcome. Admission consults the receipts first, so an invocation id
+ * never starts a second process: a completed receipt settles the request without running
+ * anything, a started attempt without a completion is reported `tool.outcome-unknown`.
+ * In-process tools and agents (JavaScript functions of the host module) have no receipts; after
+ * a restart the engine decides about them (`afterRestart`).
+ */
+import { outcomeOfThrown, type Gateway, type GatewayContext } from '../core/gateway.js';
+import type { CapabilityOutcome, GatewayRequest, HostLog } from '../core/types.js';
+import type { LocalToolLauncher, LocalToolTable } from './local-tools.js';
+import type { CompletionReceipt, ReceiptLog } from './receipt-log.js';
+
+export interface InProcessToolContext extends GatewayContext {
+  runId: string;
+  nodeId: string;
+  attempt: number;
+  item?: number;
+}
+
+export interface InProcessTool {
+  execute(input: any, context: InProcessToolContext): unknown | Promise<unknown>;
+  idempotent?: boolean;
+  readOnly?: boolean;
+}
+
+export interface InProcessAgent {
+  run(input: any, context: InProcessToolContext & { instructions?: string; outputSchema?: unknown }): unknown | Promise<unknown>;
+  idempotent?: boolean;
+}
+
+export interface RouterGatewayOptions {
+  launcher: LocalToolLauncher;
+  receipts: ReceiptLog;
+  localTools: LocalToolTable;
+  tools?: Record<string, InProcessTool | InProcessTool['execute']>;
+  agents?: Record<string, InProcessAgent | InProcessAgent['run']>;
+  attemptsInFlightMax: number;
+  log: HostLog;
+}
+
+interface Job {
+  request: GatewayRequest;
+  context: GatewayContext;
+  state: 'pending' | 'admitted' | 'running' | 'done';
+  resolve(outcome: CapabilityOutcome | undefined): void;
+}
+
+const cancelled = (message: string): CapabilityOutcome => ({ ok: false, error: { code: 'capability.cancelled', message, retryable: false } });
+
+/** The outcome a completion receipt stands for. */
+export function outcomeOfCompletion(c: CompletionReceipt): CapabilityOutcome {
+  if (c.exitCode === 0 && c.output !== undefined && c.stopIntent === undefined) return { ok: true, output: c.output };
+  const tail = c.stderrTail ? `; stderr: ${c.stderrTail.slice(-500)}` : '';
+  switch (c.stopIntent) {
+    case 'cancel':
+      return cancelled('the invocation was cancelled and its process stopped');
+    case 'timeout':
+      return { ok: false, error: { code: 'tool.timeout', message: `the tool exceeded its timeoutMs${tail}`, retryable: true } };
+    case 'shutdown':
+      return { ok: false, error: { code: 'tool.stopped', message: `the host stopped the tool while shutting down${tail}`, retryable: true } };
+    default:
+      return { ok: false, error: { code: 'tool.failed', message: `${c.outputError ?? 'the tool failed'}${tail}` } };
+  }
+}
+
+export class RouterGateway implements Gateway {
+  private readonly pending: Job[] = [];
+  private readonly admitted: Job[] = [];
+  private readonly running = new Map<string, Job>();
+  private readonly cancels: Job[] = [];
+  private readonly inProcessRunning = new Set<Promise<unknown>>();
+  /** Invocations settled by a completion receipt, with their run: candidates for retirement. */
+  readonly settled = new Map<string, string>();
+  private frozen = false;
+  private readonly tools: Map<string, InProcessTool>;
+  private readonly agents: Map<string, InProcessAgent>;
+
+  constructor(private readonly options: RouterGatewayOptions) {
+    this.tools = new Map(Object.entries(options.tools ?? {}).map(([k, v]) => [k, typeof v === 'function' ? { execute: v } : v]));
+    this.agents = new Map(Object.entries(options.agents ?? {}).map(([k, v]) => [k, typeof v === 'function' ? { run: v } : v]));
+    for (const name of Object.keys(options.localTools)) {
+      if (this.tools.has(name)) throw new Error(`tool ${JSON.stringify(name)} is declared both as a local tool and in process`);
+    }
+  }
+
+  effects(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [name, spec] of Object.entries(this.options.localTools)) out[`tool:${name}`] = spec.idempotent ? 'idempotent' : 'unknown';
+    for (const [name, t] of this.tools) out[`tool:${name}`] = t.readOnly ? 'read-only' : t.idempotent ? 'idempotent' : 'unknown';
+    for (const [name, a] of this.agents) out[`agent:${name}`] = a.idempotent ? 'idempotent' : 'unknown';
+    return out;
+  }
+
+  execute(request: GatewayRequest, context: GatewayContext): Promise<CapabilityOutcome | undefined> {
+    // A frozen gateway starts nothing: the invocation stays in flight in the journal and the
+    // next start recovers it (a local tool without a claim never ran, so it runs then).
+    if (this.frozen) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const job: Job = { request, context, state: 'pending', resolve };
+      job.resolve = (outcome) => {
+        if (job.state === 'done') return;
+        job.state = 'done';
+        resolve(outcome);
+      };
+      this.pending.push(job);
+      if (context.signal.aborted) this.cancels.push(job);
+      else context.signal.addEventListener('abort', () => this.cancels.push(job), { once: true });
+    });
+  }
+
+  /** Work not yet finished: queued, admitted or running. */
+  get busy(): number {
+    return this.pending.length + this.admitted.length + this.running.size + this.cancels.length;
+  }
+
+  /** Cancellation convergence: settles or stops at most `limit` cancelled invocations. */
+  converge(limit: number): number {
+    let n = 0;
+    while (n < limit && this.cancels.length > 0) {
+      const job = this.cancels.shift()!;
+      n++;
+      const reason = String((job.context.signal.reason as Error | undefined)?.message ?? 'cancelled');
+      if (job.state === 'pending' || job.state === 'admitted') {
+        remove(job.state === 'pending' ? this.pending : this.admitted, job);
+        job.resolve(cancelled(reason));
+      } else if (job.state === 'running') {
+        // A local process gets an exact stop; its completion receipt (stopIntent cancel)
+        // settles the job. An in-process call cannot be stopped: its result is ignored.
+        if (!this.options.launcher.stop(job.request.invocationId, 'cancel')) {
+          this.running.delete(job.request.invocationId);
+          job.resolve(cancelled(reason));
+        }
+      }
+    }
+    return n;
+  }
+
+  /** Admission: decides about at most `limit` queued requests, within the in-flight cap. */
+  admit(limit: number): number {
+    let n = 0;
+    while (n < limit && this.pending.length > 0 && this.admitted.length + this.running.size < this.options.attemptsInFlightMax) {
+      const job = this.pending.shift()!;
+      n++;
+      const early = this.decide(job.request);
+      if (early) {
+        job.resolve(early);
+        continue;
+      }
+      job.state = 'admitted';
+      this.admitted.push(job);
+    }
+    return n;
+  }
+
+  /** Settles a request without running anything, or returns undefined to let it run. */
+  private decide(request: GatewayRequest): CapabilityOutcome | undefined {
+    if (request.kind === 'tool' && Object.hasOwn(this.options.localTools, request.name)) {
+      const receipts = this.options.receipts.get(request.invocationId);
+      if (!receipts) return undefined;
+      if (receipts.completion) {
+        this.settled.set(request.invocationId, request.runId);
+        return outcomeOfCompletion(receipts.completion);
+      }
+      if (receipts.start) {
+        return { ok: false, error: { code: 'tool.outcome-unknown', message: `invocation ${request.invocationId} was started before (pid ${receipts.start.pid}) and ended without a receipt; it is not run twice`, retryable: false } };
+      }
+      // Claimed, never started: no process ever existed, the claim can go and the attempt run.
+      this.options.receipts.retire([request.invocationId]);
+      return undefined;
+    }
+    if (request.kind === 'tool' && this.tools.has(request.name)) return undefined;
+    if (request.kind === 'agent' && this.agents.has(request.name)) return undefined;
+    if (request.kind === 'tool' || request.kind === 'agent') {
+      return { ok: false, error: { code: `${request.kind}.not-registered`, message: `no ${request.kind} named ${JSON.stringify(request.name)} is declared in this router's host module`, retryable: false } };
+    }
+    return { ok: false, error: { code: 'gateway.unknown-kind', message: `the router host cannot carry out ${request.kind} requests`, retryable: false } };
+  }
+
+  /** Dispatch: starts at most `limit` admitted attempts. */
+  dispatch(limit: number): number {
+    let n = 0;
+    while (n < limit && this.admitted.length > 0 && !this.frozen) {
+      const job = this.admitted.shift()!;
+      n++;
+      job.state = 'running';
+      this.running.set(job.request.invocationId, job);
+      const finish = (outcome: CapabilityOutcome) => {
+        this.running.delete(job.request.invocationId);
+        job.resolve(outcome);
+      };
+      const { request, context } = job;
+      if (request.kind === 'tool' && Object.hasOwn(this.options.localTools, request.name)) {
+        try {
+          const attempt = this.options.launcher.start(request.invocationId, request.name, request.input);
+          attempt.result.then(
+            (completion) => {
+              this.settled.set(request.invocationId, request.runId);
+              finish(outcomeOfCompletion(completion));
+            },
+            (err) => {
+              // The completion receipt could not be written: the outcome is not durable, so it
+              // is not reported; the next start finds a started attempt without a receipt.
+              this.options.log('error', `invocation ${request.invocationId}: ${(err as Error).message}`);
+              this.running.delete(request.invocationId);
+              job.resolve(undefined);
+            },
+          );
+        } catch (err) {
+          finish(outcomeOfThrown(err, 'tool.error'));
+        }
+        continue;
+      }
+      const ctx: InProcessToolContext = { ...context, runId: request.runId, nodeId: request.nodeId, attempt: request.attempt, ...(request.item !== undefined ? { item: request.item } : {}) };
+      const call = (async () => {
+        if (request.kind === 'agent') {
+          const config = (request.config ?? {}) as { instructions?: string; outputSchema?: unknown };
+          return this.agents.get(request.name)!.run(request.input, { ...ctx, ...config });
+        }
+        return this.tools.get(request.name)!.execute(request.input, ctx);
+      })();
+      const tracked = call.then(
+        (output) => finish({ ok: true, output: output ?? null }),
+        (err) => finish(outcomeOfThrown(err, `${request.kind}.error`)),
+      );
+      this.inProcessRunning.add(tracked);
+      void tracked.finally(() => this.inProcessRunning.delete(tracked));
+    }
+    return n;
+  }
+
+  /** Stop, step 1: nothing queued starts any more; queued requests get no outcome here. */
+  freeze(): void {
+    this.frozen = true;
+    for (const job of [...this.pending, ...this.admitted]) job.resolve(undefined);
+    this.pending.length = 0;
+    this.admitted.length = 0;
+  }
+
+  /**
+   * Stop, step 2: every local process gets a `shutdown` stop (exact: receipt, SIGTERM, grace,
+   * SIGKILL) and settles from its completion receipt; in-process calls get `graceMs` to finish.
+   */
+  async drain(graceMs: number): Promise<void> {
+    await this.options.launcher.stopAll('shutdown');
+    if (this.inProcessRunning.size > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.allSettled([...this.inProcessRunning]), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
+      clearTimeout(timer);
+    }
+    for (const job of this.running.values()) job.resolve(undefined);
+    this.running.clear();
+  }
+}
+
+function remove<T>(list: T[], item: T): void {
+  const i = list.indexOf(item);
+  if (i >= 0) list.splice(i, 1);
+}

@@ -1,0 +1,460 @@
+/**
+ * The router host: the engine component, the file journal, local tools, and ONE cadence timer.
+ *
+ * Every cycle runs the same phases in a fixed order, each bounded by the profile's budget and
+ * isolated (a phase that throws is logged, counted and simply runs again next cycle):
+ *
+ *   1. cancellation convergence   cancelled invocations: drop queued ones, stop running processes
+ *   2. ordinary schedule          due wake-ups (retry backoff, deadlines) become facts
+ *   3. workflow frontier          queued facts are activated, one group commit per round
+ *   4. admission                  queued requests become attempts (receipts consulted)
+ *   5. bounded dispatch           admitted attempts start
+ *   then housekeeping             compaction when due, retirement of settled receipts
+ *
+ * There is no per-run timer, watcher or background scan: the next cycle is armed when one ends.
+ *
+ * Call order: `open` (recovers what a previous process left) -> `launch`/`cancel`/`getRun` ...
+ * -> `stop` (freeze admission, drain execution, settle, close storage).
+ */
+import { randomBytes } from 'node:crypto';
+import * as path from 'node:path';
+import { EngineInstance } from '../core/engine-instance.js';
+import { newRunId } from '../core/ids.js';
+import { Kernel, type RunOutcome } from '../core/kernel.js';
+import { assertPortableId } from '../core/store.js';
+import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog } from '../core/types.js';
+import { recoverAttempts, type AttemptRecovery } from './attempt-recovery.js';
+import { routerComponentLoader } from './component.js';
+import { outcomeOfCompletion, RouterGateway, type InProcessAgent, type InProcessTool } from './gateway.js';
+import { FileJournalStore, MeasuredJournalStore, type LatencySummary } from './journal.js';
+import { retireAfterSettled, retireEveryCycles, toolStopGraceMs } from './limits.js';
+import { LocalToolLauncher, type LocalToolSpec, type LocalToolTable } from './local-tools.js';
+import { stderrLog } from './log.js';
+import { profileNamed, withinBudget, type RouterProfile } from './profiles.js';
+import { ReceiptLog } from './receipt-log.js';
+import { inflightRequests, planRunRecovery, stopOrphan } from './recovery.js';
+import { createScriptImports } from './sandbox.js';
+
+export type AuthorityResolver = (context: { runId: string; workflowId: string; requested?: Authority }) => Authority;
+
+/** A tool of the host module: a fixed local command, or a JavaScript function run in process. */
+export type RouterTool = LocalToolSpec | InProcessTool | InProcessTool['execute'];
+
+export interface RouterHostOptions {
+  /** State directory: journal.log, receipts.log, artifacts/, LOCK. */
+  dir: string;
+  profile?: 'edge' | 'standalone';
+  tools?: Record<string, RouterTool>;
+  agents?: Record<string, InProcessAgent | InProcessAgent['run']>;
+  authorities?: AuthorityResolver | Authority;
+  log?: HostLog;
+  /** Period of the cadence timer; the profile's default when absent. */
+  cadenceMs?: number;
+  /** Grace between SIGTERM and SIGKILL when a local process is stopped. */
+  stopGraceMs?: number;
+}
+
+export type LaunchTarget = { type: 'inline'; template: unknown; dependencies?: { template: unknown; revision: number }[] } | { type: 'plan'; plan: ExecutionPlan; templateKey?: string };
+
+export interface RouterRunHandle {
+  runId: string;
+  /** Resolves when the run is completed, failed or cancelled. */
+  result: Promise<RunOutcome>;
+  /** Resolves when the run is terminal or paused. */
+  settled(): Promise<RunOutcome>;
+}
+
+export interface RecoveryReport {
+  runs: number;
+  settledFromReceipts: number;
+  rerun: number;
+  unknown: number;
+  orphansStopped: number;
+  receiptsRetired: number;
+}
+
+export interface RouterStats {
+  profile: RouterProfile['name'];
+  cycles: number;
+  /** Milliseconds from process start (performance.timeOrigin) to the end of the first cycle. */
+  firstCycleMs: number | undefined;
+  phaseFailures: Record<string, number>;
+  commitLatency: LatencySummary;
+  compactions: number;
+  receiptsRetired: number;
+  recovery: RecoveryReport;
+  inFlight: number;
+}
+
+export class RouterError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+    readonly detail?: unknown,
+  ) {
+    super(message);
+    this.name = 'RouterError';
+  }
+}
+
+const allowEverything: Authority = { id: 'local', scopes: ['*'] };
+const phases = ['cancellation', 'schedule', 'frontier', 'admission', 'dispatch', 'housekeeping'] as const;
+
+function isLocalSpec(tool: RouterTool): tool is LocalToolSpec {
+  return typeof tool === 'object' && tool !== null && typeof (tool as LocalToolSpec).executable === 'string';
+}
+
+function asError(err: unknown): RouterError {
+  if (err instanceof RouterError) return err;
+  const e = err as { code?: string; message?: string; detail?: unknown };
+  return new RouterError(e.code ?? 'host.error', e.message ?? String(err), e.detail);
+}
+
+export class RouterHost {
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private cycleRunning: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
+  private cycles = 0;
+  private firstCycleMs: number | undefined;
+  private readonly phaseFailures: Record<string, number> = Object.fromEntries(phases.map((p) => [p, 0]));
+  private compactions = 0;
+  private receiptsRetired = 0;
+  private lastRetireCycle = 0;
+  private readonly idleWaiters: (() => void)[] = [];
+  /** Runs started or recovered by this host that may still change. */
+  private readonly active = new Set<string>();
+
+  private constructor(
+    readonly profile: RouterProfile,
+    readonly kernel: Kernel,
+    readonly engine: EngineInstance,
+    readonly store: MeasuredJournalStore,
+    private readonly receipts: ReceiptLog,
+    private readonly gateway: RouterGateway,
+    private readonly localTools: LocalToolTable,
+    private readonly resolveAuthority: AuthorityResolver,
+    private readonly log: HostLog,
+    private readonly cadenceMs: number,
+    private readonly stopGraceMs: number,
+    private readonly disposeScripts: () => void,
+    readonly recovery: RecoveryReport,
+  ) {}
+
+  /** Opens the state directory, recovers what a previous process left, and starts the cadence. */
+  static async open(options: RouterHostOptions): Promise<RouterHost> {
+    const profile = profileNamed(options.profile ?? 'edge');
+    const dir = path.resolve(options.dir);
+    const log = options.log ?? stderrLog();
+    const localTools: Record<string, LocalToolSpec> = {};
+    const tools: Record<string, InProcessTool | InProcessTool['execute']> = {};
+    for (const [name, tool] of Object.entries(options.tools ?? {})) {
+      if (isLocalSpec(tool)) localTools[name] = tool;
+      else tools[name] = tool;
+    }
+    const store = new MeasuredJournalStore(FileJournalStore.open(dir));
+    const closers: (() => void)[] = [() => store.close()];
+    try {
+      const receipts = ReceiptLog.open(dir);
+      closers.push(() => receipts.close());
+      const stopGraceMs = options.stopGraceMs ?? toolStopGraceMs;
+      const launcher = new LocalToolLauncher({ tools: localTools, receipts, stopGraceMs });
+      const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, attemptsInFlightMax: profile.attemptsInFlightMax, log });
+      const scripts = await createScriptImports();
+      closers.push(() => scripts.evaluator.dispose());
+      const engine = await EngineInstance.create(routerComponentLoader(), { load: (runId) => store.load(runId), ...scripts, log });
+      const a = options.authorities;
+      const resolveAuthority: AuthorityResolver = typeof a === 'function' ? a : () => a ?? allowEverything;
+      const kernel = new Kernel({ store, engine, gateway, log, authority: resolveAuthority, timers: false, flushMode: 'manual' });
+      const recovery: RecoveryReport = { runs: 0, settledFromReceipts: 0, rerun: 0, unknown: 0, orphansStopped: 0, receiptsRetired: 0 };
+      const host = new RouterHost(profile, kernel, engine, store, receipts, gateway, localTools, resolveAuthority, log, options.cadenceMs ?? profile.cadenceMs, stopGraceMs, () => scripts.evaluator.dispose(), recovery);
+      host.recover();
+      host.arm();
+      return host;
+    } catch (err) {
+      for (const close of closers.reverse()) {
+        try {
+          close();
+        } catch {
+          // Already failing: the first error is the one reported.
+        }
+      }
+      throw err;
+    }
+  }
+
+  // ---- startup recovery -------------------------------------------------------------------
+
+  private recover(): void {
+    const attempts = new Map<string, AttemptRecovery>(recoverAttempts(this.receipts.all()).map((r) => [r.invocationId, r]));
+    // A process still running from the previous host: its pipes died with that host, so its
+    // result can never be read. Stop it exactly; its outcome is unknown.
+    for (const [id, r] of attempts) {
+      if (r.state !== 'running') continue;
+      stopOrphan(this.receipts, id, r.identity.pid);
+      this.recovery.orphansStopped++;
+      attempts.set(id, { state: 'needs_attention', invocationId: id, idempotent: r.idempotent, reason: 'process-gone', detail: 'stopped by recovery: its output was lost with the previous host' });
+    }
+    const referenced = new Set<string>();
+    const isLocal = (request: { kind: string; name: string }) => request.kind === 'tool' && Object.hasOwn(this.localTools, request.name);
+    const open = this.store.listRuns({ limit: Number.MAX_SAFE_INTEGER }).filter((r) => !terminalStatuses.has(r.status));
+    for (const record of open) {
+      const inflight = inflightRequests(this.store, record.runId);
+      for (const request of inflight) referenced.add(request.invocationId);
+      const plan = planRunRecovery(record.runId, inflight, attempts, isLocal);
+      this.recovery.runs++;
+      this.recovery.settledFromReceipts += plan.settled.length;
+      this.recovery.rerun += plan.rerun.length;
+      this.recovery.unknown += plan.unknown.length;
+      this.active.add(record.runId);
+      const facts: Fact[] = [];
+      for (const s of plan.settled) {
+        const outcome = outcomeOfCompletion(s.recovery.completion);
+        facts.push(outcome.ok ? { type: 'capability-completed', invocationId: s.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: s.invocationId, ok: false, error: outcome.error });
+        this.gateway.settled.set(s.invocationId, record.runId);
+      }
+      const resume = () => {
+        const workflowId = this.workflowIdOf(record.runId);
+        const authority = this.resolveAuthority({ runId: record.runId, workflowId });
+        facts.push({ type: 'resume-requested', by: 'router-restart', authority, afterRestart: plan.unknown.length > 0, effects: this.gateway.effects() });
+        for (const fact of facts) this.kernel.deliver(record.runId, fact, 'router-restart').catch((err) => this.log('warn', `recovery of run ${record.runId}: ${(err as Error).message}`));
+      };
+      if (plan.rerun.length === 0) {
+        resume();
+        continue;
+      }
+      // Attempts that never started run again (same invocation id) through admission and
+      // dispatch; the run is resumed once all of them have an outcome.
+      let left = plan.rerun.length;
+      for (const request of plan.rerun) {
+        const controller = new AbortController();
+        this.gateway.execute({ ...request, reissued: true }, { signal: controller.signal, invocationId: request.invocationId, reissued: true }).then((outcome) => {
+          if (outcome === undefined) return; // the host is stopping: the next start recovers it
+          facts.push(outcome.ok ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error });
+          if (--left === 0) resume();
+        });
+      }
+    }
+    // Receipts the journal no longer needs: attempts of finished runs or already recorded.
+    const retire = [...attempts.values()].filter((r) => !referenced.has(r.invocationId) && (r.state === 'settled' || r.state === 'lost')).map((r) => r.invocationId);
+    if (retire.length > 0) this.recovery.receiptsRetired = this.receipts.retire(retire);
+  }
+
+  private workflowIdOf(runId: string): string {
+    const tail = this.store.load(runId);
+    if (!tail) throw new RouterError('run.not-found', `run ${runId} does not exist in this store`);
+    const plan = JSON.parse(Buffer.from(tail.plan).toString('utf8')) as ExecutionPlan;
+    return plan.templates[plan.root].template.metadata.id as string;
+  }
+
+  // ---- the cadence ------------------------------------------------------------------------
+
+  private arm(): void {
+    if (this.stopping) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (this.stopping) return;
+      this.cycleRunning = this.cycle().finally(() => {
+        this.cycleRunning = undefined;
+        this.arm();
+      });
+    }, this.cycles === 0 ? 0 : this.cadenceMs);
+  }
+
+  private async phase(name: (typeof phases)[number], work: () => unknown): Promise<void> {
+    try {
+      await work();
+    } catch (err) {
+      this.phaseFailures[name]++;
+      this.log('error', `cycle ${this.cycles}, phase ${name}: ${(err as Error).message}; retried next cycle`);
+    }
+  }
+
+  /** One cycle: the five phases in their fixed order, then housekeeping. */
+  private async cycle(): Promise<void> {
+    this.cycles++;
+    const p = this.profile;
+    const g = this.gateway;
+    await this.phase('cancellation', () => withinBudget(p.cancellation, (n) => g.converge(n)));
+    await this.phase('schedule', () =>
+      withinBudget(p.schedule, (n) => {
+        const due = this.kernel.dueWakeups(n);
+        for (const runId of due) this.kernel.wake(runId).catch((err) => this.log('warn', `wake-up of ${runId}: ${(err as Error).message}`));
+        return due.length;
+      }),
+    );
+    await this.phase('frontier', () => withinBudget(p.frontier, (n) => this.kernel.flush(n)));
+    await this.phase('admission', () => withinBudget(p.admission, (n) => g.admit(n)));
+    await this.phase('dispatch', () => withinBudget(p.dispatch, (n) => g.dispatch(n)));
+    await this.phase('housekeeping', () => this.housekeeping());
+    if (this.firstCycleMs === undefined) this.firstCycleMs = performance.now();
+    if (this.idleWaiters.length > 0 && this.isIdle()) for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  private housekeeping(): void {
+    if (this.store.compactionDue()) {
+      this.store.compact();
+      this.compactions++;
+    }
+    if (this.gateway.settled.size >= retireAfterSettled || (this.gateway.settled.size > 0 && this.cycles - this.lastRetireCycle >= retireEveryCycles)) {
+      this.lastRetireCycle = this.cycles;
+      this.retireRecorded();
+    }
+    for (const runId of this.active) {
+      const record = this.store.getRun(runId);
+      if (record && terminalStatuses.has(record.status)) this.active.delete(runId);
+    }
+  }
+
+  /** Retires the receipts of settled attempts whose outcome the journal now holds. */
+  private retireRecorded(): void {
+    const byRun = new Map<string, string[]>();
+    for (const [id, runId] of this.gateway.settled) byRun.set(runId, [...(byRun.get(runId) ?? []), id]);
+    const done: string[] = [];
+    for (const [runId, ids] of byRun) {
+      const record = this.store.getRun(runId);
+      const inflight = record && !terminalStatuses.has(record.status) ? new Set(inflightRequests(this.store, runId).map((r) => r.invocationId)) : new Set<string>();
+      for (const id of ids) if (!inflight.has(id)) done.push(id);
+    }
+    if (done.length === 0) return;
+    this.receiptsRetired += this.receipts.retire(done);
+    for (const id of done) this.gateway.settled.delete(id);
+  }
+
+  /** No queued or running work and every run this host knows of is terminal or paused. */
+  private isIdle(): boolean {
+    if (this.gateway.busy > 0) return false;
+    for (const runId of this.active) {
+      const record = this.store.getRun(runId);
+      if (!record || !(terminalStatuses.has(record.status) || record.status === 'paused')) return false;
+    }
+    return this.kernel.dueWakeups(1).length === 0;
+  }
+
+  /** Resolves after the first cycle that ends idle (see `isIdle`). */
+  whenIdle(): Promise<void> {
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  // ---- the SDK surface --------------------------------------------------------------------
+
+  validate(template: unknown) {
+    return this.engine.validate(typeof template === 'string' ? template : JSON.stringify(template));
+  }
+
+  compile(template: unknown, dependencies: { template: unknown; revision: number }[] = []): ExecutionPlan {
+    try {
+      return this.engine.compile({ root: { template }, dependencies });
+    } catch (err) {
+      throw asError(err);
+    }
+  }
+
+  /** Starts a run; resolves once `run.accepted` is durable (within a cycle or two). */
+  async launch(target: LaunchTarget | Record<string, unknown>, input: unknown = {}, options: { runId?: string; timeoutMs?: number; correlation?: unknown } = {}): Promise<RouterRunHandle> {
+    if (this.stopping) throw new RouterError('host.stopping', 'the router host is stopping; no run starts');
+    const kind = (target as { type?: string }).type;
+    const t = kind === 'inline' || kind === 'plan' ? (target as LaunchTarget) : ({ type: 'inline', template: target } as LaunchTarget);
+    const plan = t.type === 'plan' ? t.plan : this.compile(t.template, t.dependencies ?? []);
+    const templateKey = t.type === 'plan' ? (t.templateKey ?? plan.root) : plan.root;
+    const runId = options.runId ?? newRunId(this.kernel.now(), (n) => randomBytes(n));
+    try {
+      assertPortableId(runId, 'run id');
+    } catch (err) {
+      throw asError(err);
+    }
+    const workflowId = plan.templates[templateKey].template.metadata.id as string;
+    const authority = this.resolveAuthority({ runId, workflowId });
+    this.active.add(runId);
+    try {
+      await this.kernel.launch({ runId, plan, templateKey, input, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor: 'router' });
+    } catch (err) {
+      this.active.delete(runId);
+      throw asError(err);
+    }
+    return { runId, result: this.kernel.waitFor(runId, false), settled: () => this.kernel.waitFor(runId, true) };
+  }
+
+  getRun(runId: string): RunOutcome & { lastSeq: number; createdAt: number; updatedAt: number } {
+    const record = this.store.getRun(runId);
+    if (!record) throw new RouterError('run.not-found', `run ${runId} does not exist in this store`);
+    return { ...this.kernel.outcomeFromStore(runId), lastSeq: record.lastSeq, createdAt: record.createdAt, updatedAt: record.updatedAt };
+  }
+
+  listRuns(filter?: { statuses?: string[]; limit?: number }) {
+    return this.store.listRuns(filter);
+  }
+
+  /** Asks for a run's cancellation; the next cycles converge it (processes get an exact stop). */
+  cancel(runId: string, reason = 'cancelled'): Promise<ActivationSummary> {
+    if (!this.store.getRun(runId)) return Promise.reject(new RouterError('run.not-found', `run ${runId} does not exist in this store`));
+    return this.kernel.deliver(runId, { type: 'cancel-requested', reason, by: 'router' }, 'router');
+  }
+
+  /** Every event of a run, ascending by seq. */
+  events(runId: string): any[] {
+    const out: any[] = [];
+    for (let after = 0; ; ) {
+      const page = this.store.readEvents(runId, after, 1000);
+      for (const e of page.events) out.push(JSON.parse(e));
+      after = page.lastSeq;
+      if (!page.more) break;
+    }
+    return out;
+  }
+
+  /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */
+  replay(runId: string, mode: 'inspect' | 'recorded' = 'recorded'): Record<string, unknown> {
+    const tail = this.store.load(runId);
+    if (!tail) throw new RouterError('run.not-found', `run ${runId} does not exist in this store`);
+    const plan = JSON.parse(Buffer.from(tail.plan).toString('utf8')) as ExecutionPlan;
+    try {
+      return this.engine.replay({ mode, plan, events: this.events(runId) });
+    } catch (err) {
+      throw asError(err);
+    }
+  }
+
+  stats(): RouterStats {
+    return {
+      profile: this.profile.name,
+      cycles: this.cycles,
+      firstCycleMs: this.firstCycleMs,
+      phaseFailures: { ...this.phaseFailures },
+      commitLatency: this.store.commitLatency.summary(),
+      compactions: this.compactions,
+      receiptsRetired: this.receiptsRetired + this.recovery.receiptsRetired,
+      recovery: { ...this.recovery },
+      inFlight: this.gateway.busy,
+    };
+  }
+
+  /**
+   * Stops the host: (1) no new cycle, admission frozen (queued requests never start);
+   * (2) execution drained: every local process gets an exact `shutdown` stop and settles from
+   * its completion receipt; (3) the outcomes are committed; (4) storage is closed. Concurrent
+   * calls share one promise.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  private async shutdown(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.cycleRunning;
+    this.gateway.freeze();
+    await this.gateway.drain(this.stopGraceMs);
+    try {
+      await this.kernel.close();
+      this.retireRecorded();
+    } catch (err) {
+      this.log('error', `stop: settling the last outcomes failed: ${(err as Error).message}; the next start recovers them from the receipts`);
+    } finally {
+      this.receipts.close();
+      this.store.close();
+      this.disposeScripts();
+      for (const w of this.idleWaiters.splice(0)) w();
+    }
+  }
+}
