@@ -1,0 +1,163 @@
+// Every fixture store of an older schema opens, upgrades and serves its runs; a newer store is
+// refused; a migration that dies half-way leaves the old schema usable.
+import { spawn } from 'node:child_process';
+import { copyFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
+import { migrations, schemaVersion } from '../../dist/hosts/node/migrations.js';
+import { fixtureRuns, parent, tools } from '../fixtures/stores/fixture-workflows.mjs';
+import { tempDir, waitUntil } from './helpers.js';
+
+const fixtures = join(__dirname, '..', 'fixtures', 'stores');
+const fixtureVersions = readdirSync(fixtures)
+  .map((f) => /^v([0-9]+)\.db$/.exec(f)?.[1])
+  .filter((v): v is string => v !== undefined)
+  .map(Number)
+  .sort((a, b) => a - b);
+
+function storeFrom(version: number): string {
+  const dir = tempDir('store-fixture-');
+  copyFileSync(join(fixtures, `v${version}.db`), join(dir, 'workflow.db'));
+  return dir;
+}
+
+function userVersion(file: string): number {
+  const db = new BetterSqlite3(file, { readonly: true });
+  try {
+    return db.pragma('user_version', { simple: true }) as number;
+  } finally {
+    db.close();
+  }
+}
+
+function tables(file: string): string[] {
+  const db = new BetterSqlite3(file, { readonly: true });
+  try {
+    return db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all() as string[];
+  } finally {
+    db.close();
+  }
+}
+
+const open = (dir: string) => WorkflowRuntime.open({ dir, tools, log: () => undefined });
+
+describe('store fixtures', () => {
+  it('there is a fixture for every schema version', () => {
+    expect(fixtureVersions).toEqual(migrations.map((m) => m.version));
+  });
+
+  for (const version of fixtureVersions) {
+    it(`v${version}.db opens, upgrades to v${schemaVersion} and serves its runs`, async () => {
+      const dir = storeFrom(version);
+      const file = join(dir, 'workflow.db');
+      expect(userVersion(file)).toBe(version);
+      const rt = await open(dir);
+      try {
+        expect(userVersion(file)).toBe(schemaVersion);
+        for (const [runId, expected] of Object.entries(fixtureRuns)) {
+          const run = rt.getRun(runId);
+          expect(run.status).toBe(expected.status);
+          if ('output' in expected) expect(run.output).toEqual(expected.output);
+          const page = rt.readEvents(runId, { limit: 10_000 });
+          expect(page.events.map((e: any) => e.seq)).toEqual(Array.from({ length: run.lastSeq }, (_, i) => i + 1));
+          expect(page.events[0].type).toBe('run.accepted');
+        }
+        // A completed run resumes to its recorded result and replays without divergence.
+        expect(await (await rt.resume('fx-echo-1')).result).toMatchObject({ status: 'completed', output: fixtureRuns['fx-echo-1'].output });
+        for (const runId of ['fx-echo-1', 'fx-parent-1', 'fx-fail-1']) expect(rt.replay(runId, { mode: 'recorded' })).toMatchObject({ identical: true });
+        // A paused run continues under the new schema.
+        await rt.approve('fx-approval-1', 'ask', { by: 'upgrade-test' });
+        expect(await (await rt.resume('fx-approval-1')).result).toMatchObject({ status: 'completed', output: { decision: true } });
+        // The catalog works on the upgraded store.
+        if (version < 2) {
+          rt.catalog.putDraft((await import('../fixtures/stores/fixture-workflows.mjs')).child, { expectedDraftRevision: 0 });
+          rt.catalog.publish('fx-child', { expectedDraftRevision: 1 });
+          rt.catalog.putDraft(parent, { expectedDraftRevision: 0 });
+        }
+        expect(rt.catalog.getRevision('fx-child', 1).template.metadata.id).toBe('fx-child');
+        expect(rt.catalog.publish('fx-parent', { expectedDraftRevision: 1 }).revision).toBe(1);
+        const handle = await rt.launch({ type: 'published', id: 'fx-parent', revision: 1 }, { input: { word: 'upgraded' } });
+        expect(await handle.result).toMatchObject({ status: 'completed', output: { text: 'UPGRADED' } });
+      } finally {
+        await rt.close();
+      }
+      // Opening again is a no-op.
+      const again = await open(dir);
+      await again.close();
+      expect(userVersion(file)).toBe(schemaVersion);
+    });
+  }
+
+  it('a store newer than this program is refused with a clear message and left untouched', async () => {
+    const dir = storeFrom(fixtureVersions[fixtureVersions.length - 1]);
+    const file = join(dir, 'workflow.db');
+    const db = new BetterSqlite3(file);
+    db.pragma(`user_version = ${schemaVersion + 1}`);
+    db.close();
+    const before = tables(file);
+    const err = await open(dir).then(
+      () => undefined,
+      (e) => e,
+    );
+    expect(err).toMatchObject({ code: 'store.schema-too-new' });
+    expect(err.message).toContain(`schema version ${schemaVersion + 1}, newer than this program understands (${schemaVersion})`);
+    // Left as it was (opening switches the journal mode to WAL, a header change only).
+    expect(userVersion(file)).toBe(schemaVersion + 1);
+    expect(tables(file)).toEqual(before);
+  });
+});
+
+describe('interrupted migrations', () => {
+  it('a process killed inside a migration leaves the old schema usable, and the next open upgrades', async () => {
+    const dir = storeFrom(1);
+    const file = join(dir, 'workflow.db');
+    const marker = join(dir, 'marker');
+    const child = spawn(process.execPath, [join(__dirname, 'migration-child.mjs'), file, marker], { stdio: 'ignore' });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    await waitUntil(() => existsSync(marker));
+    expect(readFileSync(marker, 'utf8')).toBe('inside the v2 migration\n');
+    child.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+
+    // The half-done migration is gone: schema v1, no catalog tables, the runs intact.
+    expect(userVersion(file)).toBe(1);
+    expect(tables(file)).toEqual(['events', 'runs']);
+
+    const rt = await open(dir);
+    try {
+      expect(userVersion(file)).toBe(schemaVersion);
+      expect(rt.getRun('fx-echo-1')).toMatchObject({ status: 'completed', output: fixtureRuns['fx-echo-1'].output });
+      expect(rt.catalog.search('half')).toEqual([]);
+      expect(rt.replay('fx-parent-1', { mode: 'recorded' })).toMatchObject({ identical: true });
+    } finally {
+      await rt.close();
+    }
+  });
+
+  it('a migration step that throws rolls back and the store stays at the old version', async () => {
+    const dir = storeFrom(1);
+    const file = join(dir, 'workflow.db');
+    const v2 = migrations.find((m) => m.version === 2)!;
+    const up = v2.up;
+    (v2 as { up: typeof up }).up = (db) => {
+      up(db);
+      throw new Error('injected failure after the v2 tables were created');
+    };
+    try {
+      await expect(open(dir)).rejects.toThrow('injected failure');
+    } finally {
+      (v2 as { up: typeof up }).up = up;
+    }
+    expect(userVersion(file)).toBe(1);
+    expect(tables(file)).toEqual(['events', 'runs']);
+    const rt = await open(dir);
+    try {
+      expect(rt.getRun('fx-fail-1').status).toBe('failed');
+      expect(tables(file)).toContain('workflow_revisions');
+    } finally {
+      await rt.close();
+    }
+  });
+});
