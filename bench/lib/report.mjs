@@ -57,6 +57,7 @@ export function analyse(doc) {
 
 const fmt = (x) => {
   if (x == null || !Number.isFinite(x)) return '–';
+  if (Number.isInteger(x)) return x.toLocaleString('en-US');
   const a = Math.abs(x);
   const digits = a >= 1000 ? 0 : a >= 100 ? 1 : a >= 10 ? 2 : a >= 1 ? 3 : 4;
   return x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: Math.min(digits, a >= 100 ? 0 : 2) });
@@ -85,7 +86,8 @@ export function renderMarkdown(doc) {
     const wl = doc.workloads[w.id];
     const rss = w.id === 'foreach10k';
     L.push(`### ${w.label}`, '');
-    L.push(`Unit: ${w.unit}, ${w.better} is better.${wl.bestPeer ? ` Best peer: ${wl.bestPeer.name}.` : ''}`, '');
+    const size = { fanOut1000: `${c.fanOutItems} items, concurrency ${c.fanOutConcurrency}. `, foreach10k: `${c.foreachItems} items, concurrency ${c.fanOutConcurrency}. `, replay10k: `${c.replayEvents} recorded events. ` }[w.id] ?? '';
+    L.push(`${size ? `This run: ${size}` : ''}Unit: ${w.unit}, ${w.better} is better.${wl.bestPeer ? ` Best peer: ${wl.bestPeer.name}.` : ''}`, '');
     L.push(`| system | median | ${w.spread === 'p99' ? 'p99' : 'min – max'} | n | vs best peer |${rss ? ' peak RSS MB (median, max) | RSS after setup MB |' : ''} note |`);
     L.push(`| --- | ---: | ---: | ---: | ---: |${rss ? ' ---: | ---: |' : ''} --- |`);
     for (const [name, r] of Object.entries(wl.systems)) {
