@@ -45,6 +45,20 @@ export interface ScriptEvaluatorOptions {
   limits?: Partial<ScriptLimits>;
   /** Where the QuickJS variant comes from (default: quickjs-emscripten's RELEASE_SYNC). */
   loadVariant?: VariantLoader;
+  /**
+   * How QuickJS's poll counter is reset before each run so fuel is
+   * deterministic: 'auto' writes the located field (falls back to 'loop');
+   * 'loop' always runs a loop to the next handler call (slower, never touches
+   * QuickJS memory). Both give the same fuel counts.
+   */
+  pollCounterReset?: 'auto' | 'loop';
+}
+
+export interface ScriptEvaluatorDiagnostics {
+  /** 'direct' when the poll counter is written in place, 'loop' when it is drained. */
+  pollCounterReset: 'direct' | 'loop';
+  /** Evaluations run on the current context. */
+  evaluationsOnContext: number;
 }
 
 export const defaultScriptLimits: Readonly<ScriptLimits> = Object.freeze({
@@ -90,8 +104,12 @@ const emptyInput = 'null';
 interface Instance {
   runtime: QuickJSRuntime;
   context: QuickJSContext;
-  run: QuickJSHandle;
+  compile: QuickJSHandle;
+  exec: QuickJSHandle;
   drain: QuickJSHandle;
+  /** Byte address of QuickJS's poll counter in linear memory, when it could be located (see locatePollCounter). */
+  counterAddress: number | undefined;
+  memory: WebAssembly.Memory;
   /** Evaluations run on this context; 0 means it is as fresh as a new one. */
   evaluations: number;
   /** True when QuickJS's poll counter was just reset by an interrupt-handler call. */
@@ -117,12 +135,13 @@ export class ScriptEvaluator {
   private constructor(
     private readonly loadVariant: VariantLoader,
     private readonly defaults: ScriptLimits,
+    private readonly pollCounterMode: 'auto' | 'loop',
   ) {}
 
   static async create(options: ScriptEvaluatorOptions = {}): Promise<ScriptEvaluator> {
     const defaults = resolveScriptLimits(defaultScriptLimits, options.limits);
     if (isScriptError(defaults)) throw new RangeError(defaults.message);
-    const evaluator = new ScriptEvaluator(options.loadVariant ?? (() => RELEASE_SYNC), defaults);
+    const evaluator = new ScriptEvaluator(options.loadVariant ?? (() => RELEASE_SYNC), defaults, options.pollCounterReset ?? 'auto');
     evaluator.module = await evaluator.loadModule();
     const instance = evaluator.ensureInstance();
     evaluator.baselineBytes = memoryInUse(instance);
@@ -132,6 +151,15 @@ export class ScriptEvaluator {
   /** The limits used when `evaluate` is given none. */
   get limits(): Readonly<ScriptLimits> {
     return this.defaults;
+  }
+
+  diagnostics(): ScriptEvaluatorDiagnostics {
+    this.assertLive();
+    const instance = this.instance;
+    return {
+      pollCounterReset: instance?.counterAddress !== undefined ? 'direct' : 'loop',
+      evaluationsOnContext: instance?.evaluations ?? 0,
+    };
   }
 
   /** Runs `source` over the JSON text `inputJson`. Never throws for anything a script or input can do. */
@@ -232,12 +260,17 @@ export class ScriptEvaluator {
       this.mode = 'setup';
       const evaluated = context.evalCode(preludeSource, 'prelude.js');
       this.mode = 'count';
-      const pair = context.unwrapResult(evaluated);
-      const run = context.getProp(pair, 0);
-      const drain = context.getProp(pair, 1);
-      pair.dispose();
-      this.instance = { runtime, context, run, drain, evaluations: 0, counterFresh: false };
-      return this.instance;
+      const fns = context.unwrapResult(evaluated);
+      const compile = context.getProp(fns, 0);
+      const exec = context.getProp(fns, 1);
+      const drain = context.getProp(fns, 2);
+      fns.dispose();
+      const instance: Instance = {
+        runtime, context, compile, exec, drain, evaluations: 0, counterFresh: false, counterAddress: undefined, memory: module.getWasmMemory(),
+      };
+      if (this.pollCounterMode === 'auto') instance.counterAddress = this.locatePollCounter(instance);
+      this.instance = instance;
+      return instance;
     } catch (e) {
       context?.dispose();
       runtime.dispose();
@@ -250,7 +283,8 @@ export class ScriptEvaluator {
     this.instance = undefined;
     if (!instance) return;
     try {
-      instance.run.dispose();
+      instance.compile.dispose();
+      instance.exec.dispose();
       instance.drain.dispose();
       instance.context.dispose();
       instance.runtime.dispose();
@@ -258,6 +292,78 @@ export class ScriptEvaluator {
       // A runtime that failed badly may not free cleanly; the module is dropped with it.
       this.module = undefined;
       this.prepareSpare();
+    }
+  }
+
+  /**
+   * QuickJS keeps its poll counter in a private field of JSContext and has no
+   * call to reset it; resetting it by running a loop until the next handler
+   * call costs up to 10 000 polls per evaluation. So the field is located
+   * once per context, by observation, and written directly: it must read
+   * exactly 10 000 right after a handler call, drop by the same amount for the
+   * same loop, drop further for a longer loop, be the only such word, and a
+   * write to it must be honoured. If any check fails, the loop is used.
+   */
+  private locatePollCounter(instance: Instance): number | undefined {
+    const base = (instance.context as unknown as { ctx?: { value?: unknown } }).ctx?.value;
+    if (typeof base !== 'number' || !Number.isInteger(base) || base <= 0 || base % 4 !== 0) return undefined;
+    const words = 512;
+    if (base + words * 4 > instance.memory.buffer.byteLength) return undefined;
+    const { context } = instance;
+    const probe = context.evalCode('(n) => { for (let i = 0; i < n; i++) {} }', 'probe.js');
+    if (probe.error) {
+      probe.error.dispose();
+      return undefined;
+    }
+    const read = (): Int32Array => new Int32Array(instance.memory.buffer, base, words).slice();
+    const spin = (n: number): void => {
+      this.mode = 'setup';
+      try {
+        const arg = context.newNumber(n);
+        const r = context.callFunction(probe.value, context.undefined, arg);
+        arg.dispose();
+        if (r.error) {
+          r.error.dispose();
+          throw new Error('probe failed');
+        }
+        r.value.dispose();
+      } finally {
+        this.mode = 'count';
+      }
+    };
+    try {
+      instance.counterFresh = false;
+      this.resetPollCounter(instance);
+      const a = read();
+      spin(50);
+      const b = read();
+      spin(100);
+      const c = read();
+      const found: number[] = [];
+      for (let i = 0; i < words; i++) {
+        const d1 = a[i] - b[i];
+        const d2 = b[i] - c[i];
+        if (a[i] === pollCounterInit && d1 > 0 && d2 > d1 && c[i] > 0) found.push(i);
+      }
+      if (found.length !== 1) return undefined;
+      const i = found[0];
+      const address = base + i * 4;
+      const write = () => {
+        new Int32Array(instance.memory.buffer)[address >> 2] = pollCounterInit;
+      };
+      write();
+      spin(50);
+      if (read()[i] !== pollCounterInit - (a[i] - b[i])) return undefined;
+      write();
+      spin(100);
+      if (read()[i] !== pollCounterInit - (b[i] - c[i])) return undefined;
+      write();
+      instance.counterFresh = true;
+      return address;
+    } catch {
+      return undefined;
+    } finally {
+      probe.value.dispose();
     }
   }
 
@@ -274,6 +380,11 @@ export class ScriptEvaluator {
 
   /** Leaves QuickJS's per-context poll counter at its reset value, so fuel counts from the same phase every time. */
   private resetPollCounter(instance: Instance): void {
+    if (instance.counterAddress !== undefined) {
+      new Int32Array(instance.memory.buffer)[instance.counterAddress >> 2] = pollCounterInit;
+      instance.counterFresh = true;
+      return;
+    }
     if (instance.counterFresh) return;
     this.mode = 'drain';
     try {
@@ -302,31 +413,50 @@ export class ScriptEvaluator {
     const { context, runtime } = instance;
     const handles: QuickJSHandle[] = [];
     try {
-      this.resetPollCounter(instance);
-      runtime.setMemoryLimit(this.baselineBytes + limits.memoryBytes);
-      runtime.setMaxStackSize(limits.stackBytes);
       this.fuelUsed = 0;
       this.fuelLimit = limits.fuel;
       this.fuelExhausted = false;
       instance.evaluations++;
+      runtime.setMemoryLimit(this.baselineBytes + limits.memoryBytes);
+      runtime.setMaxStackSize(limits.stackBytes);
+      // Compiling runs no script code unless the source closes its wrapper
+      // (prelude.ts); it is metered like the run, from a reset counter when
+      // the counter can be reset for free.
+      if (instance.counterAddress !== undefined) this.resetPollCounter(instance);
+      const sourceHandle = context.newString(source);
+      handles.push(sourceHandle);
+      const compiled = context.callFunction(instance.compile, context.undefined, sourceHandle);
       instance.counterFresh = false;
-      handles.push(
-        context.newString(source),
-        context.newString(inputJson),
-        context.newNumber(limits.outputBytes),
-        context.newNumber(L.outputDepthMax),
-      );
-      const flag = compileOnly ? context.true : context.false;
-      const result = context.callFunction(instance.run, context.undefined, ...handles, flag);
-      const fuelUsed = this.fuelUsed;
       let outcome: { ok: true; output: string; fuelUsed: number } | { ok: false; error: ScriptError };
-      if (result.error) {
-        outcome = { ok: false, error: this.classifyThrown(context, result.error) };
-        result.error.dispose();
+      if (compiled.error) {
+        outcome = { ok: false, error: this.classifyThrown(context, compiled.error) };
+        compiled.error.dispose();
         if (this.fuelExhausted) instance.counterFresh = true;
       } else {
-        outcome = readResult(context, result.value, limits.outputBytes, fuelUsed, lineCount(source));
-        result.value.dispose();
+        const entry = compiled.value;
+        handles.push(entry);
+        const length = context.getProp(entry, 'length').consume((h) => context.getNumber(h));
+        if (length !== 2) {
+          outcome = readResult(context, entry, limits.outputBytes, 0, lineCount(source));
+        } else if (compileOnly) {
+          outcome = { ok: true, output: '', fuelUsed: 0 };
+        } else {
+          // Count the run's fuel from the same phase every time, whatever compiling used.
+          this.resetPollCounter(instance);
+          this.fuelUsed = 0;
+          handles.push(context.newString(inputJson), context.newNumber(limits.outputBytes), context.newNumber(L.outputDepthMax));
+          const result = context.callFunction(instance.exec, context.undefined, ...handles.slice(1));
+          instance.counterFresh = false;
+          const fuelUsed = this.fuelUsed;
+          if (result.error) {
+            outcome = { ok: false, error: this.classifyThrown(context, result.error) };
+            result.error.dispose();
+            if (this.fuelExhausted) instance.counterFresh = true;
+          } else {
+            outcome = readResult(context, result.value, limits.outputBytes, fuelUsed, lineCount(source));
+            result.value.dispose();
+          }
+        }
       }
       for (const h of handles) h.dispose();
       // Promise jobs left behind (async code, import()) would run in a later
@@ -364,6 +494,9 @@ export class ScriptEvaluator {
 }
 
 class SandboxUnavailable extends Error {}
+
+/** QuickJS resets its per-context poll counter to this value each time it calls the interrupt handler. */
+const pollCounterInit = 10_000;
 
 function lineCount(source: string): number {
   let lines = 1;

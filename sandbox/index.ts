@@ -7,6 +7,7 @@ export {
   type ScriptOutcome,
   type ScriptEvaluatorOptions,
   type VariantLoader,
+  type ScriptEvaluatorDiagnostics,
 } from './evaluator.js';
 export { scriptErrorCodes, type ScriptError, type ScriptErrorCode } from './errors.js';
 export * as sandboxLimits from './limits.js';

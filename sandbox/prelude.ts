@@ -4,10 +4,12 @@
  * It removes the nondeterministic and code-generating capabilities, freezes
  * every intrinsic reachable by a script (so a context can be reused without
  * one evaluation seeing state left by another), and returns the two functions
- * the host calls: `run` and `drain`. Neither is reachable from the global
- * object; the host holds the only handles.
+ * the host calls: `compile`, `exec` and `drain`. None is reachable from the
+ * global object; the host holds the only handles.
  *
- * run(source, inputText, outputUnitsMax, outputDepthMax, compileOnly)
+ * compile(source)
+ *   returns [fn, isExpression] (length 2), or [code, message, line] (length 3).
+ * exec(compiled, inputText, outputUnitsMax, outputDepthMax)
  *   returns the output JSON text (a string) on success, or
  *   [code, message, line] for an error the guest could classify.
  *   An uncatchable interrupt (fuel) propagates to the host.
@@ -206,23 +208,42 @@ export const preludeSource = String.raw`(function () {
     }
     return fn;
   };
-  const compile = (source) => {
+  const compileRaw = (source) => {
     try {
       return [build("\"use strict\";return (\n" + source + "\n);"), true];
     } catch (e) { if (e instanceof Reject) throw e; /* not an expression; try a function body */ }
     return [build("\"use strict\";\n" + source + "\n"), false];
   };
 
-  const run = (source, inputText, outputUnitsMax, outputDepthMax, compileOnly) => {
-    let phase = 0;
+  // Compiled scripts are cached by source text. The compiled function is
+  // never reachable from script code (strict mode, anonymous, called with an
+  // undefined receiver), so sharing it across evaluations shares no state.
+  const cache = new Map();
+  const cacheEntriesMax = 64, cacheSourceCharsMax = 16384;
+  const compile = (source) => {
     try {
-      const compiled = compile(source);
-      if (compileOnly) return "";
-      phase = 1;
+      let entry = cache.get(source);
+      if (entry === undefined) {
+        entry = freeze(compileRaw(source));
+        freeze(entry[0]);
+        if (source.length <= cacheSourceCharsMax) {
+          if (cache.size >= cacheEntriesMax) cache.clear();
+          cache.set(source, entry);
+        }
+      }
+      return entry;
+    } catch (e) {
+      return describe(e, 0);
+    }
+  };
+
+  const exec = (entry, inputText, outputUnitsMax, outputDepthMax) => {
+    let phase = 1;
+    try {
       const input = jsonParse(inputText);
       phase = 2;
-      let result = apply(compiled[0], undefined, [input]);
-      if (compiled[1] && typeof result === "function") result = apply(result, undefined, [input]);
+      let result = apply(entry[0], undefined, [input]);
+      if (entry[1] && typeof result === "function") result = apply(result, undefined, [input]);
       phase = 3;
       const clean = copy(result, 0, [], outputDepthMax);
       phase = 4;
@@ -234,5 +255,5 @@ export const preludeSource = String.raw`(function () {
     }
   };
   const drain = () => { for (;;) { /* stopped by the host's interrupt handler */ } };
-  return [run, drain];
+  return [compile, exec, drain];
 })()`;

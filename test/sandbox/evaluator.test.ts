@@ -111,6 +111,35 @@ describe('determinism', () => {
   });
 });
 
+describe('poll counter reset', () => {
+  const scripts = [
+    'let s = 0; for (let i = 0; i < 123457; i++) s += i; return s',
+    'function f(n) { return n < 2 ? n : f(n - 1) + f(n - 2) } return f(20)',
+    'return "ab".repeat(5000).split("").sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).join("").length',
+    'return /^(a|b)*c$/.test("ab".repeat(3000))',
+  ];
+  it('locates the counter in this QuickJS build', () => {
+    expect(ev.diagnostics().pollCounterReset).toBe('direct');
+  });
+  it('counts the same fuel when the counter is drained by a loop instead', async () => {
+    const looped = await ScriptEvaluator.create({ pollCounterReset: 'loop' });
+    try {
+      expect(looped.diagnostics().pollCounterReset).toBe('loop');
+      for (const src of scripts) {
+        const direct = ev.evaluate(src, 'null');
+        expect(direct.ok && direct.fuelUsed, src).toBeGreaterThan(0);
+        expect(looped.evaluate(src, 'null'), src).toEqual(direct);
+        // And the same again after other work on both.
+        ev.evaluate('let x = 0; for (let i = 0; i < 777; i++) x++; return x', 'null');
+        looped.evaluate('let x = 0; for (let i = 0; i < 3333; i++) x++; return x', 'null');
+        expect(looped.evaluate(src, 'null'), src).toEqual(ev.evaluate(src, 'null'));
+      }
+    } finally {
+      looped.dispose();
+    }
+  });
+});
+
 describe('isolation between evaluations on a reused context', () => {
   it('state written by one script is not seen by the next', () => {
     const attempts = [
