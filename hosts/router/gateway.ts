@@ -35,12 +35,19 @@ export interface InProcessAgent {
   idempotent?: boolean;
 }
 
+export type ApprovalHandler = (
+  request: { runId: string; nodeId: string; invocationId: string; prompt?: string; approvers?: string[]; input: unknown },
+  context: GatewayContext,
+) => Promise<{ approved: boolean; by: string; comment?: string } | undefined> | { approved: boolean; by: string; comment?: string } | undefined;
+
 export interface RouterGatewayOptions {
   launcher: LocalToolLauncher;
   receipts: ReceiptLog;
   localTools: LocalToolTable;
   tools?: Record<string, InProcessTool | InProcessTool['execute']>;
   agents?: Record<string, InProcessAgent | InProcessAgent['run']>;
+  /** Decides approvals in process; without it (or when it returns undefined) a person decides later. */
+  approvals?: ApprovalHandler;
   attemptsInFlightMax: number;
   log: HostLog;
 }
@@ -120,6 +127,12 @@ export class RouterGateway implements Gateway {
     return this.pending.length + this.admitted.length + this.running.size + this.cancels.length;
   }
 
+  /** Whether any request of `runId` is queued, admitted or running here. */
+  hasWorkFor(runId: string): boolean {
+    const of = (j: Job) => j.request.runId === runId;
+    return this.pending.some(of) || this.admitted.some(of) || [...this.running.values()].some(of);
+  }
+
   /** Cancellation convergence: settles or stops at most `limit` cancelled invocations. */
   converge(limit: number): number {
     let n = 0;
@@ -150,7 +163,7 @@ export class RouterGateway implements Gateway {
       n++;
       const early = this.decide(job.request);
       if (early) {
-        job.resolve(early);
+        job.resolve(early.outcome);
         continue;
       }
       job.state = 'admitted';
@@ -159,17 +172,21 @@ export class RouterGateway implements Gateway {
     return n;
   }
 
-  /** Settles a request without running anything, or returns undefined to let it run. */
-  private decide(request: GatewayRequest): CapabilityOutcome | undefined {
+  /**
+   * Settles a request without running anything (`outcome` undefined: no outcome from this
+   * host, e.g. an approval left to a person), or returns undefined to let it run.
+   */
+  private decide(request: GatewayRequest): { outcome: CapabilityOutcome | undefined } | undefined {
+    const settle = (outcome: CapabilityOutcome | undefined) => ({ outcome });
     if (request.kind === 'tool' && Object.hasOwn(this.options.localTools, request.name)) {
       const receipts = this.options.receipts.get(request.invocationId);
       if (!receipts) return undefined;
       if (receipts.completion) {
         this.settled.set(request.invocationId, request.runId);
-        return outcomeOfCompletion(receipts.completion);
+        return settle(outcomeOfCompletion(receipts.completion));
       }
       if (receipts.start) {
-        return { ok: false, error: { code: 'tool.outcome-unknown', message: `invocation ${request.invocationId} was started before (pid ${receipts.start.pid}) and ended without a receipt; it is not run twice`, retryable: false } };
+        return settle({ ok: false, error: { code: 'tool.outcome-unknown', message: `invocation ${request.invocationId} was started before (pid ${receipts.start.pid}) and ended without a receipt; it is not run twice`, retryable: false } });
       }
       // Claimed, never started: no process ever existed, the claim can go and the attempt run.
       this.options.receipts.retire([request.invocationId]);
@@ -177,10 +194,11 @@ export class RouterGateway implements Gateway {
     }
     if (request.kind === 'tool' && this.tools.has(request.name)) return undefined;
     if (request.kind === 'agent' && this.agents.has(request.name)) return undefined;
+    if (request.kind === 'approval') return this.options.approvals ? undefined : settle(undefined);
     if (request.kind === 'tool' || request.kind === 'agent') {
-      return { ok: false, error: { code: `${request.kind}.not-registered`, message: `no ${request.kind} named ${JSON.stringify(request.name)} is declared in this router's host module`, retryable: false } };
+      return settle({ ok: false, error: { code: `${request.kind}.not-registered`, message: `no ${request.kind} named ${JSON.stringify(request.name)} is declared in this router's host module`, retryable: false } });
     }
-    return { ok: false, error: { code: 'gateway.unknown-kind', message: `the router host cannot carry out ${request.kind} requests`, retryable: false } };
+    return settle({ ok: false, error: { code: 'gateway.unknown-kind', message: `the router host cannot carry out ${request.kind} requests`, retryable: false } });
   }
 
   /** Dispatch: starts at most `limit` admitted attempts. */
@@ -191,7 +209,7 @@ export class RouterGateway implements Gateway {
       n++;
       job.state = 'running';
       this.running.set(job.request.invocationId, job);
-      const finish = (outcome: CapabilityOutcome) => {
+      const finish = (outcome: CapabilityOutcome | undefined) => {
         this.running.delete(job.request.invocationId);
         job.resolve(outcome);
       };
@@ -218,7 +236,8 @@ export class RouterGateway implements Gateway {
         continue;
       }
       const ctx: InProcessToolContext = { ...context, runId: request.runId, nodeId: request.nodeId, attempt: request.attempt, ...(request.item !== undefined ? { item: request.item } : {}) };
-      const call = (async () => {
+      const call = (async (): Promise<unknown> => {
+        if (request.kind === 'approval') return this.options.approvals!({ runId: request.runId, nodeId: request.nodeId, invocationId: request.invocationId, input: request.input, ...((request.config ?? {}) as { prompt?: string; approvers?: string[] }) }, context);
         if (request.kind === 'agent') {
           const config = (request.config ?? {}) as { instructions?: string; outputSchema?: unknown };
           return this.agents.get(request.name)!.run(request.input, { ...ctx, ...config });
@@ -226,7 +245,13 @@ export class RouterGateway implements Gateway {
         return this.tools.get(request.name)!.execute(request.input, ctx);
       })();
       const tracked = call.then(
-        (output) => finish({ ok: true, output: output ?? null }),
+        (output) => {
+          if (request.kind !== 'approval') finish({ ok: true, output: output ?? null });
+          else {
+            const d = output as { approved: boolean; by: string; comment?: string } | undefined;
+            finish(d === undefined ? undefined : { ok: true, output: { approved: d.approved === true, by: String(d.by), ...(d.comment !== undefined ? { comment: d.comment } : {}) } });
+          }
+        },
         (err) => finish(outcomeOfThrown(err, `${request.kind}.error`)),
       );
       this.inProcessRunning.add(tracked);

@@ -25,7 +25,7 @@ import { assertPortableId } from '../core/store.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog } from '../core/types.js';
 import { recoverAttempts, type AttemptRecovery } from './attempt-recovery.js';
 import { routerComponentLoader } from './component.js';
-import { outcomeOfCompletion, RouterGateway, type InProcessAgent, type InProcessTool } from './gateway.js';
+import { outcomeOfCompletion, RouterGateway, type ApprovalHandler, type InProcessAgent, type InProcessTool } from './gateway.js';
 import { FileJournalStore, MeasuredJournalStore, type LatencySummary } from './journal.js';
 import { retireAfterSettled, retireEveryCycles, toolStopGraceMs } from './limits.js';
 import { LocalToolLauncher, type LocalToolSpec, type LocalToolTable } from './local-tools.js';
@@ -46,6 +46,7 @@ export interface RouterHostOptions {
   profile?: 'edge' | 'standalone';
   tools?: Record<string, RouterTool>;
   agents?: Record<string, InProcessAgent | InProcessAgent['run']>;
+  approvals?: ApprovalHandler;
   authorities?: AuthorityResolver | Authority;
   log?: HostLog;
   /** Period of the cadence timer; the profile's default when absent. */
@@ -121,6 +122,7 @@ export class RouterHost {
   private receiptsRetired = 0;
   private lastRetireCycle = 0;
   private readonly idleWaiters: (() => void)[] = [];
+  private readonly cycleWaiters: (() => void)[] = [];
   /** Runs started or recovered by this host that may still change. */
   private readonly active = new Set<string>();
 
@@ -158,7 +160,7 @@ export class RouterHost {
       closers.push(() => receipts.close());
       const stopGraceMs = options.stopGraceMs ?? toolStopGraceMs;
       const launcher = new LocalToolLauncher({ tools: localTools, receipts, stopGraceMs });
-      const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, attemptsInFlightMax: profile.attemptsInFlightMax, log });
+      const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, approvals: options.approvals, attemptsInFlightMax: profile.attemptsInFlightMax, log });
       const scripts = await createScriptImports();
       closers.push(() => scripts.evaluator.dispose());
       const engine = await EngineInstance.create(routerComponentLoader(), { load: (runId) => store.load(runId), ...scripts, log });
@@ -288,6 +290,7 @@ export class RouterHost {
     await this.phase('housekeeping', () => this.housekeeping());
     if (this.firstCycleMs === undefined) this.firstCycleMs = performance.now();
     if (this.idleWaiters.length > 0 && this.isIdle()) for (const w of this.idleWaiters.splice(0)) w();
+    for (const w of this.cycleWaiters.splice(0)) w();
   }
 
   private housekeeping(): void {
@@ -371,7 +374,19 @@ export class RouterHost {
       this.active.delete(runId);
       throw asError(err);
     }
-    return { runId, result: this.kernel.waitFor(runId, false), settled: () => this.kernel.waitFor(runId, true) };
+    return { runId, result: this.kernel.waitFor(runId, false), settled: () => this.settledOf(runId) };
+  }
+
+  /**
+   * Terminal, or paused with nothing of the run left in the gateway (a run is paused while an
+   * approval waits for admission; it is settled only once the approval is left to a person).
+   */
+  private async settledOf(runId: string): Promise<RunOutcome> {
+    for (;;) {
+      const outcome = await this.kernel.waitFor(runId, true);
+      if (outcome.status !== 'paused' || !this.gateway.hasWorkFor(runId) || this.stopping) return outcome;
+      await new Promise<void>((resolve) => this.cycleWaiters.push(resolve));
+    }
   }
 
   getRun(runId: string): RunOutcome & { lastSeq: number; createdAt: number; updatedAt: number } {
@@ -454,7 +469,7 @@ export class RouterHost {
       this.receipts.close();
       this.store.close();
       this.disposeScripts();
-      for (const w of this.idleWaiters.splice(0)) w();
+      for (const w of [...this.idleWaiters.splice(0), ...this.cycleWaiters.splice(0)]) w();
     }
   }
 }
