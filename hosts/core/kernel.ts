@@ -230,9 +230,12 @@ export class Kernel {
       try {
         rejected = new Set(this.options.store.commit(commits).map((r) => r.runId));
       } catch (err) {
-        // Nothing was written: every run of the batch goes back to the journal's truth.
+        // Nothing was written: every run of the batch goes back to the journal's truth. The
+        // facts of the batch (outcomes of calls among them) are lost, so this process no longer
+        // knows how its in-flight work ended: a later resume must treat it as after a restart.
         for (const r of results) {
           this.safeEvict(r.runId);
+          this.known.delete(r.runId);
           for (const w of r.pending.waiters) w.reject(err);
         }
         this.options.log('error', `commit of ${commits.length} activation(s) failed: ${(err as Error).message}`);
