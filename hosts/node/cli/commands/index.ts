@@ -3,3 +3,4 @@ import type { CliCommand } from '../command.js';
 import { routerCommands } from './router.js';
 
 export const extraCommands: Record<string, CliCommand> = { ...routerCommands };
+Object.assign(extraCommands, (await import('./catalog.js')).catalogCommands);
