@@ -110,7 +110,9 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
   const core = new EngineCore({
     evaluate: (source, input, limits) => scripts.evaluate(source, input, limits),
     checkSyntax: (source) => scripts.checkSyntax(source),
-    load: () => undefined,
+    // A run that ended is dropped from the hot set; evidence recorded after its end (a late
+    // completion) activates it cold again, from the events replayed so far.
+    load: () => (produced.length === 0 ? undefined : { plan: JSON.stringify(plan), events: produced.map((e) => JSON.stringify(e)), lastSeq: produced[produced.length - 1].seq }),
     commit: (c: CommitData) => {
       for (const line of c.events) produced.push(JSON.parse(line) as EventEnvelope);
     },
