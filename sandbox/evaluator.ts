@@ -27,7 +27,7 @@ export interface ScriptLimits {
   fuel: number;
   /** QuickJS heap bytes available to the script. */
   memoryBytes: number;
-  /** QuickJS stack bytes (at most 256 KiB). */
+  /** QuickJS stack bytes (at most 64 KiB, see limits.ts). */
   stackBytes: number;
   /** UTF-8 bytes of the output JSON text. */
   outputBytes: number;
@@ -142,7 +142,9 @@ export class ScriptEvaluator {
     const defaults = resolveScriptLimits(defaultScriptLimits, options.limits);
     if (isScriptError(defaults)) throw new RangeError(defaults.message);
     const evaluator = new ScriptEvaluator(options.loadVariant ?? (() => RELEASE_SYNC), defaults, options.pollCounterReset ?? 'auto');
-    evaluator.module = await evaluator.loadModule();
+    // A spare module is kept loaded so that a module discarded after a host
+    // failure can be replaced synchronously, inside `evaluate`.
+    [evaluator.module, evaluator.spare] = await Promise.all([evaluator.loadModule(), evaluator.loadModule()]);
     const instance = evaluator.ensureInstance();
     evaluator.baselineBytes = memoryInUse(instance);
     return evaluator;
@@ -232,9 +234,10 @@ export class ScriptEvaluator {
     );
   }
 
-  /** After a heap failure the module's linear memory may have grown; replace it when a spare is ready. */
+  /** After a heap failure the module's linear memory may have grown for good; replace it when it grew a lot. */
   private swapModuleIfSpare(): void {
-    if (this.spare) {
+    const grown = (this.module?.getWasmMemory().buffer.byteLength ?? 0) > L.wasmMemoryBytesRetainMax;
+    if (grown && this.spare) {
       this.dropInstance();
       this.module = this.spare;
       this.spare = undefined;
@@ -249,6 +252,7 @@ export class ScriptEvaluator {
     if (module === this.spare) {
       this.module = module;
       this.spare = undefined;
+      this.prepareSpare();
     }
     const runtime = module.newRuntime();
     let context: QuickJSContext | undefined;
@@ -444,7 +448,7 @@ export class ScriptEvaluator {
           // Count the run's fuel from the same phase every time, whatever compiling used.
           this.resetPollCounter(instance);
           this.fuelUsed = 0;
-          handles.push(context.newString(inputJson), context.newNumber(limits.outputBytes), context.newNumber(L.outputDepthMax));
+          handles.push(context.newString(inputJson), context.newNumber(limits.outputBytes));
           const result = context.callFunction(instance.exec, context.undefined, ...handles.slice(1));
           instance.counterFresh = false;
           const fuelUsed = this.fuelUsed;
@@ -540,6 +544,9 @@ function readResult(
     const output = context.getString(value);
     if (utf8ByteLength(output) > outputBytes) {
       return { ok: false, error: scriptError('script.output-too-large', `output is larger than ${outputBytes} bytes`) };
+    }
+    if (scanJsonText(output, L.outputDepthMax)?.reason === 'too-deep') {
+      return { ok: false, error: scriptError('script.output-too-large', `output is nested deeper than ${L.outputDepthMax} levels`) };
     }
     return { ok: true, output, fuelUsed };
   }

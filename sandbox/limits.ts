@@ -25,15 +25,23 @@ export const memoryBytesMax = 256 * 1024 * 1024;
  * is the backstop that keeps a heap bug from taking host memory.
  */
 export const wasmMemoryBytesMax = memoryBytesMax + 64 * 1024 * 1024;
+/** A module whose linear memory grew past this is replaced after a heap failure (memory never shrinks). */
+export const wasmMemoryBytesRetainMax = 64 * 1024 * 1024;
 /** Initial linear memory of a module instance. */
 export const wasmMemoryBytesInitial = 16 * 1024 * 1024;
 /** WebAssembly page size (fixed by the spec). */
 export const wasmPageBytes = 65_536;
 
-/** QuickJS C stack; above 256 KiB deep recursion can overflow the host stack first. */
-export const stackBytesDefault = 256 * 1024;
-export const stackBytesMin = 32 * 1024;
-export const stackBytesMax = 256 * 1024;
+/**
+ * QuickJS C stack. Recursive built-ins (JSON.stringify, Array.prototype.join,
+ * proxy chains) use about 8 bytes of host (V8 native) stack per byte of this
+ * budget; at 128 KiB a deep JSON.stringify overflowed Node's default 984 KiB
+ * main-thread stack before QuickJS noticed, at 64 KiB QuickJS always stopped
+ * first (measured with quickjs-emscripten 0.32.0, Node 20; see docs/sandbox.md).
+ */
+export const stackBytesDefault = 64 * 1024;
+export const stackBytesMin = 16 * 1024;
+export const stackBytesMax = 64 * 1024;
 
 /** UTF-8 bytes of the output JSON text. */
 export const outputBytesDefault = 1024 * 1024;

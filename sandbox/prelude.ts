@@ -9,7 +9,7 @@
  *
  * compile(source)
  *   returns [fn, isExpression] (length 2), or [code, message, line] (length 3).
- * exec(compiled, inputText, outputUnitsMax, outputDepthMax)
+ * exec(compiled, inputText, outputUnitsMax)
  *   returns the output JSON text (a string) on success, or
  *   [code, message, line] for an error the guest could classify.
  *   An uncatchable interrupt (fuel) propagates to the host.
@@ -121,10 +121,14 @@ export const preludeSource = String.raw`(function () {
   class Reject { constructor(code, message) { this.code = code; this.message = message; } }
   const reject = (message) => { throw new Reject("script.not-json", "output is not JSON: " + message); };
 
-  // Copies the script's result into fresh plain data, rejecting anything that
-  // JSON.stringify would drop or change silently. The copy, not the result,
-  // is serialised, so getters and proxies cannot answer differently twice.
-  const copy = (v, depth, ancestors, depthMax) => {
+  // Serialisation is JSON.stringify's own single pass (so getters and proxies
+  // are read once), with a replacer that turns every value JSON.stringify
+  // would silently drop or change into an error: undefined, functions,
+  // symbols, bigints, non-finite numbers, and objects that are neither plain
+  // objects nor plain arrays (Map, class instances, boxed primitives, ...).
+  // Array holes arrive as undefined and are refused too. toJSON methods,
+  // getters and proxy traps run as JSON.stringify runs them.
+  const replacer = (key, v) => {
     switch (typeof v) {
       case "string": case "boolean": return v;
       case "number": if (!numIsFinite(v)) reject("non-finite number " + StringC(v)); return v;
@@ -133,32 +137,12 @@ export const preludeSource = String.raw`(function () {
       case "symbol": reject("a symbol");
       case "bigint": reject("a bigint");
     }
-    if (v === null) return null;
-    if (depth >= depthMax) throw new Reject("script.output-too-large", "output is nested deeper than " + depthMax + " levels");
-    for (let i = 0; i < depth; i++) if (ancestors[i] === v) reject("a cycle");
-    ancestors[depth] = v;
+    if (v === null) return v;
     const proto = getProto(v);
-    if (isArray(v)) {
-      if (proto !== ArrayProto) reject("an array with a non-standard prototype");
-      const n = v.length;
-      if (ownKeys(v).length !== n + 1) reject("an array with holes or extra properties");
-      const out = [];
-      for (let i = 0; i < n; i++) out[i] = copy(v[i], depth + 1, ancestors, depthMax);
-      return out;
+    if (isArray(v) ? proto !== ArrayProto : proto !== ObjectProto && proto !== null) {
+      reject(isArray(v) ? "an array with a non-standard prototype" : "an object that is not a plain object");
     }
-    if (proto !== ObjectProto && proto !== null) reject("an object that is not a plain object");
-    const descs = getDescs(v);
-    const keys = ownKeys(descs);
-    const out = create(null);
-    for (let i = 0; i < keys.length; i++) {
-      const k = keys[i];
-      if (typeof k === "symbol") reject("a symbol-keyed property");
-      const d = descs[k];
-      if (!("value" in d)) reject("an accessor property '" + k + "'");
-      if (!d.enumerable) reject("a non-enumerable property '" + k + "'");
-      out[k] = copy(d.value, depth + 1, ancestors, depthMax);
-    }
-    return out;
+    return v;
   };
 
   const messageCharsMax = 1024;
@@ -186,7 +170,7 @@ export const preludeSource = String.raw`(function () {
       if (e instanceof ForbiddenError) return ["script.forbidden", text, line];
       if (phase === 0 && e instanceof SyntaxErrorC) return ["script.syntax", text, line];
       if (phase === 1) return ["script.input-invalid", "input is not valid JSON: " + text, 0];
-      if (phase === 3) return ["script.not-json", "output could not be read: " + text, line];
+      if (phase === 3) return ["script.not-json", "output could not be serialised: " + text, line];
       return ["script.runtime", text, line];
     }
     if (e === null) return ["script.memory", "out of memory", 0];
@@ -237,7 +221,7 @@ export const preludeSource = String.raw`(function () {
     }
   };
 
-  const exec = (entry, inputText, outputUnitsMax, outputDepthMax) => {
+  const exec = (entry, inputText, outputUnitsMax) => {
     let phase = 1;
     try {
       const input = jsonParse(inputText);
@@ -245,9 +229,7 @@ export const preludeSource = String.raw`(function () {
       let result = apply(entry[0], undefined, [input]);
       if (entry[1] && typeof result === "function") result = apply(result, undefined, [input]);
       phase = 3;
-      const clean = copy(result, 0, [], outputDepthMax);
-      phase = 4;
-      const text = jsonStringify(clean);
+      const text = jsonStringify(result, replacer);
       if (text.length > outputUnitsMax) return ["script.output-too-large", "output is larger than " + outputUnitsMax + " bytes", 0];
       return text;
     } catch (e) {

@@ -45,10 +45,20 @@ export function createRemoteEvaluator(options: RemoteEvaluatorOptions): RemoteEv
     async evaluate(source, inputJson, limits) {
       const body = JSON.stringify(limits === undefined ? { source, inputJson } : { source, inputJson, limits });
       let res;
-      try {
-        res = await request(endpoint, { method: 'POST', headers, body, dispatcher });
-      } catch (e) {
-        throw new RemoteEvaluatorError('service.unreachable', e instanceof Error ? e.message : String(e));
+      // Evaluation is a pure function of the request, so a request lost with
+      // its connection (a keep-alive socket closed by the server as it was
+      // reused) is sent once more.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          res = await request(endpoint, { method: 'POST', headers, body, dispatcher });
+          break;
+        } catch (e) {
+          const code = (e as { code?: string }).code;
+          const retriable = code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE';
+          if (!retriable || attempt >= 2) {
+            throw new RemoteEvaluatorError('service.unreachable', e instanceof Error ? e.message : String(e));
+          }
+        }
       }
       const text = await res.body.text();
       if (res.statusCode === 200) {

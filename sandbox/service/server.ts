@@ -89,7 +89,10 @@ export async function startSandboxService(options: SandboxServiceOptions = {}): 
     });
   });
   server.requestTimeout = 60_000;
-  server.headersTimeout = 10_000;
+  server.headersTimeout = 15_000;
+  // Longer than clients' usual idle reuse window, so the server rarely closes
+  // a socket a client is about to reuse.
+  server.keepAliveTimeout = 10_000;
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];

