@@ -1,0 +1,98 @@
+// The browser host's storage: one imported run export, held in memory, read-only. It answers the
+// same `JournalStore` contract as the other hosts so the same code can read it; commits are
+// refused because a replay page never appends to a run.
+import { StoreError, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../core/store.js';
+import type { ExecutionPlan } from '../core/types.js';
+
+export const exportFormat = 'agent-workflow.export/v1';
+
+/** A self-contained run export (written by `agent-workflow export`, `WorkflowRuntime.exportRun`). */
+export interface RunExport {
+  format: typeof exportFormat;
+  run: { runId: string; status: string; lastSeq: number };
+  plan: ExecutionPlan;
+  events: any[];
+  artifacts: Record<string, { mediaType: string; base64: string }>;
+}
+
+export class ExportError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ExportError';
+  }
+}
+
+/** Checks the shape of an export read from a file; the same checks as the Node host's `parseExport`. */
+export function parseExport(value: unknown): RunExport {
+  const v = value as Partial<RunExport>;
+  if (!v || typeof v !== 'object' || v.format !== exportFormat) throw new ExportError('export.bad-format', `not a run export (format must be ${exportFormat})`);
+  if (!v.plan || typeof v.plan !== 'object' || typeof v.plan.planHash !== 'string') throw new ExportError('export.bad-format', 'the export has no plan');
+  if (!Array.isArray(v.events) || v.events.length === 0) throw new ExportError('export.bad-format', 'the export has no events');
+  v.events.forEach((e, i) => {
+    if (!e || typeof e !== 'object' || e.seq !== i + 1) throw new ExportError('export.bad-format', `event ${i + 1} is missing or out of order`);
+  });
+  return v as RunExport;
+}
+
+/** Parses the text of an export file. */
+export function parseExportText(text: string): RunExport {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new ExportError('export.bad-json', `the file is not JSON: ${(err as Error).message}`);
+  }
+  return parseExport(value);
+}
+
+const encoder = new TextEncoder();
+
+export class ImportedJournal implements JournalStore {
+  readonly runId: string;
+
+  constructor(readonly exported: RunExport) {
+    this.runId = exported.run.runId;
+  }
+
+  get lastSeq(): number {
+    return this.exported.events.length;
+  }
+
+  commit(entries: readonly CommitEntry[]): CommitRejection[] {
+    if (entries.length === 0) return [];
+    throw new StoreError('store.io', 'an imported journal is read-only');
+  }
+
+  /** The whole run as a cold tail: the plan and every event (an export carries no checkpoint). */
+  load(runId: string): RunTail | undefined {
+    if (runId !== this.runId) return undefined;
+    const lines = this.exported.events.map((e) => JSON.stringify(e)).join('\n');
+    return { plan: encoder.encode(JSON.stringify(this.exported.plan)), events: encoder.encode(lines), lastSeq: this.lastSeq };
+  }
+
+  readEvents(runId: string, afterSeq: number, limit: number): EventPage {
+    if (runId !== this.runId) throw new StoreError('store.not-found', `run ${runId} is not in this export`);
+    const from = Math.max(0, Math.min(afterSeq, this.lastSeq));
+    const slice = this.exported.events.slice(from, from + Math.max(0, limit));
+    const lastSeq = slice.length > 0 ? slice[slice.length - 1].seq : afterSeq;
+    return { events: slice.map((e) => JSON.stringify(e)), lastSeq, more: from + slice.length < this.lastSeq };
+  }
+
+  getRun(runId: string): RunRecord | undefined {
+    if (runId !== this.runId) return undefined;
+    const first = Date.parse(this.exported.events[0].occurredAt);
+    const last = Date.parse(this.exported.events[this.lastSeq - 1].occurredAt);
+    return { runId, status: this.exported.run.status, lastSeq: this.lastSeq, createdAt: first, updatedAt: last };
+  }
+
+  listRuns(filter?: { statuses?: readonly string[]; limit?: number }): RunRecord[] {
+    const run = this.getRun(this.runId)!;
+    if (filter?.statuses && !filter.statuses.includes(run.status)) return [];
+    return filter?.limit === 0 ? [] : [run];
+  }
+
+  close(): void {}
+}

@@ -1,0 +1,245 @@
+// The replay page: opens a run export (file picker, drag and drop, or `?src=` on the same origin),
+// draws its graph and journal, and replays it in `inspect` or `recorded` mode with the engine
+// component. The last replay report is kept verbatim in <pre id="replay-report"> (the JSON the
+// Node host prints for `replay --from <file>`, without the CLI envelope).
+import { BrowserReplayHost, type ReplayMode } from '../index.js';
+import { inlineWasmGlobal } from '../component.js';
+import { parseExportText, type RunExport } from '../journal.js';
+import { consoleLog } from '../log.js';
+import { renderDag } from './dag-view.js';
+import { h, jsonBlock, renderNodePanel } from './node-panel.js';
+import { applyInspect, buildRunModel, type RunModel } from './run-model.js';
+import { Timeline } from './timeline.js';
+
+const $ = <T extends HTMLElement = HTMLElement>(selector: string) => document.querySelector<T>(selector)!;
+
+interface PageState {
+  host: Promise<BrowserReplayHost>;
+  model?: RunModel;
+  selected?: string;
+  timeline?: Timeline;
+  busy: boolean;
+}
+
+let page: PageState;
+
+function setStatus(text: string, kind: 'info' | 'error' | 'ok' = 'info'): void {
+  const status = $('#status');
+  status.textContent = text;
+  status.dataset.kind = kind;
+}
+
+function loadClassicScript(src: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const s = document.createElement('script');
+    s.src = src;
+    s.onload = () => resolve();
+    s.onerror = () => reject(new Error(`could not load ${src}`));
+    document.head.appendChild(s);
+  });
+}
+
+function selectNode(id: string | undefined): void {
+  const model = page.model;
+  if (!model) return;
+  page.selected = id;
+  document.querySelectorAll('#dag g.node').forEach((g) => g.classList.toggle('selected', g.getAttribute('data-node') === id));
+  renderNodePanel(
+    $('#node-panel-body'),
+    id ? model.nodes.get(id) : undefined,
+    (nodeId) => page.timeline?.setFilter({ kind: 'node', nodeId }),
+    (seq) => page.timeline?.showSeq(seq),
+  );
+}
+
+function renderGraph(): void {
+  const model = page.model!;
+  renderDag($('#dag-container'), model, page.selected, selectNode);
+}
+
+function renderRun(model: RunModel): void {
+  $('#run-id').textContent = model.runId;
+  $('#run-workflow').textContent = model.workflowId;
+  $('#run-events').textContent = model.exported.events.length.toLocaleString('en');
+  const o = model.outcome;
+  const badge = $('#run-status');
+  badge.textContent = o.pausedReason ? `${o.status} (${o.pausedReason})` : o.status;
+  badge.className = `pill run-${o.status}`;
+  const result = $('#result-body');
+  result.textContent = '';
+  if (o.output !== undefined) result.append(h('h4', {}, 'Output'), jsonBlock(o.output));
+  if (o.error !== undefined) result.append(h('h4', {}, 'Error'), jsonBlock(o.error, 'json error'));
+  if (o.output === undefined && o.error === undefined) result.append(h('p', { class: 'muted' }, o.status === 'paused' ? `The run is paused (${o.pausedReason ?? 'waiting'}); it has no result yet.` : 'The run has no result.'));
+  const unknown = [...model.highlights.values()].filter((v) => v === 'unknown').length;
+  const approvals = [...model.highlights.values()].filter((v) => v === 'approval').length;
+  const flags = $('#run-flags');
+  flags.textContent = '';
+  if (unknown > 0) flags.append(h('span', { class: 'flag hl-unknown' }, `${unknown} unknown outcome${unknown === 1 ? '' : 's'}`));
+  if (approvals > 0) flags.append(h('span', { class: 'flag hl-approval' }, `${approvals} approval event${approvals === 1 ? '' : 's'}`));
+}
+
+function showReport(mode: ReplayMode, report: Record<string, any>, ms: number): void {
+  const pre = $('#replay-report');
+  pre.textContent = JSON.stringify(report);
+  pre.dataset.mode = mode;
+  pre.dataset.count = String(Number(pre.dataset.count ?? 0) + 1);
+  const verdict = $('#replay-verdict');
+  verdict.textContent = '';
+  const took = `${ms.toFixed(0)} ms`;
+  if (mode === 'inspect') {
+    verdict.className = 'verdict info';
+    verdict.append(`inspect: state rebuilt from ${report.events} events (${took}), run ${report.outcome?.status ?? '?'}`);
+  } else if (report.identical) {
+    verdict.className = 'verdict ok';
+    verdict.append(`recorded: identical — ${report.eventsReplayed} of ${report.eventsRecorded} events reproduced (${took})`);
+  } else {
+    verdict.className = 'verdict bad';
+    const d = report.firstDivergence;
+    verdict.append(`recorded: diverged at event ${d?.seq ?? '?'}${d?.nodeId ? ` (node ${d.nodeId})` : ''} (${took}) `);
+    if (d?.seq) {
+      const link = h('button', { type: 'button', class: 'link' }, 'show in timeline');
+      link.onclick = () => page.timeline?.showSeq(d.seq);
+      verdict.append(link);
+    }
+  }
+  $('#replay-pretty').textContent = JSON.stringify(report, null, 2);
+}
+
+async function runReplay(mode: ReplayMode): Promise<void> {
+  const model = page.model;
+  if (!model || page.busy) return;
+  page.busy = true;
+  setButtons();
+  setStatus(`${mode} replay…`);
+  try {
+    const host = await page.host;
+    const t0 = performance.now();
+    const report = await host.replay(model.exported, { mode });
+    const ms = performance.now() - t0;
+    if (mode === 'inspect') {
+      applyInspect(model, report);
+      renderRun(model);
+      renderGraph();
+      selectNode(page.selected);
+    }
+    showReport(mode, report, ms);
+    setStatus(`${mode} replay done`, 'ok');
+  } catch (err) {
+    setStatus(`${mode} replay failed: ${(err as Error).message}`, 'error');
+    throw err;
+  } finally {
+    page.busy = false;
+    setButtons();
+  }
+}
+
+function setButtons(): void {
+  for (const id of ['#replay-inspect', '#replay-recorded']) $<HTMLButtonElement>(id).disabled = !page.model || page.busy;
+}
+
+async function openExport(text: string, name: string): Promise<void> {
+  let exported: RunExport;
+  try {
+    exported = parseExportText(text);
+  } catch (err) {
+    setStatus(`${name}: ${(err as Error).message}`, 'error');
+    document.body.dataset.ready = 'error';
+    return;
+  }
+  const model = buildRunModel(exported);
+  page.model = model;
+  page.selected = undefined;
+  document.body.classList.add('loaded');
+  $('#source-name').textContent = name;
+  renderRun(model);
+  renderGraph();
+  selectNode(undefined);
+  page.timeline = new Timeline($('#timeline'), model, (e) => {
+    if (e.node?.id && model.nodes.has(e.node.id)) selectNode(e.node.id);
+    $('#event-detail').textContent = JSON.stringify(e, null, 2);
+  });
+  page.timeline.setFilter({ kind: 'all' });
+  $('#replay-report').textContent = '';
+  delete $('#replay-report').dataset.mode;
+  setButtons();
+  // Node states and the outcome come from the component's inspect replay.
+  await runReplay('inspect');
+  document.body.dataset.ready = '1';
+  (globalThis as Record<string, unknown>).__pageReadyMs = performance.now();
+}
+
+async function openFile(file: File): Promise<void> {
+  setStatus(`reading ${file.name}…`);
+  await openExport(await file.text(), file.name);
+}
+
+async function openUrl(src: string): Promise<void> {
+  const url = new URL(src, location.href);
+  if (url.origin !== location.origin) {
+    setStatus(`?src= must be on this page's origin (${location.origin})`, 'error');
+    return;
+  }
+  setStatus(`fetching ${url.pathname}…`);
+  const response = await fetch(url, { credentials: 'same-origin' });
+  if (!response.ok) {
+    setStatus(`${url.pathname}: HTTP ${response.status}`, 'error');
+    return;
+  }
+  await openExport(await response.text(), url.pathname);
+}
+
+function wire(): void {
+  const input = $<HTMLInputElement>('#file-input');
+  input.onchange = () => {
+    const file = input.files?.[0];
+    if (file) void openFile(file);
+    input.value = '';
+  };
+  $('#replay-inspect').onclick = () => void runReplay('inspect');
+  $('#replay-recorded').onclick = () => void runReplay('recorded');
+  let depth = 0;
+  document.addEventListener('dragenter', (e) => {
+    e.preventDefault();
+    depth += 1;
+    document.body.classList.add('dragging');
+  });
+  document.addEventListener('dragleave', () => {
+    depth = Math.max(0, depth - 1);
+    if (depth === 0) document.body.classList.remove('dragging');
+  });
+  document.addEventListener('dragover', (e) => e.preventDefault());
+  document.addEventListener('drop', (e) => {
+    e.preventDefault();
+    depth = 0;
+    document.body.classList.remove('dragging');
+    const file = e.dataTransfer?.files?.[0];
+    if (file) void openFile(file);
+  });
+}
+
+async function boot(): Promise<void> {
+  wire();
+  // From file:// Chromium refuses fetch(); the wasm binaries then come from a classic script.
+  if (location.protocol === 'file:' && !(inlineWasmGlobal in globalThis)) await loadClassicScript('wasm-inline.js');
+  const host = BrowserReplayHost.create({ base: new URL('wasm/', document.baseURI), log: consoleLog('warn') });
+  page = { host, busy: false };
+  setButtons();
+  host.then(
+    (hst) => {
+      $('#engine-info').textContent = `engine ${String(hst.engineDescription.engineVersion ?? '')} · wasm ready in ${hst.warmupMs.toFixed(0)} ms`;
+    },
+    (err) => setStatus(`the engine could not be loaded: ${(err as Error).message}`, 'error'),
+  );
+  const src = new URLSearchParams(location.search).get('src');
+  if (src) await openUrl(src);
+  else {
+    setStatus('open a run export (agent-workflow export <run-id> --out run.json)');
+    await host;
+    document.body.dataset.ready = 'idle';
+  }
+}
+
+boot().catch((err) => {
+  setStatus(`error: ${(err as Error).message}`, 'error');
+  document.body.dataset.ready = 'error';
+});
