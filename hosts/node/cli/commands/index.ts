@@ -4,3 +4,4 @@ import { routerCommands } from './router.js';
 
 export const extraCommands: Record<string, CliCommand> = { ...routerCommands };
 Object.assign(extraCommands, (await import('./catalog.js')).catalogCommands);
+Object.assign(extraCommands, (await import('./browser.js')).browserCommands);
