@@ -14,7 +14,7 @@
  * No Node built-ins here: the file is bundled for browsers too.
  */
 import { DefaultIntrinsics, RELEASE_SYNC, newQuickJSWASMModuleFromVariant, newVariant } from 'quickjs-emscripten';
-import type { QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant, QuickJSWASMModule } from 'quickjs-emscripten';
+import type { CustomizeVariantOptions, QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant, QuickJSWASMModule } from 'quickjs-emscripten';
 import { runtimePoisoningCodes, scriptError, type ScriptError } from './errors.js';
 import { scanJsonText, utf8ByteLength } from './json-text.js';
 import * as L from './limits.js';
@@ -37,14 +37,24 @@ export type ScriptOutcome =
   | { ok: true; /** JSON text */ output: string; fuelUsed: number }
   | { ok: false; error: ScriptError };
 
-/** Supplies the QuickJS sync variant; the evaluator adds its own bounded memory. */
+/**
+ * Supplies the base QuickJS sync variant (default: quickjs-emscripten's
+ * RELEASE_SYNC). Return a base variant, not one made with `newVariant`: the
+ * evaluator applies `newVariant` itself to add its bounded memory, and a
+ * second layer would drop it (checked at load).
+ */
 export type VariantLoader = () => QuickJSSyncVariant | Promise<QuickJSSyncVariant>;
+
+/** Options passed to quickjs-emscripten's `newVariant` (where the .wasm lives, a precompiled module, ...). */
+export type VariantOptions = Omit<CustomizeVariantOptions, 'wasmMemory'>;
 
 export interface ScriptEvaluatorOptions {
   /** Defaults for every evaluation; each `evaluate` call may override them within the maxima. */
   limits?: Partial<ScriptLimits>;
   /** Where the QuickJS variant comes from (default: quickjs-emscripten's RELEASE_SYNC). */
   loadVariant?: VariantLoader;
+  /** E.g. `{ wasmLocation: '/assets/emscripten-module.wasm' }` in a browser. */
+  variantOptions?: VariantOptions;
   /**
    * How QuickJS's poll counter is reset before each run so fuel is
    * deterministic: 'auto' writes the located field (falls back to 'loop');
@@ -59,6 +69,8 @@ export interface ScriptEvaluatorDiagnostics {
   pollCounterReset: 'direct' | 'loop';
   /** Evaluations run on the current context. */
   evaluationsOnContext: number;
+  /** Current size of the module's linear memory. */
+  wasmMemoryBytes: number;
 }
 
 export const defaultScriptLimits: Readonly<ScriptLimits> = Object.freeze({
@@ -136,12 +148,18 @@ export class ScriptEvaluator {
     private readonly loadVariant: VariantLoader,
     private readonly defaults: ScriptLimits,
     private readonly pollCounterMode: 'auto' | 'loop',
+    private readonly variantOptions: VariantOptions,
   ) {}
 
   static async create(options: ScriptEvaluatorOptions = {}): Promise<ScriptEvaluator> {
     const defaults = resolveScriptLimits(defaultScriptLimits, options.limits);
     if (isScriptError(defaults)) throw new RangeError(defaults.message);
-    const evaluator = new ScriptEvaluator(options.loadVariant ?? (() => RELEASE_SYNC), defaults, options.pollCounterReset ?? 'auto');
+    const evaluator = new ScriptEvaluator(
+      options.loadVariant ?? (() => RELEASE_SYNC),
+      defaults,
+      options.pollCounterReset ?? 'auto',
+      options.variantOptions ?? {},
+    );
     // A spare module is kept loaded so that a module discarded after a host
     // failure can be replaced synchronously, inside `evaluate`.
     [evaluator.module, evaluator.spare] = await Promise.all([evaluator.loadModule(), evaluator.loadModule()]);
@@ -161,6 +179,7 @@ export class ScriptEvaluator {
     return {
       pollCounterReset: instance?.counterAddress !== undefined ? 'direct' : 'loop',
       evaluationsOnContext: instance?.evaluations ?? 0,
+      wasmMemoryBytes: this.module?.getWasmMemory().buffer.byteLength ?? 0,
     };
   }
 
@@ -216,7 +235,10 @@ export class ScriptEvaluator {
       initial: L.wasmMemoryBytesInitial / L.wasmPageBytes,
       maximum: L.wasmMemoryBytesMax / L.wasmPageBytes,
     });
-    return newQuickJSWASMModuleFromVariant(newVariant(base, { wasmMemory }));
+    const module = await newQuickJSWASMModuleFromVariant(newVariant(base, { ...this.variantOptions, wasmMemory }));
+    // The bound on linear memory is the sandbox's last line against heap bugs; never run without it.
+    if (module.getWasmMemory() !== wasmMemory) throw new Error('the QuickJS variant did not use the bounded WebAssembly.Memory');
+    return module;
   }
 
   /** Loads a spare module in the background, so a discarded one can be replaced synchronously. */

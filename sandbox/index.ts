@@ -8,6 +8,7 @@ export {
   type ScriptEvaluatorOptions,
   type VariantLoader,
   type ScriptEvaluatorDiagnostics,
+  type VariantOptions,
 } from './evaluator.js';
 export { scriptErrorCodes, type ScriptError, type ScriptErrorCode } from './errors.js';
 export * as sandboxLimits from './limits.js';

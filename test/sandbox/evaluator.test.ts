@@ -187,6 +187,15 @@ describe('recovery after resource failures', () => {
     expect(stack.ok ? 'ok' : stack.error.code).toBe('script.stack');
     expect(ev.evaluate('return input.items.length', items)).toEqual(ok('3'));
   });
+  it('refuses a variant that drops the bounded memory', async () => {
+    const { newVariant, RELEASE_SYNC } = await import('quickjs-emscripten');
+    await expect(ScriptEvaluator.create({ loadVariant: () => newVariant(RELEASE_SYNC, {}) })).rejects.toThrow(/bounded WebAssembly.Memory/);
+  });
+  it('keeps linear memory near the heap limit after a heap bomb', () => {
+    const r = ev.evaluate('let s = []; for (;;) s.push("x".repeat(1000) + s.length)', 'null', { memoryBytes: 8 * 1024 * 1024 });
+    expect(r.ok ? 'ok' : r.error.code).toBe('script.memory');
+    expect(ev.diagnostics().wasmMemoryBytes).toBeLessThanOrEqual(64 * 1024 * 1024);
+  });
   it('throws when used after dispose', async () => {
     const e = await ScriptEvaluator.create();
     e.dispose();
