@@ -146,7 +146,7 @@ export class EngineCore {
       runId: request.runId,
       expectedSeq,
       lastSeq: activation.run.seq,
-      events: activation.events.map((e) => JSON.stringify(e)),
+      events: activation.eventTexts,
       checkpoint,
       plan: planForCommit,
       status: state.status,

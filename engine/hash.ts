@@ -29,8 +29,40 @@ export function digestOf(value: unknown): string {
   return `sha256:${sha256Hex(canonicalJson(value))}`;
 }
 
-/** A short, portable, deterministic id: `<prefix>-<hex>` of at most 36 characters. */
+/** 53 bits of a fast, non-cryptographic string hash (cyrb53), as 14 hex digits. */
+function hash53(text: string, seed: number): string {
+  let h1 = 0xdeadbeef ^ seed;
+  let h2 = 0x41c6ce57 ^ seed;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  const n = 4294967296 * (2097151 & h2) + (h1 >>> 0);
+  return n.toString(16).padStart(14, '0');
+}
+
+/**
+ * A short, portable, deterministic id: `<prefix>-<hex>` of at most 36 characters. Ids only need
+ * to be unique, not unguessable; a 106-bit non-cryptographic hash is enough and costs a fraction
+ * of SHA-256 in the guest's interpreter.
+ */
 export function derivedId(prefix: string, ...parts: (string | number)[]): string {
-  const hexChars = 35 - prefix.length;
-  return `${prefix}-${sha256Hex(parts.join('\u0000')).slice(0, hexChars)}`;
+  const text = parts.join('\u0000');
+  return `${prefix}-${(hash53(text, 1) + hash53(text, 2)).slice(0, 35 - prefix.length)}`;
+}
+
+const runKeys = new Map<string, string>();
+
+/** Event ids: a per-run key (hashed once) and the seq. */
+export function eventId(runId: string, seq: number): string {
+  let key = runKeys.get(runId);
+  if (key === undefined) {
+    key = `e${hash53(runId, 3)}${hash53(runId, 4).slice(0, 8)}`;
+    if (runKeys.size >= 1024) runKeys.delete(runKeys.keys().next().value as string);
+    runKeys.set(runId, key);
+  }
+  return `${key}-${seq.toString(36)}`;
 }

@@ -11,19 +11,18 @@ import { EngineCore, type CoreHost } from './core.js';
 import { EngineError } from './errors.js';
 import type { ActivationRequest, ScriptHost } from './runtime/activation.js';
 import { inspect, recorded, type ReplayRequest } from './replay/replay.js';
-import { splitLines, utf8Decode, utf8Encode } from './utf8.js';
 import { engineVersion, eventSchemaVersion, checkpointSchemaVersion, supportedFlags } from './version.js';
 import { limits } from './limits.js';
 
-function joinLines(lines: string[]): Uint8Array {
-  return utf8Encode(lines.join('\n'));
+function splitLines(text: string): string[] {
+  return text.length === 0 ? [] : text.split('\n').filter((line) => line.length > 0);
 }
 
 const scripts: ScriptHost = {
   evaluate(source, inputJson, l) {
     try {
-      const r = sandboxEvaluate(source, utf8Encode(inputJson), { fuel: l.fuel, memoryBytes: l.memoryBytes, stackBytes: l.stackBytes, outputBytes: l.outputBytes });
-      return { ok: true, output: utf8Decode(r.output), fuelUsed: r.fuelUsed };
+      const r = sandboxEvaluate(source, inputJson, { fuel: l.fuel, memoryBytes: l.memoryBytes, stackBytes: l.stackBytes, outputBytes: l.outputBytes });
+      return { ok: true, output: r.output, fuelUsed: r.fuelUsed };
     } catch (err) {
       const e = (err as { payload?: unknown }).payload ?? err;
       const p = e as { code?: string; message?: string; line?: number };
@@ -48,8 +47,8 @@ const host: CoreHost = {
     }
     if (!tail) return undefined;
     return {
-      plan: utf8Decode(tail.plan),
-      checkpoint: tail.checkpoint ? utf8Decode(tail.checkpoint) : undefined,
+      plan: tail.plan,
+      checkpoint: tail.checkpoint || undefined,
       events: splitLines(tail.events),
       lastSeq: tail.lastSeq,
     };
@@ -59,14 +58,14 @@ const host: CoreHost = {
       runId: c.runId,
       expectedSeq: c.expectedSeq,
       lastSeq: c.lastSeq,
-      events: joinLines(c.events),
-      checkpoint: c.checkpoint === undefined ? undefined : utf8Encode(c.checkpoint),
-      plan: c.plan === undefined ? undefined : utf8Encode(c.plan),
+      events: c.events.join('\n'),
+      checkpoint: c.checkpoint,
+      plan: c.plan,
       status: c.status,
     });
   },
   request(r) {
-    gatewayRequest(utf8Encode(JSON.stringify(r)));
+    gatewayRequest(JSON.stringify(r));
   },
   cancel(invocationId, reason) {
     gatewayCancel(invocationId, reason);
@@ -75,12 +74,12 @@ const host: CoreHost = {
 
 const core = new EngineCore(host);
 
-function toPayload(err: unknown): { code: string; message: string; detail: Uint8Array } {
+function toPayload(err: unknown): { code: string; message: string; detail: string } {
   if (err instanceof EngineError) {
-    return { code: err.code, message: err.message, detail: err.detail === undefined ? new Uint8Array(0) : utf8Encode(JSON.stringify(err.detail)) };
+    return { code: err.code, message: err.message, detail: err.detail === undefined ? '' : JSON.stringify(err.detail) };
   }
   if (err instanceof CompileError) {
-    return { code: err.code, message: err.message, detail: utf8Encode(JSON.stringify({ errors: err.errors })) };
+    return { code: err.code, message: err.message, detail: JSON.stringify({ errors: err.errors }) };
   }
   const message = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
   const stack = err instanceof Error && err.stack ? err.stack : '';
@@ -89,7 +88,7 @@ function toPayload(err: unknown): { code: string; message: string; detail: Uint8
   } catch {
     // Logging is best effort.
   }
-  return { code: 'engine.internal', message, detail: utf8Encode(JSON.stringify({ stack })) };
+  return { code: 'engine.internal', message, detail: JSON.stringify({ stack }) };
 }
 
 function guarded<T>(fn: () => T): T {
@@ -101,54 +100,52 @@ function guarded<T>(fn: () => T): T {
   }
 }
 
-function parse<T>(bytes: Uint8Array, what: string): T {
+function parse<T>(text: string, what: string): T {
   try {
-    return JSON.parse(utf8Decode(bytes)) as T;
+    return JSON.parse(text) as T;
   } catch (err) {
     throw new EngineError('engine.bad-json', `${what} is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 
 export const engine = {
-  describe(): Uint8Array {
-    return utf8Encode(
-      JSON.stringify({
+  describe(): string {
+    return JSON.stringify({
         engineVersion,
         eventSchemaVersion,
         checkpointSchemaVersion,
         flags: supportedFlags,
         nodeDefinitionSetHash: nodeDefinitionSetHash(),
         limits,
-      }),
-    );
+      });
   },
 
-  validate(template: Uint8Array): Uint8Array {
+  validate(template: string): string {
     try {
       if (template.length > limits.templateBytesMax) {
-        return utf8Encode(JSON.stringify({ ok: false, errors: [{ code: 'template.too-large', pointer: '', message: `the template has ${template.length} bytes (at most ${limits.templateBytesMax})` }] }));
+        return JSON.stringify({ ok: false, errors: [{ code: 'template.too-large', pointer: '', message: `the template has ${template.length} characters (at most ${limits.templateBytesMax})` }] });
       }
       let value: unknown;
       try {
-        value = JSON.parse(utf8Decode(template));
+        value = JSON.parse(template);
       } catch (err) {
-        return utf8Encode(JSON.stringify({ ok: false, errors: [{ code: 'template.bad-json', pointer: '', message: `not valid JSON: ${err instanceof Error ? err.message : String(err)}` }] }));
+        return JSON.stringify({ ok: false, errors: [{ code: 'template.bad-json', pointer: '', message: `not valid JSON: ${err instanceof Error ? err.message : String(err)}` }] });
       }
       const errors = validateTemplate(value, scripts.checkSyntax);
       const report: Record<string, unknown> = { ok: errors.length === 0, errors };
       if (errors.length === 0) report.semanticHash = semanticHash(value);
-      return utf8Encode(JSON.stringify(report));
+      return JSON.stringify(report);
     } catch (err) {
       const p = toPayload(err);
-      return utf8Encode(JSON.stringify({ ok: false, errors: [{ code: p.code, pointer: '', message: p.message }] }));
+      return JSON.stringify({ ok: false, errors: [{ code: p.code, pointer: '', message: p.message }] });
     }
   },
 
-  compile(request: Uint8Array): Uint8Array {
-    return guarded(() => utf8Encode(JSON.stringify(compilePlan(parse<CompileRequest>(request, 'compile request'), scripts.checkSyntax))));
+  compile(request: string): string {
+    return guarded(() => JSON.stringify(compilePlan(parse<CompileRequest>(request, 'compile request'), scripts.checkSyntax)));
   },
 
-  activate(activation: Uint8Array): Uint8Array {
+  activate(activation: string): string {
     return guarded(() => {
       const a = parse<ActivationRequest & { plan?: any; templateKey?: string }>(activation, 'activation');
       if (typeof a.runId !== 'string' || typeof a.now !== 'number' || !Array.isArray(a.facts)) {
@@ -156,7 +153,7 @@ export const engine = {
       }
       const { plan, templateKey, ...request } = a;
       const summary = core.activate(request, plan ? { plan, templateKey } : undefined);
-      return utf8Encode(JSON.stringify(summary));
+      return JSON.stringify(summary);
     });
   },
 
@@ -168,12 +165,12 @@ export const engine = {
     }
   },
 
-  replay(request: Uint8Array): Uint8Array {
+  replay(request: string): string {
     return guarded(() => {
       const r = parse<ReplayRequest>(request, 'replay request');
       const report = r.mode === 'inspect' ? inspect(r) : r.mode === 'recorded' ? recorded(r, scripts) : undefined;
       if (report === undefined) throw new EngineError('replay.bad-mode', `replay mode must be inspect or recorded, got ${JSON.stringify(r.mode)}`);
-      return utf8Encode(JSON.stringify(report));
+      return JSON.stringify(report);
     });
   },
 };

@@ -22,11 +22,12 @@ export const limits = {
   /** Runs held hot in one engine instance before the least recently used is evicted. */
   hotRunsMax: 256,
   scriptSourceBytesMax: 65_536,
-  scriptFuelDefault: 20_000,
-  scriptFuelMax: 1_000_000,
+  /** Fuel is counted in QuickJS interrupt-handler calls (about 10,000 interpreter steps each). */
+  scriptFuelDefault: 1_000,
+  scriptFuelMax: 100_000,
   scriptMemoryBytesDefault: 33_554_432,
   scriptMemoryBytesMax: 268_435_456,
-  scriptStackBytesDefault: 262_144,
+  scriptStackBytesDefault: 65_536,
   scriptOutputBytesDefault: 1_048_576,
   errorMessageCharsMax: 2_000,
 } as const;

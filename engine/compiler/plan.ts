@@ -48,12 +48,22 @@ export function semanticHash(template: unknown): string {
   return digestOf(semantic);
 }
 
+let definitionSetHash: string | undefined;
+
+/** Computed once; the module's top level runs at build time, so the snapshot already holds it. */
 export function nodeDefinitionSetHash(): string {
+  if (definitionSetHash === undefined) definitionSetHash = computeNodeDefinitionSetHash();
+  return definitionSetHash;
+}
+
+function computeNodeDefinitionSetHash(): string {
   const entries = [...nodeDefinitions.values()]
     .map((d) => ({ uses: d.uses, schemaHash: digestOf(d.configSchema), implementationDigest: d.implementationDigest }))
     .sort((a, b) => (a.uses < b.uses ? -1 : a.uses > b.uses ? 1 : 0));
   return digestOf(entries);
 }
+
+nodeDefinitionSetHash();
 
 export function templateKey(id: string, revision: number | undefined): string {
   return revision === undefined ? `${id}@inline` : `${id}@${revision}`;

@@ -15,7 +15,21 @@ export interface SchemaProblem {
   message: string;
 }
 
+// Plans are cached, so the same schema object comes back again and again: look it up by identity
+// before paying for a canonical digest.
+const byIdentity = new WeakMap<object, ValidateFunction>();
+
 export function compileSchema(schema: unknown): ValidateFunction {
+  if (schema !== null && typeof schema === 'object') {
+    const known = byIdentity.get(schema);
+    if (known) return known;
+  }
+  const validate = compileByDigest(schema);
+  if (schema !== null && typeof schema === 'object') byIdentity.set(schema, validate);
+  return validate;
+}
+
+function compileByDigest(schema: unknown): ValidateFunction {
   const key = digestOf(schema);
   const cached = cache.get(key);
   if (cached) return cached;

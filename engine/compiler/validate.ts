@@ -6,7 +6,7 @@ import { capabilityCovers, conditionOperators, impliedCapability, nodeDefinition
 import { apiVersion, type Binding, type NodeSpec, type ValidationError, type WorkflowTemplate } from '../protocol/template.js';
 import { templateSchema } from '../protocol/template-schema.js';
 import { ancestorsOf, buildGraph, topologicalOrder } from './graph.js';
-import { checkAgainst, schemaCompileProblem } from './schemas.js';
+import { checkAgainst, compileSchema, schemaCompileProblem } from './schemas.js';
 
 export type SyntaxChecker = (source: string) => { message: string; line?: number } | undefined;
 
@@ -176,3 +176,8 @@ function checkNodeSemantics(
   }
   if (node.uses === 'core.start@1' && Object.keys(inputs).length > 0) add('node.inputs-unexpected', `${at}/inputs`, 'core.start@1 takes the run input; it has no inputs');
 }
+
+// Compile the fixed schemas while the module initialises: that happens once, at build time, in
+// the component's snapshot, instead of in the first validation of every process.
+compileSchema(templateSchema);
+for (const definition of nodeDefinitions.values()) compileSchema(definition.configSchema);

@@ -34,7 +34,7 @@ const scriptConfig = {
     limits: {
       type: 'object',
       additionalProperties: false,
-      properties: { fuel: { type: 'integer', minimum: 1, maximum: 1_000_000 }, memoryBytes: { type: 'integer', minimum: 1_048_576, maximum: 268_435_456 } },
+      properties: { fuel: { type: 'integer', minimum: 1, maximum: 100_000 }, memoryBytes: { type: 'integer', minimum: 1_048_576, maximum: 268_435_456 } },
     },
   },
 };

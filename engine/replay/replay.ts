@@ -92,9 +92,13 @@ function factsOf(group: EventEnvelope[]): Fact[] {
   return facts;
 }
 
+/** Plan identity fields: they differ by construction when an edited template is replayed. */
+const planIdentity = new Set(['planHash', 'templateKey']);
+
 function comparable(e: EventEnvelope, withEnvelope: boolean): string {
   if (withEnvelope) return JSON.stringify(e);
-  return JSON.stringify({ seq: e.seq, type: e.type, node: e.node ?? null, payload: e.payload });
+  const payload = e.type === 'run.accepted' ? Object.fromEntries(Object.entries(e.payload).filter(([k]) => !planIdentity.has(k))) : e.payload;
+  return JSON.stringify({ seq: e.seq, type: e.type, node: e.node ?? null, payload });
 }
 
 export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
@@ -181,7 +185,8 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
     const y = JSON.stringify(replayedNodes[id] ?? null);
     if (x !== y) changedNodes.push({ nodeId: id, recorded: (recordedNodes[id] ?? null) as unknown as Json, replayed: (replayedNodes[id] ?? null) as unknown as Json });
   }
-  const unrecorded = gatewayCalls.filter((r) => !events.some((e) => e.type === 'capability.completed' && (e.payload as Record<string, any>).invocationId === r.invocationId));
+  const completed = new Set(events.filter((e) => e.type === 'capability.completed').map((e) => (e.payload as Record<string, any>).invocationId as string));
+  const unrecorded = gatewayCalls.filter((r) => !completed.has(r.invocationId));
   return {
     mode: 'recorded',
     runId,

@@ -3,7 +3,7 @@
 // applies it with `reduce`, so the journal and the state cannot disagree.
 import type { ExecutionPlan } from '../compiler/plan.js';
 import type { Graph } from '../compiler/graph.js';
-import { derivedId } from '../hash.js';
+import { eventId } from '../hash.js';
 import type { Json } from '../json.js';
 import { reduce } from '../state/reduce.js';
 import type { EventEnvelope, RunState } from '../state/types.js';
@@ -82,34 +82,61 @@ export class Activation {
     return this.state!;
   }
 
-  emit(type: string, payload: Record<string, Json | undefined>, node?: { id: string; attempt: number; invocationId?: string; item?: number }): EventEnvelope {
-    const seq = (this.state?.seq ?? 0) + 1;
-    const runId = this.request.runId;
-    const t = this.plan.templates[this.templateKey];
-    const event: EventEnvelope = {
-      schemaVersion: eventSchemaVersion,
-      eventId: derivedId('ev', runId, seq),
-      runId,
-      seq,
-      type,
-      occurredAt: new Date(this.request.now).toISOString(),
-      workflow: {
+  /** The JSON of each event, built as it is emitted (the journal stores exactly this text). */
+  readonly eventTexts: string[] = [];
+  private envelope?: { occurredAt: string; workflow: EventEnvelope['workflow']; workflowJson: string; originJson: string; correlationJson: string };
+
+  private envelopeParts() {
+    if (!this.envelope) {
+      const t = this.plan.templates[this.templateKey];
+      const workflow: EventEnvelope['workflow'] = {
         id: t.template.metadata.id,
         ...(t.revision !== undefined ? { revision: t.revision } : {}),
         semanticHash: t.semanticHash,
         engineVersion: this.plan.engineVersion,
         nodeDefinitionSetHash: this.plan.nodeDefinitionSetHash,
-      },
+      };
+      const origin = { actor: this.request.actor ?? 'engine', activation: this.number };
+      this.envelope = {
+        occurredAt: new Date(this.request.now).toISOString(),
+        workflow,
+        workflowJson: JSON.stringify(workflow),
+        originJson: JSON.stringify(origin),
+        correlationJson: this.request.correlation !== undefined ? `,"correlation":${JSON.stringify(this.request.correlation)}` : '',
+      };
+    }
+    return this.envelope;
+  }
+
+  emit(type: string, payload: Record<string, Json | undefined>, node?: { id: string; attempt: number; invocationId?: string; item?: number }): EventEnvelope {
+    const seq = (this.state?.seq ?? 0) + 1;
+    const runId = this.request.runId;
+    const parts = this.envelopeParts();
+    const event: EventEnvelope = {
+      schemaVersion: eventSchemaVersion,
+      eventId: eventId(runId, seq),
+      runId,
+      seq,
+      type,
+      occurredAt: parts.occurredAt,
+      workflow: parts.workflow,
       origin: { actor: this.request.actor ?? 'engine', activation: this.number },
       payload: stripUndefined(payload),
     };
+    let nodeJson = '';
     if (node) {
       const spec = this.graph.nodes.get(node.id);
       event.node = { id: node.id, uses: spec ? spec.uses : 'unknown', attempt: node.attempt };
       if (node.invocationId !== undefined) event.node.invocationId = node.invocationId;
       if (node.item !== undefined) event.node.item = node.item;
+      nodeJson = `,"node":${JSON.stringify(event.node)}`;
     }
     if (this.request.correlation !== undefined) event.correlation = this.request.correlation;
+    // Key order is the envelope's declared order; the text is built from cached parts because
+    // serialising in the guest's interpreter is the largest cost of an activation.
+    this.eventTexts.push(
+      `{"schemaVersion":${eventSchemaVersion},"eventId":"${event.eventId}","runId":${JSON.stringify(runId)},"seq":${seq},"type":"${type}","occurredAt":"${parts.occurredAt}","workflow":${parts.workflowJson}${nodeJson}${parts.correlationJson},"origin":${parts.originJson},"payload":${JSON.stringify(event.payload)}}`,
+    );
     this.state = reduce(this.state, event);
     this.events.push(event);
     return event;

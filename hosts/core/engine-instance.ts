@@ -107,33 +107,43 @@ export class EngineInstance {
       'gm-hz:workflow/journal@1.0.0': {
         load(runId: string) {
           try {
-            return host.load(runId);
+            const tail = host.load(runId);
+            if (!tail) return undefined;
+            return { plan: decoder.decode(tail.plan), checkpoint: tail.checkpoint ? decoder.decode(tail.checkpoint) : undefined, events: decoder.decode(tail.events), lastSeq: tail.lastSeq };
           } catch (err) {
             const e = err as { code?: string; message?: string };
             throw errorWithPayload({ code: typeof e.code === 'string' ? e.code : 'store.io', message: String(e.message ?? err) });
           }
         },
-        commit(request: CommitEntry) {
-          staged().commits.push(request);
+        commit(request: { runId: string; expectedSeq: number; lastSeq: number; events: string; checkpoint?: string; plan?: string; status: string }) {
+          staged().commits.push({
+            runId: request.runId,
+            expectedSeq: request.expectedSeq,
+            lastSeq: request.lastSeq,
+            events: encoder.encode(request.events),
+            ...(request.checkpoint !== undefined ? { checkpoint: encoder.encode(request.checkpoint) } : {}),
+            ...(request.plan !== undefined ? { plan: encoder.encode(request.plan) } : {}),
+            status: request.status,
+          });
         },
       },
       'gm-hz:workflow/gateway@1.0.0': {
-        request(bytes: Uint8Array) {
-          staged().requests.push(JSON.parse(decoder.decode(bytes)) as GatewayRequest);
+        request(json: string) {
+          staged().requests.push(JSON.parse(json) as GatewayRequest);
         },
         cancel(invocationId: string, reason: string) {
           staged().cancels.push({ invocationId, reason });
         },
       },
       'gm-hz:workflow/sandbox@1.0.0': {
-        evaluate(source: string, input: Uint8Array, limits: ScriptLimits) {
+        evaluate(source: string, input: string, limits: ScriptLimits) {
           let outcome;
           try {
-            outcome = host.evaluateScript(source, decoder.decode(input), limits);
+            outcome = host.evaluateScript(source, input, limits);
           } catch (err) {
             outcome = { ok: false as const, error: { code: 'script.host-error', message: err instanceof Error ? err.message : String(err) } };
           }
-          if (outcome.ok) return { output: encoder.encode(outcome.output), fuelUsed: outcome.fuelUsed };
+          if (outcome.ok) return { output: outcome.output, fuelUsed: outcome.fuelUsed };
           throw errorWithPayload({ code: outcome.error.code, message: outcome.error.message, line: outcome.error.line });
         },
         checkSyntax(source: string) {
@@ -164,11 +174,11 @@ export class EngineInstance {
     } catch (err) {
       const payload = (err as { payload?: unknown }).payload;
       if (payload && typeof payload === 'object' && typeof (payload as { code?: unknown }).code === 'string') {
-        const p = payload as { code: string; message: string; detail?: Uint8Array };
+        const p = payload as { code: string; message: string; detail?: string };
         let detail: unknown;
         if (p.detail && p.detail.length > 0) {
           try {
-            detail = JSON.parse(decoder.decode(p.detail));
+            detail = JSON.parse(p.detail);
           } catch {
             detail = undefined;
           }
@@ -195,8 +205,8 @@ export class EngineInstance {
   activate(activation: { runId: string; now: number; facts: unknown[]; actor?: string; correlation?: unknown; plan?: ExecutionPlan; templateKey?: string }): { summary: ActivationSummary } & StagedWork {
     this.takeStaged();
     try {
-      const out = this.call('activate', (e) => e.activate(encoder.encode(JSON.stringify(activation))));
-      return { summary: JSON.parse(decoder.decode(out)) as ActivationSummary, ...this.takeStaged() };
+      const out = this.call('activate', (e) => e.activate(JSON.stringify(activation)));
+      return { summary: JSON.parse(out) as ActivationSummary, ...this.takeStaged() };
     } finally {
       this.takeStaged();
     }
@@ -207,19 +217,19 @@ export class EngineInstance {
   }
 
   describe(): Record<string, unknown> {
-    return JSON.parse(decoder.decode(this.call('describe', (e) => e.describe())));
+    return JSON.parse(this.call('describe', (e) => e.describe()));
   }
 
   validate(template: string | Uint8Array): ValidationReport {
-    const bytes = typeof template === 'string' ? encoder.encode(template) : template;
-    return JSON.parse(decoder.decode(this.call('validate', (e) => e.validate(bytes)))) as ValidationReport;
+    const text = typeof template === 'string' ? template : decoder.decode(template);
+    return JSON.parse(this.call('validate', (e) => e.validate(text))) as ValidationReport;
   }
 
   compile(request: { root: { template: unknown; revision?: number }; dependencies?: { template: unknown; revision: number }[] }): ExecutionPlan {
-    return JSON.parse(decoder.decode(this.call('compile', (e) => e.compile(encoder.encode(JSON.stringify(request)))))) as ExecutionPlan;
+    return JSON.parse(this.call('compile', (e) => e.compile(JSON.stringify(request)))) as ExecutionPlan;
   }
 
   replay(request: { mode: 'inspect' | 'recorded'; plan: ExecutionPlan; editedPlan?: ExecutionPlan; events: unknown[] }): Record<string, unknown> {
-    return JSON.parse(decoder.decode(this.call('replay', (e) => e.replay(encoder.encode(JSON.stringify(request))))));
+    return JSON.parse(this.call('replay', (e) => e.replay(JSON.stringify(request))));
   }
 }
