@@ -16,22 +16,14 @@
 import { DefaultIntrinsics, RELEASE_SYNC, newQuickJSWASMModuleFromVariant, newVariant } from 'quickjs-emscripten';
 import type { CustomizeVariantOptions, QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant, QuickJSWASMModule } from 'quickjs-emscripten';
 import { runtimePoisoningCodes, scriptError, type ScriptError } from './errors.js';
-import { scanJsonText, utf8ByteLength } from './json-text.js';
+import { checkInput, checkSourceShape, lineCount, memoryInUse, readResult } from './guest-results.js';
 import * as L from './limits.js';
-import { preludeSource, scriptLineOffset } from './prelude.js';
+import { locatePollCounter, writePollCounter } from './poll-counter.js';
+import { preludeSource } from './prelude.js';
+import { defaultScriptLimits, isScriptError, resolveScriptLimits, type ScriptLimits } from './script-limits.js';
 
 export type { ScriptError } from './errors.js';
-
-export interface ScriptLimits {
-  /** Interrupt-handler calls (one per ~10 000 interpreter polls). */
-  fuel: number;
-  /** QuickJS heap bytes available to the script. */
-  memoryBytes: number;
-  /** QuickJS stack bytes (at most 64 KiB, see limits.ts). */
-  stackBytes: number;
-  /** UTF-8 bytes of the output JSON text. */
-  outputBytes: number;
-}
+export { defaultScriptLimits, resolveScriptLimits, type ScriptLimits } from './script-limits.js';
 
 export type ScriptOutcome =
   | { ok: true; /** JSON text */ output: string; fuelUsed: number }
@@ -71,42 +63,6 @@ export interface ScriptEvaluatorDiagnostics {
   evaluationsOnContext: number;
   /** Current size of the module's linear memory. */
   wasmMemoryBytes: number;
-}
-
-export const defaultScriptLimits: Readonly<ScriptLimits> = Object.freeze({
-  fuel: L.fuelDefault,
-  memoryBytes: L.memoryBytesDefault,
-  stackBytes: L.stackBytesDefault,
-  outputBytes: L.outputBytesDefault,
-});
-
-const limitRanges: Record<keyof ScriptLimits, readonly [number, number]> = {
-  fuel: [1, L.fuelMax],
-  memoryBytes: [L.memoryBytesMin, L.memoryBytesMax],
-  stackBytes: [L.stackBytesMin, L.stackBytesMax],
-  outputBytes: [1, L.outputBytesMax],
-};
-
-/** Applies `requested` over `base`; every field must be an integer inside its range. */
-export function resolveScriptLimits(base: ScriptLimits, requested?: Partial<ScriptLimits>): ScriptLimits | ScriptError {
-  const out = { ...base };
-  if (requested === undefined) return out;
-  if (requested === null || typeof requested !== 'object') return scriptError('script.request-invalid', 'limits must be an object');
-  for (const key of Object.keys(requested)) {
-    if (!Object.hasOwn(limitRanges, key)) return scriptError('script.request-invalid', `unknown limit '${key}'`);
-    const value = (requested as Record<string, unknown>)[key];
-    if (value === undefined) continue;
-    const [min, max] = limitRanges[key as keyof ScriptLimits];
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      return scriptError('script.request-invalid', `limit '${key}' must be an integer from ${min} to ${max}`);
-    }
-    out[key as keyof ScriptLimits] = value;
-  }
-  return out;
-}
-
-function isScriptError(x: ScriptLimits | ScriptError): x is ScriptError {
-  return typeof (x as ScriptError).code === 'string';
 }
 
 const intrinsics = { ...DefaultIntrinsics, Date: false };
@@ -164,7 +120,7 @@ export class ScriptEvaluator {
     // failure can be replaced synchronously, inside `evaluate`.
     [evaluator.module, evaluator.spare] = await Promise.all([evaluator.loadModule(), evaluator.loadModule()]);
     const instance = evaluator.ensureInstance();
-    evaluator.baselineBytes = memoryInUse(instance);
+    evaluator.baselineBytes = memoryInUse(instance.runtime, instance.context);
     return evaluator;
   }
 
@@ -294,7 +250,25 @@ export class ScriptEvaluator {
       const instance: Instance = {
         runtime, context, compile, exec, drain, evaluations: 0, counterFresh: false, counterAddress: undefined, memory: module.getWasmMemory(),
       };
-      if (this.pollCounterMode === 'auto') instance.counterAddress = this.locatePollCounter(instance);
+      if (this.pollCounterMode === 'auto') {
+        instance.counterAddress = locatePollCounter({
+          context,
+          memory: instance.memory,
+          drain: () => {
+            instance.counterFresh = false;
+            this.resetPollCounter(instance);
+          },
+          unmetered: (fn) => {
+            this.mode = 'setup';
+            try {
+              fn();
+            } finally {
+              this.mode = 'count';
+            }
+          },
+        });
+        if (instance.counterAddress !== undefined) instance.counterFresh = true;
+      }
       this.instance = instance;
       return instance;
     } catch (e) {
@@ -321,78 +295,6 @@ export class ScriptEvaluator {
     }
   }
 
-  /**
-   * QuickJS keeps its poll counter in a private field of JSContext and has no
-   * call to reset it; resetting it by running a loop until the next handler
-   * call costs up to 10 000 polls per evaluation. So the field is located
-   * once per context, by observation, and written directly: it must read
-   * exactly 10 000 right after a handler call, drop by the same amount for the
-   * same loop, drop further for a longer loop, be the only such word, and a
-   * write to it must be honoured. If any check fails, the loop is used.
-   */
-  private locatePollCounter(instance: Instance): number | undefined {
-    const base = (instance.context as unknown as { ctx?: { value?: unknown } }).ctx?.value;
-    if (typeof base !== 'number' || !Number.isInteger(base) || base <= 0 || base % 4 !== 0) return undefined;
-    const words = 512;
-    if (base + words * 4 > instance.memory.buffer.byteLength) return undefined;
-    const { context } = instance;
-    const probe = context.evalCode('(n) => { for (let i = 0; i < n; i++) {} }', 'probe.js');
-    if (probe.error) {
-      probe.error.dispose();
-      return undefined;
-    }
-    const read = (): Int32Array => new Int32Array(instance.memory.buffer, base, words).slice();
-    const spin = (n: number): void => {
-      this.mode = 'setup';
-      try {
-        const arg = context.newNumber(n);
-        const r = context.callFunction(probe.value, context.undefined, arg);
-        arg.dispose();
-        if (r.error) {
-          r.error.dispose();
-          throw new Error('probe failed');
-        }
-        r.value.dispose();
-      } finally {
-        this.mode = 'count';
-      }
-    };
-    try {
-      instance.counterFresh = false;
-      this.resetPollCounter(instance);
-      const a = read();
-      spin(50);
-      const b = read();
-      spin(100);
-      const c = read();
-      const found: number[] = [];
-      for (let i = 0; i < words; i++) {
-        const d1 = a[i] - b[i];
-        const d2 = b[i] - c[i];
-        if (a[i] === pollCounterInit && d1 > 0 && d2 > d1 && c[i] > 0) found.push(i);
-      }
-      if (found.length !== 1) return undefined;
-      const i = found[0];
-      const address = base + i * 4;
-      const write = () => {
-        new Int32Array(instance.memory.buffer)[address >> 2] = pollCounterInit;
-      };
-      write();
-      spin(50);
-      if (read()[i] !== pollCounterInit - (a[i] - b[i])) return undefined;
-      write();
-      spin(100);
-      if (read()[i] !== pollCounterInit - (b[i] - c[i])) return undefined;
-      write();
-      instance.counterFresh = true;
-      return address;
-    } catch {
-      return undefined;
-    } finally {
-      probe.value.dispose();
-    }
-  }
-
   private onInterrupt(): boolean {
     if (this.mode === 'drain') return true;
     if (this.mode === 'setup') return false;
@@ -407,7 +309,7 @@ export class ScriptEvaluator {
   /** Leaves QuickJS's per-context poll counter at its reset value, so fuel counts from the same phase every time. */
   private resetPollCounter(instance: Instance): void {
     if (instance.counterAddress !== undefined) {
-      new Int32Array(instance.memory.buffer)[instance.counterAddress >> 2] = pollCounterInit;
+      writePollCounter(instance.memory, instance.counterAddress);
       instance.counterFresh = true;
       return;
     }
@@ -521,62 +423,3 @@ export class ScriptEvaluator {
 
 class SandboxUnavailable extends Error {}
 
-/** QuickJS resets its per-context poll counter to this value each time it calls the interrupt handler. */
-const pollCounterInit = 10_000;
-
-function lineCount(source: string): number {
-  let lines = 1;
-  for (let i = source.indexOf('\n'); i !== -1; i = source.indexOf('\n', i + 1)) lines++;
-  return lines;
-}
-
-function memoryInUse(instance: Instance): number {
-  const handle = instance.runtime.computeMemoryUsage();
-  try {
-    const usage = instance.context.dump(handle) as { malloc_size?: number };
-    return typeof usage.malloc_size === 'number' ? usage.malloc_size : 0;
-  } finally {
-    handle.dispose();
-  }
-}
-
-function checkSourceShape(source: unknown): ScriptError | undefined {
-  if (typeof source !== 'string') return scriptError('script.request-invalid', 'source must be a string');
-  if (source.length > L.sourceCharsMax) return scriptError('script.request-invalid', `source is longer than ${L.sourceCharsMax} characters`);
-  return undefined;
-}
-
-function checkInput(inputJson: unknown): ScriptError | undefined {
-  if (typeof inputJson !== 'string') return scriptError('script.input-invalid', 'input must be JSON text');
-  if (inputJson.length > L.inputBytesMax || utf8ByteLength(inputJson) > L.inputBytesMax) {
-    return scriptError('script.input-invalid', `input is larger than ${L.inputBytesMax} bytes`);
-  }
-  const problem = scanJsonText(inputJson, L.inputDepthMax);
-  return problem ? scriptError('script.input-invalid', problem.detail) : undefined;
-}
-
-function readResult(
-  context: QuickJSContext,
-  value: QuickJSHandle,
-  outputBytes: number,
-  fuelUsed: number,
-  sourceLines: number,
-): { ok: true; output: string; fuelUsed: number } | { ok: false; error: ScriptError } {
-  if (context.typeof(value) === 'string') {
-    const output = context.getString(value);
-    if (utf8ByteLength(output) > outputBytes) {
-      return { ok: false, error: scriptError('script.output-too-large', `output is larger than ${outputBytes} bytes`) };
-    }
-    if (scanJsonText(output, L.outputDepthMax)?.reason === 'too-deep') {
-      return { ok: false, error: scriptError('script.output-too-large', `output is nested deeper than ${L.outputDepthMax} levels`) };
-    }
-    return { ok: true, output, fuelUsed };
-  }
-  const code = context.getProp(value, 0).consume((h) => context.getString(h));
-  const message = context.getProp(value, 1).consume((h) => context.getString(h));
-  const rawLine = context.getProp(value, 2).consume((h) => context.getNumber(h));
-  const error: ScriptError = { code, message };
-  // An error at the end of the source is reported on the wrapper's closing line.
-  if (rawLine > scriptLineOffset) error.line = Math.min(rawLine - scriptLineOffset, sourceLines);
-  return { ok: false, error };
-}
