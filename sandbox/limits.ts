@@ -82,5 +82,9 @@ export const workerEvaluationMsMax = 30_000;
 export const shutdownGraceMsMax = 10_000;
 /** Heap ceiling of one service worker thread (V8 old generation), in MiB. */
 export const workerHeapMbMax = 128;
+/** How often the service compares its RSS with its cap. */
+export const rssCheckMs = 250;
+/** Least time between two worker recycles for memory. */
+export const rssRecycleMsMin = 5_000;
 /** Bytes of the bearer token file read at start-up. */
 export const tokenFileBytesMax = 4_096;

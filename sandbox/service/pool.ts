@@ -48,6 +48,9 @@ export class WorkerPool {
   private idleWaiters: (() => void)[] = [];
   private readonly workerUrl: URL;
   private readonly jobMsMax: number;
+  /** Set when a worker fails before any worker became ready (a missing or broken worker module). */
+  private startupError: Error | undefined;
+  private everReady = false;
 
   constructor(private readonly options: WorkerPoolOptions) {
     if (!Number.isInteger(options.workers) || options.workers < 1 || options.workers > L.serviceWorkersMax) {
@@ -63,7 +66,11 @@ export class WorkerPool {
 
   /** Resolves once every worker has loaded its evaluator. */
   async ready(): Promise<void> {
-    while (this.slots.some((s) => !s.ready)) await new Promise((r) => setTimeout(r, 10));
+    for (;;) {
+      if (this.startupError) throw this.startupError;
+      if (this.slots.length === this.options.workers && this.slots.every((s) => s.ready)) return;
+      await new Promise((r) => setTimeout(r, 10));
+    }
   }
 
   get queued(): number {
@@ -111,6 +118,7 @@ export class WorkerPool {
     worker.on('message', (message: { ready?: true; id?: number; outcome?: ScriptOutcome }) => {
       if (message.ready) {
         slot.ready = true;
+        this.everReady = true;
       } else if (slot.running && message.id === slot.running.id && message.outcome) {
         const job = slot.running;
         this.finish(slot);
@@ -118,7 +126,11 @@ export class WorkerPool {
       }
       this.pump();
     });
-    worker.on('error', () => this.replace(slot, 'the worker failed'));
+    worker.on('error', (e) => {
+      // A worker that cannot even start would be replaced forever; stop instead.
+      if (!this.everReady) this.startupError ??= e instanceof Error ? e : new Error(String(e));
+      this.replace(slot, 'the worker failed');
+    });
     worker.on('exit', () => this.replace(slot, 'the worker exited'));
     return slot;
   }
@@ -140,7 +152,7 @@ export class WorkerPool {
     slot.worker.on('error', () => {});
     void slot.worker.terminate();
     if (job) job.resolve(workerFailure(reason));
-    if (!this.closed) this.slots.push(this.spawn());
+    if (!this.closed && !this.startupError) this.slots.push(this.spawn());
     this.pump();
   }
 

@@ -79,7 +79,12 @@ export async function startSandboxService(options: SandboxServiceOptions = {}): 
     workerUrl: options.workerUrl,
     jobMsMax: options.jobMsMax,
   });
-  await pool.ready();
+  try {
+    await pool.ready();
+  } catch (e) {
+    await pool.close();
+    throw e;
+  }
 
   let closing = false;
   const server = createServer((req, res) => {
@@ -136,9 +141,15 @@ export async function startSandboxService(options: SandboxServiceOptions = {}): 
   let rssTimer: NodeJS.Timeout | undefined;
   if (options.rssBytesMax !== undefined) {
     const cap = options.rssBytesMax;
+    let lastRecycle = 0;
     rssTimer = setInterval(() => {
-      if (process.memoryUsage.rss() > cap) pool.recycleAll();
-    }, 250);
+      // Replacing workers costs a module load each; do it at most every few seconds.
+      const now = performance.now();
+      if (now - lastRecycle >= L.rssRecycleMsMin && process.memoryUsage.rss() > cap) {
+        lastRecycle = now;
+        pool.recycleAll();
+      }
+    }, L.rssCheckMs);
     rssTimer.unref();
   }
 

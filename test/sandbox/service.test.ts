@@ -112,6 +112,9 @@ describe('start-up refusals', () => {
   it('refuses insecureNoAuth off loopback', async () => {
     await expect(startSandboxService({ env: {}, insecureNoAuth: true, host: '0.0.0.0', workerUrl: workerUrl() })).rejects.toBeInstanceOf(ServiceConfigError);
   });
+  it('fails to start, instead of retrying forever, when the worker module cannot load', async () => {
+    await expect(startSandboxService({ token, workers: 1, workerUrl: new URL('file:///nonexistent/worker.js') })).rejects.toThrow();
+  });
   it('serves without auth on loopback when asked', async () => {
     const open = await startSandboxService({ env: {}, insecureNoAuth: true, workers: 1, workerUrl: workerUrl() });
     try {
