@@ -165,6 +165,7 @@ async function openExport(text: string, name: string): Promise<void> {
   // Node states and the outcome come from the component's inspect replay.
   await runReplay('inspect');
   document.body.dataset.ready = '1';
+  document.body.dataset.loads = String(Number(document.body.dataset.loads ?? 0) + 1);
   (globalThis as Record<string, unknown>).__pageReadyMs = performance.now();
 }
 
