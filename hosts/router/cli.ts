@@ -119,20 +119,30 @@ async function start(args: StartArgs): Promise<number> {
   const profile = args.profile ?? host.profile ?? 'edge';
   if (profile !== 'edge' && profile !== 'standalone') throw new UsageError(`--profile must be edge or standalone, not ${JSON.stringify(profile)}`);
   const manifest = args.runs ? readManifest(args.runs) : [];
+  const signalled = waitForSignal(); // before anything can take a signal's default action
   const { RouterHost } = await import('./runtime.js');
   const router: RouterHost = await RouterHost.open({ ...host, dir: dirOption, profile, cadenceMs: args.cadenceMs ?? host.cadenceMs });
   print('RouterStarted', { pid: process.pid, dir: dirOption, profile, execArgv: process.execArgv, recovery: router.recovery });
-  const stopOnSignal = waitForSignal().then(async (signal) => {
+  try {
+    return await serve(router, manifest, args.untilIdle, signalled);
+  } finally {
+    await router.stop(); // a no-op when already stopped; after an error it ends the cadence
+  }
+}
+
+async function serve(router: RouterHost, manifest: { template: Record<string, unknown>; input: unknown; count: number }[], untilIdle: boolean, signalled: Promise<string>): Promise<number> {
+  const stopOnSignal = signalled.then(async (signal) => {
     process.stderr.write(`agent-workflow router: ${signal}: stopping\n`);
     await router.stop();
     return signal;
   });
   const launched: string[] = [];
   for (const entry of manifest) {
-    for (let i = 0; i < entry.count; i++) launched.push((await router.launch(entry.template, entry.input)).runId);
+    const plan = router.compile(entry.template);
+    for (let i = 0; i < entry.count; i++) launched.push((await router.launch({ type: 'plan', plan }, entry.input)).runId);
   }
   if (launched.length > 0) print('RunsLaunched', { runIds: launched });
-  if (!args.untilIdle) {
+  if (!untilIdle) {
     await stopOnSignal;
     return routerExitCodes.ok;
   }
