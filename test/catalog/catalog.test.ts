@@ -2,7 +2,7 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { CatalogError, semanticChanges } from '../../dist/hosts/node/catalog.js';
 import type { WorkflowRuntime } from '../../dist/hosts/node/index.js';
-import { api, approvalChild, callerTemplate, openRuntime, publish, tempDir, upperTemplate, waitUntil } from './helpers.js';
+import { api, approvalChild, callerTemplate, openRuntime, publish, removeTempDirs, tempDir, upperTemplate, waitUntil } from './helpers.js';
 
 // One runtime for the tests that need no restart (each uses its own workflow ids); opening the
 // engine component is the slow part.
@@ -19,6 +19,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await shared?.close();
+  removeTempDirs();
 });
 
 function thrown(fn: () => unknown): any {

@@ -3,10 +3,12 @@
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { parseArgs } from '../../dist/hosts/node/cli/args.js';
 import { catalogCommands, resolveRunTarget, runPublished } from '../../dist/hosts/node/cli/commands/catalog.js';
-import { openRuntime, tempDir, upperTemplate } from './helpers.js';
+import { openRuntime, removeTempDirs, tempDir, upperTemplate } from './helpers.js';
+
+afterAll(removeTempDirs);
 
 const main = join(__dirname, '..', '..', 'dist', 'hosts', 'node', 'cli', 'main.js');
 const legacyDir = join(__dirname, '..', 'fixtures', 'legacy');

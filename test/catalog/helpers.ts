@@ -1,12 +1,21 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 
 export const api = 'workflow.gm-hz.dev/v1alpha1';
 
+const made: string[] = [];
+
 export function tempDir(prefix = 'catalog-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  made.push(dir);
+  return dir;
+}
+
+/** Removes the directories `tempDir` made; call it once every runtime of the file is closed. */
+export function removeTempDirs(): void {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 export const tools = {

@@ -2,9 +2,11 @@
 // (needs_attention, with the run id), never guessed at; a changed node-definition set is reported.
 import BetterSqlite3 from 'better-sqlite3';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { CatalogError, RunNeedsAttentionError, canonicalDigest } from '../../dist/hosts/node/catalog.js';
-import { approvalChild, openRuntime, publish, tempDir, upperTemplate } from './helpers.js';
+import { approvalChild, openRuntime, publish, removeTempDirs, tempDir, upperTemplate } from './helpers.js';
+
+afterAll(removeTempDirs);
 
 /** A run paused at an approval (it has a checkpoint), in a closed store. */
 async function pausedRun(dir: string, runId: string): Promise<number> {

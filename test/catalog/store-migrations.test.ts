@@ -4,11 +4,13 @@ import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 import { migrations, schemaVersion } from '../../dist/hosts/node/migrations.js';
 import { fixtureRuns, parent, tools } from '../fixtures/stores/fixture-workflows.mjs';
-import { tempDir, waitUntil } from './helpers.js';
+import { removeTempDirs, tempDir, waitUntil } from './helpers.js';
+
+afterAll(removeTempDirs);
 
 const fixtures = join(__dirname, '..', 'fixtures', 'stores');
 const fixtureVersions = readdirSync(fixtures)

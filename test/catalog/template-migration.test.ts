@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 import { migrateTemplate } from '../../dist/hosts/node/template-migration.js';
-import { openRuntime, tempDir } from './helpers.js';
+import { openRuntime, removeTempDirs, tempDir } from './helpers.js';
 
 const legacyDir = join(__dirname, '..', 'fixtures', 'legacy');
 const legacy = Object.fromEntries(readdirSync(legacyDir).map((f) => [f.replace('.legacy.json', ''), JSON.parse(readFileSync(join(legacyDir, f), 'utf8'))]));
@@ -31,6 +31,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await rt?.close();
+  removeTempDirs();
 });
 
 describe('migrate-template', () => {
