@@ -26,7 +26,7 @@ export const memoryBytesMax = 256 * 1024 * 1024;
  */
 export const wasmMemoryBytesMax = memoryBytesMax + 64 * 1024 * 1024;
 /** A module whose linear memory grew past this is replaced after a heap failure (memory never shrinks). */
-export const wasmMemoryBytesRetainMax = 64 * 1024 * 1024;
+export const wasmMemoryBytesRetainMax = 32 * 1024 * 1024;
 /** Initial linear memory of a module instance. */
 export const wasmMemoryBytesInitial = 16 * 1024 * 1024;
 /** WebAssembly page size (fixed by the spec). */

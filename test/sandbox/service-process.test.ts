@@ -44,6 +44,7 @@ describe('service process (sandbox serve)', () => {
   it('answers every adversarial case with its expected code and stays under its RSS cap', async () => {
     const remote = createRemoteEvaluator({ url, token });
     try {
+      console.log(`service RSS at start: ${rssMb(child.pid!).toFixed(0)} MiB`);
       for (let round = 0; round < 1; round++) {
         const results = await Promise.all(adversarialCases.map((c) => remote.evaluate(c.source, c.input ?? 'null', c.limits)));
         results.forEach((r, i) => {
@@ -52,6 +53,7 @@ describe('service process (sandbox serve)', () => {
           expect(got, c.name).toEqual('code' in c.expect ? c.expect : { ok: (c.expect as { ok: string }).ok });
         });
       }
+      console.log(`service RSS after the cases: ${rssMb(child.pid!).toFixed(0)} MiB`);
       // Heap bombs at the largest memory this service allows.
       const bombs = Array.from({ length: 4 }, () => remote.evaluate('const a = []; for (;;) a.push(new Array(4096).fill(7))', 'null', { memoryBytes: 32 * 1024 * 1024 }));
       for (const r of await Promise.all(bombs)) expect(r.ok ? 'ok' : r.error.code).toBe('script.memory');
