@@ -81,6 +81,7 @@ function renderRun(model: RunModel): void {
 function showReport(mode: ReplayMode, report: Record<string, any>, ms: number): void {
   const pre = $('#replay-report');
   pre.textContent = JSON.stringify(report);
+  (globalThis as Record<string, unknown>).__lastReplay = { mode, ms };
   pre.dataset.mode = mode;
   pre.dataset.count = String(Number(pre.dataset.count ?? 0) + 1);
   const verdict = $('#replay-verdict');
