@@ -39,12 +39,15 @@ const scriptConfig = {
   },
 };
 
-const toolConfig = { type: 'object', required: ['tool'], additionalProperties: false, properties: { tool: capabilityName, idempotent: { type: 'boolean' } } };
+// Secrets never appear in a template: a node names an opaque reference that the gateway resolves
+// at call time.
+const secretRefs = { credentialRef: portableId, connectionRef: portableId };
+const toolConfig = { type: 'object', required: ['tool'], additionalProperties: false, properties: { tool: capabilityName, idempotent: { type: 'boolean' }, ...secretRefs } };
 const agentConfig = {
   type: 'object',
   required: ['agent'],
   additionalProperties: false,
-  properties: { agent: capabilityName, instructions: { type: 'string', maxLength: 100_000 }, outputSchema: { type: ['object', 'boolean'] } },
+  properties: { agent: capabilityName, instructions: { type: 'string', maxLength: 100_000 }, outputSchema: { type: ['object', 'boolean'] }, ...secretRefs },
 };
 const workflowConfig = { type: 'object', required: ['workflow'], additionalProperties: false, properties: { workflow: workflowRef } };
 

@@ -87,7 +87,7 @@ export const templateSchema = {
         policies: {
           type: 'object',
           additionalProperties: false,
-          properties: { timeoutMs: { type: 'integer', minimum: 1, maximum: 2_678_400_000 } },
+          properties: { timeoutMs: { type: 'integer', minimum: 1, maximum: 2_678_400_000 }, capture: { enum: ['metadata', 'standard', 'replayable'] } },
         },
       },
     },

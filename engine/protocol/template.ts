@@ -50,7 +50,8 @@ export interface WorkflowTemplate {
     nodes: NodeSpec[];
     edges: EdgeSpec[];
     outputs?: Record<string, Binding>;
-    policies?: { timeoutMs?: number };
+    /** `capture` can only narrow the deployment's capture policy, never widen it. */
+    policies?: { timeoutMs?: number; capture?: 'metadata' | 'standard' | 'replayable' };
   };
   layout?: Json;
 }

@@ -16,6 +16,8 @@ export interface ReplayRequest {
   /** A different plan to replay against (an edited template); recorded mode only. */
   editedPlan?: ExecutionPlan;
   events: EventEnvelope[];
+  /** Captured artifacts by digest, as JSON text (recorded mode needs those of capability results). */
+  artifacts?: Record<string, string>;
 }
 
 interface NodeView {
@@ -58,7 +60,21 @@ export function inspect(request: ReplayRequest): Json {
 }
 
 /** The facts an activation received, read back from the events it wrote. */
-function factsOf(group: EventEnvelope[]): Fact[] {
+function capturedOutput(p: Record<string, any>, artifacts: Record<string, string>): Json {
+  if (!p.artifact) return p.output;
+  const ref = p.artifact as { digest: string; redacted?: boolean };
+  const text = ref.redacted ? undefined : artifacts[ref.digest];
+  if (text === undefined) {
+    throw new EngineError(
+      'replay.artifact-missing',
+      `recorded replay needs the result of ${p.invocationId}, which was ${ref.redacted ? 'redacted by the capture policy' : `not captured (artifact ${ref.digest} is not in the journal export)`}; replay with mode inspect, or record runs with capture mode "replayable"`,
+      { invocationId: p.invocationId, digest: ref.digest, redacted: ref.redacted === true },
+    );
+  }
+  return JSON.parse(text) as Json;
+}
+
+function factsOf(group: EventEnvelope[], artifacts: Record<string, string>): Fact[] {
   const facts: Fact[] = [];
   for (const e of group) {
     const p = e.payload as Record<string, any>;
@@ -74,7 +90,13 @@ function factsOf(group: EventEnvelope[]): Fact[] {
         break;
       case 'capability.completed':
       case 'capability.late':
-        facts.push({ type: 'capability-completed', invocationId: p.invocationId, ok: p.ok, ...(p.ok ? { output: p.output } : { error: p.error }) });
+        facts.push({
+          type: 'capability-completed',
+          invocationId: p.invocationId,
+          ok: p.ok,
+          ...(p.ok ? { output: capturedOutput(p, artifacts) } : { error: p.error }),
+          ...(p.artifact ? { artifact: p.artifact } : {}),
+        });
         break;
       case 'run.cancel-requested':
         facts.push({ type: 'cancel-requested', reason: p.reason, by: p.by });
@@ -136,7 +158,7 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
   const skippedFacts: Json[] = [];
   const templateKey = (events[0].payload as Record<string, any>).templateKey as string;
   for (const group of groups) {
-    const facts = factsOf(group).filter((f) => {
+    const facts = factsOf(group, request.artifacts ?? {}).filter((f) => {
       if (f.type !== 'capability-completed' || requested.has(f.invocationId) || !edited) return true;
       skippedFacts.push({ invocationId: f.invocationId, reason: 'the edited plan never requested it' });
       return false;

@@ -27,10 +27,18 @@ export interface ScriptHost {
 /** Facts: inputs of an activation, in the past tense. */
 export type Fact =
   | { type: 'run-requested'; input: Json; authority: { id: string; scopes: string[] }; parentRunId?: string; correlation?: Json; timeoutMs?: number }
-  | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: Json; error?: { code: string; message: string; retryable?: boolean } }
+  | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: Json; error?: { code: string; message: string; retryable?: boolean }; artifact?: ArtifactRef }
   | { type: 'cancel-requested'; reason?: string; by?: string }
   | { type: 'resume-requested'; by?: string; authority?: { id: string; scopes: string[] }; afterRestart?: boolean; effects?: Record<string, string> }
   | { type: 'outcome-resolved'; nodeId: string; resolution: 'succeeded' | 'retry' | 'fail'; output?: Json; reason?: string; by: string };
+
+/** A captured (or redacted) capability payload, stored by the host under its digest. */
+export interface ArtifactRef {
+  digest: string;
+  size: number;
+  mediaType: string;
+  redacted: boolean;
+}
 
 export interface ActivationRequest {
   runId: string;

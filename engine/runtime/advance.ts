@@ -151,6 +151,8 @@ export function requestFor(a: Activation, spec: NodeSpec, uses: string, config: 
     if (config.instructions !== undefined) extra.instructions = config.instructions;
     if (config.outputSchema !== undefined) extra.outputSchema = config.outputSchema;
   }
+  if (config.credentialRef !== undefined) extra.credentialRef = config.credentialRef;
+  if (config.connectionRef !== undefined) extra.connectionRef = config.connectionRef;
   if (kind === 'approval') {
     if (config.prompt !== undefined) extra.prompt = config.prompt;
     if (config.approvers !== undefined) extra.approvers = config.approvers;

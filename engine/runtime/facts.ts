@@ -70,7 +70,12 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
 
 function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capability-completed' }>): void {
   const inv = a.run.inflight[fact.invocationId];
-  const outcome: Record<string, Json | undefined> = fact.ok ? { ok: true, output: fact.output ?? null } : { ok: false, error: normaliseError(fact.error) as unknown as Json };
+  // A payload the host captured as an artifact is recorded by its digest, not inline.
+  const outcome: Record<string, Json | undefined> = fact.ok
+    ? fact.artifact
+      ? { ok: true, artifact: fact.artifact as unknown as Json }
+      : { ok: true, output: fact.output ?? null }
+    : { ok: false, error: normaliseError(fact.error) as unknown as Json };
   if (!inv) {
     // Evidence only: a duplicate, a completion after cancellation, or after the run ended.
     a.emit('capability.late', { invocationId: fact.invocationId, reason: isTerminal(a) ? `run ${a.run.status}` : 'not in flight', ...outcome });

@@ -229,7 +229,7 @@ export class EngineInstance {
     return JSON.parse(this.call('compile', (e) => e.compile(JSON.stringify(request)))) as ExecutionPlan;
   }
 
-  replay(request: { mode: 'inspect' | 'recorded'; plan: ExecutionPlan; editedPlan?: ExecutionPlan; events: unknown[] }): Record<string, unknown> {
+  replay(request: { mode: 'inspect' | 'recorded'; plan: ExecutionPlan; editedPlan?: ExecutionPlan; events: unknown[]; artifacts?: Record<string, string> }): Record<string, unknown> {
     return JSON.parse(this.call('replay', (e) => e.replay(JSON.stringify(request))));
   }
 }

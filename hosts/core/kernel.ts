@@ -18,7 +18,27 @@ export interface RunOutcome {
   seq: number;
 }
 
+/**
+ * What a deployment keeps of capability payloads. `metadata`: digests and sizes only (recorded
+ * replay is refused); `standard`: payloads up to `maxArtifactBytes`, larger ones redacted;
+ * `replayable`: every payload. Payloads above `inlineBytesMax` are stored once as artifacts and
+ * events carry their digest. A template's `spec.policies.capture` can only narrow this.
+ */
+export interface CapturePolicy {
+  mode: 'metadata' | 'standard' | 'replayable';
+  maxArtifactBytes: number;
+  inlineBytesMax: number;
+}
+
+export const defaultCapture: CapturePolicy = { mode: 'replayable', maxArtifactBytes: 16 * 1024 * 1024, inlineBytesMax: 16 * 1024 };
+
+const captureOrder = ['metadata', 'standard', 'replayable'] as const;
+
 export interface KernelOptions {
+  /** Capture of capability payloads; needs `sha256` and a store with `putArtifact`. */
+  capture?: CapturePolicy;
+  /** `sha256:<hex>` of bytes (node:crypto in Node; injected so the kernel stays platform-neutral). */
+  sha256?: (bytes: Uint8Array) => string;
   store: JournalStore;
   engine: EngineInstance;
   gateway: Gateway;
@@ -340,9 +360,14 @@ export class Kernel {
     const settle = (outcome: CapabilityOutcome | undefined) => {
       this.controllers.delete(request.invocationId);
       if (outcome === undefined || this.closed) return;
-      const fact: Fact = outcome.ok
-        ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output }
-        : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error };
+      let fact: Fact;
+      try {
+        fact = outcome.ok
+          ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output, ...this.capture(request.runId, outcome.output) }
+          : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error };
+      } catch (err) {
+        fact = { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: { code: 'capability.output-not-json', message: `the result cannot be stored: ${(err as Error).message}`, retryable: false } };
+      }
       this.deliver(request.runId, fact).catch((err) => this.options.log('warn', `delivering ${request.invocationId} failed: ${(err as Error).message}`));
     };
     let promise: Promise<CapabilityOutcome | undefined>;
@@ -354,6 +379,28 @@ export class Kernel {
     const tracked = promise.then(settle, (err) => settle(outcomeOfThrown(err, `${request.kind}.error`)));
     this.inflightDispatches.add(tracked);
     void tracked.finally(() => this.inflightDispatches.delete(tracked));
+  }
+
+  /** Decides how a capability result is kept: inline, as an artifact, or redacted to its digest. */
+  private capture(runId: string, output: unknown): { artifact?: { digest: string; size: number; mediaType: string; redacted: boolean } } {
+    const policy = this.options.capture ?? defaultCapture;
+    const sha256 = this.options.sha256;
+    const store = this.options.store;
+    if (!sha256) return {};
+    let mode = policy.mode;
+    for (const t of Object.values(this.planOf(runId).templates)) {
+      const narrowed = t.template?.spec?.policies?.capture as CapturePolicy['mode'] | undefined;
+      if (narrowed && captureOrder.indexOf(narrowed) < captureOrder.indexOf(mode)) mode = narrowed;
+    }
+    const text = JSON.stringify(output ?? null);
+    if (mode !== 'metadata' && text.length <= policy.inlineBytesMax) return {};
+    const bytes = new TextEncoder().encode(text);
+    const mediaType = 'application/json';
+    if (mode === 'metadata' || (mode === 'standard' && bytes.byteLength > policy.maxArtifactBytes) || !store.putArtifact) {
+      return { artifact: { digest: sha256(bytes), size: bytes.byteLength, mediaType, redacted: true } };
+    }
+    const ref = store.putArtifact(bytes, mediaType);
+    return { artifact: { digest: ref.digest, size: ref.size, mediaType, redacted: false } };
   }
 
   private startChild(request: GatewayRequest): void {

@@ -56,7 +56,18 @@ export interface EventPage {
   more: boolean;
 }
 
+/** A content-addressed artifact: the bytes of a large capability payload, stored once. */
+export interface ArtifactRef {
+  /** `sha256:<hex>` of the bytes. */
+  digest: string;
+  size: number;
+}
+
 export interface JournalStore {
+  /** Stores bytes once under their digest (idempotent). A store without it captures nothing. */
+  putArtifact?(bytes: Uint8Array, mediaType: string): ArtifactRef;
+  /** The bytes of an artifact, verified against the digest; `undefined` when not stored. */
+  getArtifact?(digest: string): (ArtifactRef & { bytes: Uint8Array; mediaType?: string }) | undefined;
   /**
    * Makes several entries durable in one transaction (group commit). An entry whose
    * `expectedSeq` differs from the stored last seq is rejected and reported; the others are

@@ -27,7 +27,7 @@ export type CapabilityOutcome = { ok: true; output: unknown } | { ok: false; err
 /** Facts delivered to a run (inputs of an activation). */
 export type Fact =
   | { type: 'run-requested'; input: unknown; authority: Authority; parentRunId?: string; correlation?: unknown; timeoutMs?: number }
-  | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: unknown; error?: CapabilityError }
+  | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: unknown; error?: CapabilityError; artifact?: { digest: string; size: number; mediaType: string; redacted: boolean } }
   | { type: 'cancel-requested'; reason?: string; by?: string }
   | { type: 'resume-requested'; by?: string; authority?: Authority; afterRestart?: boolean; effects?: Record<string, string> }
   | { type: 'outcome-resolved'; nodeId: string; resolution: 'succeeded' | 'retry' | 'fail'; output?: unknown; reason?: string; by: string };

@@ -44,7 +44,9 @@ export async function replayExport(exported: RunExport, options: { mode: 'inspec
   const scripts = await createScriptImports();
   try {
     const engine = await EngineInstance.create(nodeComponentLoader(), { load: () => undefined, ...scripts, log: stderrLog() });
-    return engine.replay({ mode: options.mode, plan: exported.plan, ...(options.editedPlan ? { editedPlan: options.editedPlan } : {}), events: exported.events });
+    const artifacts: Record<string, string> = {};
+    for (const [digest, a] of Object.entries(exported.artifacts ?? {})) artifacts[digest] = Buffer.from(a.base64, 'base64').toString('utf8');
+    return engine.replay({ mode: options.mode, plan: exported.plan, ...(options.editedPlan ? { editedPlan: options.editedPlan } : {}), events: exported.events, artifacts });
   } finally {
     scripts.evaluator.dispose();
   }

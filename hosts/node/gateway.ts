@@ -8,7 +8,17 @@ export interface ToolContext extends GatewayContext {
   nodeId: string;
   attempt: number;
   item?: number;
+  /** The secret behind the node's `credentialRef`, resolved for this call only. */
+  credential?: unknown;
+  /** The connection behind the node's `connectionRef`. */
+  connection?: unknown;
 }
+
+/**
+ * Resolves opaque references to secrets at call time. Whatever it returns reaches the tool in
+ * memory only; it is never part of a request, an event, a checkpoint or an artifact.
+ */
+export type CredentialResolver = (ref: { credentialRef?: string; connectionRef?: string; runId: string; nodeId: string }) => Promise<{ credential?: unknown; connection?: unknown }> | { credential?: unknown; connection?: unknown };
 
 export interface ToolDefinition {
   execute(input: any, context: ToolContext): unknown | Promise<unknown>;
@@ -42,6 +52,7 @@ export interface GatewayRegistry {
   tools?: Record<string, ToolDefinition | ToolDefinition['execute']>;
   agents?: Record<string, AgentDefinition | AgentDefinition['run']>;
   approvals?: ApprovalHandler;
+  credentials?: CredentialResolver;
 }
 
 function asTool(t: ToolDefinition | ToolDefinition['execute']): ToolDefinition {
@@ -73,6 +84,13 @@ export function registryGateway(registry: GatewayRegistry): Gateway {
     async execute(request: GatewayRequest, context: GatewayContext): Promise<CapabilityOutcome | undefined> {
       const ctx: ToolContext = { ...context, runId: request.runId, nodeId: request.nodeId, attempt: request.attempt, ...(request.item !== undefined ? { item: request.item } : {}) };
       try {
+        const refs = (request.config ?? {}) as { credentialRef?: string; connectionRef?: string };
+        if (refs.credentialRef !== undefined || refs.connectionRef !== undefined) {
+          if (!registry.credentials) return { ok: false, error: { code: 'credential.unresolved', message: `node ${request.nodeId} names a credential reference, but this host has no credential resolver`, retryable: false } };
+          const resolved = await registry.credentials({ ...refs, runId: request.runId, nodeId: request.nodeId });
+          if (resolved.credential !== undefined) ctx.credential = resolved.credential;
+          if (resolved.connection !== undefined) ctx.connection = resolved.connection;
+        }
         switch (request.kind) {
           case 'tool': {
             const tool = tools.get(request.name);
@@ -83,7 +101,7 @@ export function registryGateway(registry: GatewayRegistry): Gateway {
           case 'agent': {
             const agent = agents.get(request.name);
             if (!agent) return { ok: false, error: { code: 'agent.not-registered', message: `no agent named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
-            const config = (request.config ?? {}) as { instructions?: string; outputSchema?: unknown };
+            const { credentialRef: _c, connectionRef: _n, ...config } = (request.config ?? {}) as { instructions?: string; outputSchema?: unknown; credentialRef?: string; connectionRef?: string };
             return await Promise.race([Promise.resolve(agent.run(request.input, { ...ctx, ...config })).then((o) => ({ ok: true as const, output: o ?? null })), aborted(context.signal)]);
           }
           case 'approval': {

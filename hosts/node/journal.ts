@@ -1,11 +1,12 @@
 // The Node host's journal store: SQLite through better-sqlite3, WAL mode. One `commit` call is
 // one transaction, however many activations it holds (group commit); each entry is guarded by a
 // compare-and-set on the run's last seq.
+import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
-import { assertPortableId, StoreError, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../core/store.js';
+import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../core/store.js';
 import { migrations, schemaVersion } from './migrations.js';
 
 export interface SqliteStoreOptions {
@@ -173,6 +174,20 @@ export class SqliteJournalStore implements JournalStore {
       updated_at: number;
     }[];
     return rows.map((row) => ({ runId: row.run_id, status: row.status, lastSeq: row.last_seq, createdAt: row.created_at, updatedAt: row.updated_at }));
+  }
+
+  putArtifact(bytes: Uint8Array, mediaType: string): ArtifactRef {
+    const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    this.db.prepare('INSERT OR IGNORE INTO artifacts (digest, size, media_type, bytes, created_at) VALUES (?, ?, ?, ?, ?)').run(digest, bytes.byteLength, mediaType, bytes, this.now());
+    return { digest, size: bytes.byteLength };
+  }
+
+  getArtifact(digest: string): (ArtifactRef & { bytes: Uint8Array; mediaType: string }) | undefined {
+    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new StoreError('store.bad-id', `${JSON.stringify(digest)} is not an artifact digest`);
+    const row = this.db.prepare('SELECT size, media_type, bytes FROM artifacts WHERE digest = ?').get(digest) as { size: number; media_type: string; bytes: Buffer } | undefined;
+    if (!row) return undefined;
+    if (`sha256:${createHash('sha256').update(row.bytes).digest('hex')}` !== digest) throw new StoreError('store.corrupt', `artifact ${digest} does not match its digest`);
+    return { digest, size: row.size, mediaType: row.media_type, bytes: row.bytes };
   }
 
   close(): void {

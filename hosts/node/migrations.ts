@@ -69,6 +69,22 @@ export const migrations: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 3,
+    description: 'content-addressed artifacts of captured capability payloads',
+    destructive: false,
+    up(db) {
+      db.exec(`
+        CREATE TABLE artifacts (
+          digest      TEXT PRIMARY KEY,
+          size        INTEGER NOT NULL,
+          media_type  TEXT NOT NULL,
+          bytes       BLOB NOT NULL,
+          created_at  INTEGER NOT NULL
+        ) WITHOUT ROWID;
+      `);
+    },
+  },
 ];
 
 export const schemaVersion = migrations[migrations.length - 1].version;

@@ -1,10 +1,10 @@
 // The embedded SDK: `WorkflowRuntime` validates, launches, inspects, resumes and cancels runs of
 // the engine component, journaling to SQLite.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { newRunId } from '../core/ids.js';
-import { Kernel, KernelError, type RunOutcome } from '../core/kernel.js';
+import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { assertPortableId } from '../core/store.js';
 import { terminalStatuses, type Authority, type ExecutionPlan, type HostLog, type ValidationReport } from '../core/types.js';
 import { nodeComponentLoader } from './component.js';
@@ -26,6 +26,8 @@ export interface RuntimeOptions extends GatewayRegistry {
   authorities?: AuthorityResolver | Authority;
   log?: HostLog;
   now?: () => number;
+  /** What is kept of capability payloads (default: replayable, 16 KiB inline, 16 MiB per artifact). */
+  capture?: Partial<CapturePolicy>;
 }
 
 export type LaunchTarget =
@@ -48,6 +50,13 @@ export interface WorkflowRunHandle {
   /** Resolves when the run is terminal or paused (waiting for a person). */
   settled(): Promise<RunOutcome>;
   cancel(reason?: string): Promise<RunOutcome>;
+}
+
+/** Captured artifacts of an export as JSON text by digest, the form the engine's replay reads. */
+export function artifactTexts(exported: RunExport): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [digest, a] of Object.entries(exported.artifacts ?? {})) out[digest] = Buffer.from(a.base64, 'base64').toString('utf8');
+  return out;
 }
 
 export class WorkflowError extends Error {
@@ -87,7 +96,16 @@ export class WorkflowRuntime {
       const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => store.load(runId), ...scripts, log });
       const a = options.authorities;
       const resolveAuthority: AuthorityResolver = typeof a === 'function' ? a : () => a ?? allowEverything;
-      const kernel = new Kernel({ store, engine, gateway: registryGateway(options), log, now: options.now, authority: resolveAuthority });
+      const kernel = new Kernel({
+        store,
+        engine,
+        gateway: registryGateway(options),
+        log,
+        now: options.now,
+        authority: resolveAuthority,
+        capture: { ...defaultCapture, ...options.capture },
+        sha256: (bytes) => `sha256:${createHash('sha256').update(bytes).digest('hex')}`,
+      });
       return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose());
     } catch (err) {
       store.close();
@@ -289,7 +307,14 @@ export class WorkflowRuntime {
       after = page.lastSeq;
       if (!page.more) break;
     }
-    return { format: exportFormat, run: { runId, status: record.status, lastSeq: record.lastSeq }, plan, events, artifacts: {} };
+    const artifacts: RunExport['artifacts'] = {};
+    for (const e of events) {
+      const ref = e.payload?.artifact as { digest: string; redacted?: boolean } | undefined;
+      if (!ref || ref.redacted || artifacts[ref.digest]) continue;
+      const stored = this.store.getArtifact(ref.digest);
+      if (stored) artifacts[ref.digest] = { mediaType: stored.mediaType, base64: Buffer.from(stored.bytes).toString('base64') };
+    }
+    return { format: exportFormat, run: { runId, status: record.status, lastSeq: record.lastSeq }, plan, events, artifacts };
   }
 
   /** Compiles an edited version of a run's root template against the run's pinned dependencies. */
@@ -305,7 +330,7 @@ export class WorkflowRuntime {
     const exported = this.exportRun(runId);
     const editedPlan = options.editedTemplate !== undefined ? this.editedPlan(exported.plan, options.editedTemplate) : undefined;
     try {
-      return this.engine.replay({ mode: options.mode, plan: exported.plan, ...(editedPlan ? { editedPlan } : {}), events: exported.events });
+      return this.engine.replay({ mode: options.mode, plan: exported.plan, ...(editedPlan ? { editedPlan } : {}), events: exported.events, artifacts: artifactTexts(exported) });
     } catch (err) {
       throw asError(err);
     }
