@@ -43,7 +43,8 @@ describe('HTTP API', () => {
   });
   it('refuses missing and wrong tokens', async () => {
     const body = JSON.stringify({ source: 'return 1' });
-    for (const headers of [{}, { authorization: 'Bearer nope' }, { authorization: token }]) {
+    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer nope' }, { authorization: token }];
+    for (const headers of attempts) {
       const res = await post(service.url, body, headers);
       expect([res.status, JSON.parse(res.body).error.code, res.headers.get('www-authenticate')]).toEqual([401, 'service.unauthorized', 'Bearer']);
     }
