@@ -167,6 +167,10 @@ describe('isolation between evaluations on a reused context', () => {
     );
     expect(probe).toEqual(ok('["undefined",false,false,false,false,1,"1",false]'));
   });
+  it('no record of the last regular expression match survives', () => {
+    expect(ev.evaluate('/(secret)/.exec("a secret"); return 1', 'null')).toEqual(ok('1'));
+    expect(ev.evaluate('return [typeof RegExp.$1, typeof RegExp.lastMatch, typeof RegExp.input]', 'null')).toEqual(ok('["undefined","undefined","undefined"]'));
+  });
   it('a script that closes its wrapper cannot leave bindings behind', () => {
     const r = ev.evaluate('}); let leaked = 1; var leakedVar = 2; (function () {', 'null');
     expect(r.ok ? 'ok' : r.error.code).toMatch(/^script\.(syntax|runtime)$/);
