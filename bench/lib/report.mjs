@@ -62,7 +62,8 @@ const fmt = (x) => {
   const digits = a >= 1000 ? 0 : a >= 100 ? 1 : a >= 10 ? 2 : a >= 1 ? 3 : 4;
   return x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: Math.min(digits, a >= 100 ? 0 : 2) });
 };
-const ratio = (r) => (r == null ? '–' : `${r.toFixed(r >= 10 ? 1 : 2)}×`);
+const ratioText = (r) => (r >= 10 ? r.toFixed(1) : r >= 0.1 ? r.toFixed(2) : r.toPrecision(2));
+const ratio = (r) => (r == null ? '–' : `${ratioText(r)}×`);
 const esc = (s) => String(s ?? '').replace(/\|/g, '\\|').replace(/\n/g, ' ');
 
 export function renderMarkdown(doc) {
@@ -173,7 +174,7 @@ export function renderSvg(doc) {
       if (r.status === 'ok' && r.ratioToBestPeer > 0) {
         const x0 = X(Math.max(lo, Math.min(1, r.ratioToBestPeer))), x1 = X(Math.min(hi, Math.max(1, r.ratioToBestPeer)));
         body.push(`<rect x="${x0.toFixed(1)}" y="${y}" width="${Math.max(1.5, x1 - x0).toFixed(1)}" height="${barH}" fill="${color[n]}"/>`);
-        body.push(`<text x="${(Math.max(x1, X(1)) + 6).toFixed(1)}" y="${y + barH - 3}">${r.ratioToBestPeer.toFixed(2)}× (${x(fmt(r.median))} ${x(g.w.unit)})</text>`);
+        body.push(`<text x="${(Math.max(x1, X(1)) + 6).toFixed(1)}" y="${y + barH - 3}">${ratioText(r.ratioToBestPeer)}× (${x(fmt(r.median))} ${x(g.w.unit)})</text>`);
       } else {
         body.push(`<text x="${X(1) + 6}" y="${y + barH - 3}" fill="#888">${r.status === 'na' ? 'n/a' : 'error'}</text>`);
       }
