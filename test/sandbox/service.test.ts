@@ -165,7 +165,8 @@ describe('body limit, queue bound, isolation, shutdown', () => {
   it('keeps serving while one worker runs a runaway script', async () => {
     const order: string[] = [];
     const auth = { authorization: `Bearer ${token}` };
-    const slow = post(service.url, runaway, auth).then((r) => {
+    // The largest fuel this service allows: far more work than five small requests.
+    const slow = post(service.url, JSON.stringify({ source: 'for (;;) {}', limits: { fuel: 20_000 } }), auth).then((r) => {
       order.push('runaway');
       return r;
     });
