@@ -6,8 +6,13 @@
  *   local tool, receipts                     | what the router does
  *   -----------------------------------------+-------------------------------------------------
  *   completed                                | delivers capability-completed from the receipt
- *   none, or claimed and never started (lost)| runs it again under the same invocation id: no
+ *   none                                     | runs it again under the same invocation id: no
  *                                            | process ever existed (the claim precedes spawn)
+ *   claimed, never started (lost), idempotent| runs it again under the same invocation id
+ *   claimed, never started, not idempotent   | unknown (below): a crash between the fork inside
+ *                                            | spawn and the `started` receipt leaves exactly
+ *                                            | this, so a process may have run; the kill matrix
+ *                                            | hit that window
  *   started, process still running           | exact stop (its output pipe is gone), then as below
  *   started, gone or unverifiable, no receipt| unknown: the run is resumed with afterRestart and
  *                                            | the engine marks it needs_attention (or reissues
@@ -72,7 +77,7 @@ export function planRunRecovery(runId: string, inflight: readonly GatewayRequest
       continue;
     }
     const attempt = attempts.get(request.invocationId);
-    if (!attempt || attempt.state === 'lost') plan.rerun.push(request);
+    if (!attempt || (attempt.state === 'lost' && attempt.idempotent)) plan.rerun.push(request);
     else if (attempt.state === 'settled') plan.settled.push({ invocationId: request.invocationId, recovery: attempt });
     else plan.unknown.push(request.invocationId);
   }
