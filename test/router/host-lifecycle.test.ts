@@ -1,0 +1,77 @@
+// Router host lifecycle through dist: stop order (freeze, exact stop, settle, close; one shared
+// promise) and the pure recovery plan.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from './helpers.js';
+
+const { RouterHost, planRunRecovery, FileJournalStore } = await import('../../dist/hosts/router/index.js');
+const fixtures = fileURLToPath(new URL('./fixtures/', import.meta.url));
+
+const template = {
+  apiVersion: 'workflow.gm-hz.dev/v1alpha1',
+  kind: 'WorkflowTemplate',
+  metadata: { id: 'router-sleep' },
+  spec: {
+    requires: ['tool:sleepy'],
+    nodes: [
+      { id: 'start', uses: 'core.start@1' },
+      { id: 'sleep', uses: 'tool.call@1', config: { tool: 'sleepy' } },
+      { id: 'end', uses: 'core.end@1' },
+    ],
+    edges: [
+      { from: 'start', to: 'sleep' },
+      { from: 'sleep', to: 'end' },
+    ],
+  },
+};
+
+describe('router host stop', () => {
+  it('freezes admission, stops the running process exactly, commits its outcome, closes; concurrent stops share one promise', async () => {
+    const dir = tempDir('router-stop-');
+    const ready = path.join(dir, 'ready');
+    const sleepy = { executable: process.execPath, args: [path.join(fixtures, 'tool.mjs'), 'sleep', ready], timeoutMs: 60_000 };
+    const host = await RouterHost.open({ dir: path.join(dir, 'state'), profile: 'edge', cadenceMs: 1, stopGraceMs: 500, tools: { sleepy }, log: () => undefined });
+    const a = await host.launch(template, {});
+    const b = await host.launch(template, {});
+    while (!fs.existsSync(ready)) await new Promise((r) => setTimeout(r, 10));
+    const first = host.stop();
+    const second = host.stop();
+    expect(second).toBe(first);
+    await expect(host.launch(template, {})).rejects.toMatchObject({ code: 'host.stopping' });
+    await first;
+    const store = FileJournalStore.open(path.join(dir, 'state'));
+    try {
+      const types = (runId: string) => store.readEvents(runId, 0, 1000).events.map((e: string) => JSON.parse(e));
+      const all = [...types(a.runId), ...types(b.runId)];
+      const completions = all.filter((e) => e.type === 'capability.completed');
+      // Both attempts were running (edge: two in flight); each got an exact stop and was settled
+      // from its completion receipt before the store closed; nothing else started.
+      expect(completions).toHaveLength(2);
+      for (const c of completions) expect(c.payload).toMatchObject({ ok: false, error: { code: 'tool.stopped' } });
+      expect(all.filter((e) => e.type === 'capability.requested')).toHaveLength(2);
+    } finally {
+      store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('recovery plan', () => {
+  const req = (id: string, kind = 'tool', name = 'local') => ({ invocationId: id, runId: 'r', nodeId: 'n', attempt: 1, kind, name, input: {}, effect: 'unknown' });
+  const isLocal = (r: { kind: string; name: string }) => r.kind === 'tool' && r.name === 'local';
+  it('settles from receipts, re-runs what never started, leaves the rest to the engine', () => {
+    const completion = { invocationId: 'done', exitCode: 0, signal: null, output: 1, stderrTail: '', endedAt: 1 };
+    const attempts = new Map<string, any>([
+      ['done', { state: 'settled', invocationId: 'done', idempotent: false, completion }],
+      ['lost-idem', { state: 'lost', invocationId: 'lost-idem', idempotent: true }],
+      ['lost', { state: 'lost', invocationId: 'lost', idempotent: false }],
+      ['gone', { state: 'needs_attention', invocationId: 'gone', idempotent: true, reason: 'process-gone', detail: '' }],
+    ]);
+    const plan = planRunRecovery('r', [req('done'), req('none'), req('lost-idem'), req('lost'), req('gone'), req('js', 'tool', 'inproc'), req('ag', 'agent', 'a')], attempts, isLocal);
+    expect(plan.settled.map((s: any) => s.invocationId)).toEqual(['done']);
+    expect(plan.rerun.map((r: any) => r.invocationId)).toEqual(['none', 'lost-idem']);
+    expect(plan.unknown).toEqual(['lost', 'gone', 'js', 'ag']);
+  });
+});
