@@ -126,7 +126,7 @@ async function buildBrowser() {
   const builder = join(root, 'hosts', 'browser', 'build-page.mjs');
   if (!existsSync(builder)) return;
   const { buildBrowserPage } = await import(builder);
-  const inputs = [...listFiles(join(root, 'hosts', 'browser')), ...listFiles(join(dist, 'component')), join(root, 'build.mjs')];
+  const inputs = [...listFiles(join(root, 'hosts', 'browser')), ...listFiles(join(root, 'hosts', 'core')), ...listFiles(join(root, 'sandbox')), ...listFiles(join(dist, 'component')), join(root, 'build.mjs')];
   await step('browser', inputs, [join(dist, 'browser', 'index.html')], () => buildBrowserPage({ root, dist }));
 }
 

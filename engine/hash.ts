@@ -44,6 +44,11 @@ function hash53(text: string, seed: number): string {
   return n.toString(16).padStart(14, '0');
 }
 
+/** Ids of plans without the `ids-v2` flag: SHA-256 of the parts (kept so old runs replay). */
+export function derivedIdV1(prefix: string, ...parts: (string | number)[]): string {
+  return `${prefix}-${sha256Hex(parts.join('\u0000')).slice(0, 35 - prefix.length)}`;
+}
+
 /**
  * A short, portable, deterministic id: `<prefix>-<hex>` of at most 36 characters. Ids only need
  * to be unique, not unguessable; a 106-bit non-cryptographic hash is enough and costs a fraction

@@ -3,7 +3,7 @@
 import { digestOf } from '../hash.js';
 import { foreachBodyUses, nodeDefinitions } from '../protocol/node-definitions.js';
 import type { ValidationError, WorkflowTemplate } from '../protocol/template.js';
-import { engineVersion, supportedFlags } from '../version.js';
+import { currentFlags, engineVersion } from '../version.js';
 import { validateTemplate, type SyntaxChecker } from './validate.js';
 
 export interface PlanTemplate {
@@ -117,7 +117,7 @@ export function compilePlan(request: CompileRequest, checkSyntax: SyntaxChecker)
   const body = {
     planVersion: 1 as const,
     engineVersion,
-    flags: [...supportedFlags],
+    flags: [...currentFlags],
     nodeDefinitionSetHash: nodeDefinitionSetHash(),
     root,
     templates,

@@ -117,8 +117,12 @@ function factsOf(group: EventEnvelope[], artifacts: Record<string, string>): Fac
 /** Plan identity fields: they differ by construction when an edited template is replayed. */
 const planIdentity = new Set(['planHash', 'templateKey']);
 
+/**
+ * The fields of an event in the envelope's declared order, whatever order the recorded text had
+ * (an older engine wrote `node` after `payload`).
+ */
 function comparable(e: EventEnvelope, withEnvelope: boolean): string {
-  if (withEnvelope) return JSON.stringify(e);
+  if (withEnvelope) return JSON.stringify([e.schemaVersion, e.eventId, e.runId, e.seq, e.type, e.occurredAt, e.workflow, e.node ?? null, e.correlation ?? null, e.origin, e.payload]);
   const payload = e.type === 'run.accepted' ? Object.fromEntries(Object.entries(e.payload).filter(([k]) => !planIdentity.has(k))) : e.payload;
   return JSON.stringify({ seq: e.seq, type: e.type, node: e.node ?? null, payload });
 }

@@ -3,7 +3,7 @@
 // applies it with `reduce`, so the journal and the state cannot disagree.
 import type { ExecutionPlan } from '../compiler/plan.js';
 import type { Graph } from '../compiler/graph.js';
-import { eventId } from '../hash.js';
+import { derivedId, derivedIdV1, eventId } from '../hash.js';
 import type { Json } from '../json.js';
 import { reduce } from '../state/reduce.js';
 import type { EventEnvelope, RunState } from '../state/types.js';
@@ -70,6 +70,11 @@ export class Activation {
   readonly requests: GatewayRequest[] = [];
   readonly cancels: { invocationId: string; reason: string }[] = [];
   readonly number: number;
+  /** Id derivation of the plan's `ids-v*` flag: runs replay with the ids they were recorded with. */
+  readonly deriveId: (prefix: string, ...parts: (string | number)[]) => string;
+  private readonly eventIdOf: (runId: string, seq: number) => string;
+  /** Correlation of the run, carried by each of its events. */
+  correlation: Json | undefined;
 
   constructor(
     public state: RunState | undefined,
@@ -80,6 +85,10 @@ export class Activation {
     readonly scripts: ScriptHost,
   ) {
     this.number = (state?.activation ?? 0) + 1;
+    const v2 = plan.flags.includes('ids-v2');
+    this.deriveId = v2 ? derivedId : derivedIdV1;
+    this.eventIdOf = v2 ? eventId : (runId, seq) => derivedIdV1('ev', runId, seq);
+    this.correlation = request.correlation ?? state?.correlation;
   }
 
   get now(): number {
@@ -110,7 +119,7 @@ export class Activation {
         workflow,
         workflowJson: JSON.stringify(workflow),
         originJson: JSON.stringify(origin),
-        correlationJson: this.request.correlation !== undefined ? `,"correlation":${JSON.stringify(this.request.correlation)}` : '',
+        correlationJson: this.correlation !== undefined ? `,"correlation":${JSON.stringify(this.correlation)}` : '',
       };
     }
     return this.envelope;
@@ -122,7 +131,7 @@ export class Activation {
     const parts = this.envelopeParts();
     const event: EventEnvelope = {
       schemaVersion: eventSchemaVersion,
-      eventId: eventId(runId, seq),
+      eventId: this.eventIdOf(runId, seq),
       runId,
       seq,
       type,
@@ -139,7 +148,7 @@ export class Activation {
       if (node.item !== undefined) event.node.item = node.item;
       nodeJson = `,"node":${JSON.stringify(event.node)}`;
     }
-    if (this.request.correlation !== undefined) event.correlation = this.request.correlation;
+    if (this.correlation !== undefined) event.correlation = this.correlation;
     // Key order is the envelope's declared order; the text is built from cached parts because
     // serialising in the guest's interpreter is the largest cost of an activation.
     this.eventTexts.push(

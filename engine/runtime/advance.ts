@@ -1,7 +1,6 @@
 // The decisions of the engine: which nodes start, skip, complete, fail, retry or wait, and when
 // the run itself pauses, resumes, completes or fails. Every decision is an event (`emit`).
 import { checkAgainst } from '../compiler/schemas.js';
-import { derivedId } from '../hash.js';
 import { clip, jsonProblem, type Json } from '../json.js';
 import { limits } from '../limits.js';
 import { capabilityCovers, impliedCapability, nodeDefinitions } from '../protocol/node-definitions.js';
@@ -176,7 +175,7 @@ export function stageRequest(a: Activation, request: GatewayRequest, reissued = 
 
 function startCapability(a: Activation, spec: NodeSpec, attempt: number, timeoutAt: number | undefined): void {
   const config = (spec.config ?? {}) as Record<string, any>;
-  const invocationId = derivedId('iv', a.run.runId, spec.id, attempt, '');
+  const invocationId = a.deriveId('iv', a.run.runId, spec.id, attempt, '');
   a.emit('node.started', { timeoutAt }, { id: spec.id, attempt, invocationId });
   const granted = grantedCapability(a, spec, spec.uses, config);
   if (typeof granted !== 'string') {
@@ -210,6 +209,7 @@ function startForeach(a: Activation, spec: NodeSpec, attempt: number, timeoutAt:
   dispatchItems(a, spec);
 }
 
+/** Starts items up to the concurrency bound. Iterative: script items settle inside the loop. */
 function dispatchItems(a: Activation, spec: NodeSpec): void {
   const node = a.run.nodes[spec.id];
   const f = node.foreach!;
@@ -221,7 +221,7 @@ function startItem(a: Activation, spec: NodeSpec, index: number, itemAttempt: nu
   const node = a.run.nodes[spec.id];
   const body = (spec.config as Record<string, any>).body as { uses: string; config: Record<string, any> };
   const input = node.foreach!.items[index];
-  const invocationId = derivedId('iv', a.run.runId, spec.id, node.attempt, `${index}:${itemAttempt}`);
+  const invocationId = a.deriveId('iv', a.run.runId, spec.id, node.attempt, `${index}:${itemAttempt}`);
   const ref = { id: spec.id, attempt: itemAttempt, invocationId, item: index };
   a.emit('node.item-started', { index }, ref);
   if (body.uses === 'core.script@1') {
@@ -258,9 +258,13 @@ export function settleItem(a: Activation, spec: NodeSpec, index: number, itemAtt
     if (a.run.nodes[spec.id].foreach!.failurePolicy === 'fail-fast') {
       cancelInvocations(a, (inv) => inv.nodeId === spec.id, `item ${index} failed`);
       failNode(a, spec.id, { code: 'foreach.item-failed', message: `item ${index} failed: ${result.error.message}`, retryable: false, detail: { index, error: result.error as unknown as Json } });
-      return;
     }
   }
+}
+
+/** An item's outcome came back from the gateway: settle it, then start what may start. */
+export function settleItemAndContinue(a: Activation, spec: NodeSpec, index: number, itemAttempt: number, outcome: { ok: true; output: Json } | { ok: false; error: ErrorInfo }): void {
+  settleItem(a, spec, index, itemAttempt, outcome);
   if (a.run.nodes[spec.id].status === 'running') dispatchItems(a, spec);
 }
 

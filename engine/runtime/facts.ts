@@ -4,7 +4,7 @@ import type { Json } from '../json.js';
 import { limits } from '../limits.js';
 import type { ErrorInfo } from '../state/types.js';
 import type { Activation, Fact } from './activation.js';
-import { advance, cancelRun, commitOutput, failNode, isTerminal, requestFor, retryUnknownItems, settleItem, stageRequest, startNode } from './advance.js';
+import { advance, cancelRun, commitOutput, failNode, isTerminal, requestFor, retryUnknownItems, settleItemAndContinue, stageRequest, startNode } from './advance.js';
 import { resolveInputs } from './bindings.js';
 import { jsonProblem } from '../json.js';
 import { checkAgainst } from '../compiler/schemas.js';
@@ -56,6 +56,7 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
     );
   }
   const timeoutMs = fact.timeoutMs ?? template.spec.policies?.timeoutMs;
+  if (fact.correlation !== undefined && a.correlation === undefined) a.correlation = fact.correlation;
   a.emit('run.accepted', {
     input: fact.input,
     authority: fact.authority as unknown as Json,
@@ -104,7 +105,7 @@ function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capabili
 }
 
 function settleItemFromFact(a: Activation, nodeId: string, index: number, itemAttempt: number, fact: Extract<Fact, { type: 'capability-completed' }>): void {
-  settleItem(a, a.graph.nodes.get(nodeId)!, index, itemAttempt, fact.ok ? { ok: true, output: fact.output ?? null } : { ok: false, error: normaliseError(fact.error) });
+  settleItemAndContinue(a, a.graph.nodes.get(nodeId)!, index, itemAttempt, fact.ok ? { ok: true, output: fact.output ?? null } : { ok: false, error: normaliseError(fact.error) });
 }
 
 function normaliseError(error: { code?: unknown; message?: unknown; retryable?: unknown } | undefined): ErrorInfo {

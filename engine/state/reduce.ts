@@ -30,6 +30,7 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
       input: p.input,
       authority: p.authority as Authority,
       parentRunId: p.parentRunId ?? undefined,
+      correlation: event.correlation,
       deadlineAt: p.deadlineAt ?? undefined,
       nodes: Object.fromEntries((p.nodeIds as string[]).map((id) => [id, { status: 'pending', attempt: 0 } as NodeState])),
       edges: {},

@@ -70,6 +70,8 @@ export interface RunState {
   input: Json;
   authority: Authority;
   parentRunId?: string;
+  /** Correlation given at launch; every event of the run carries it. */
+  correlation?: Json;
   deadlineAt?: number;
   cancelRequested?: boolean;
   nodes: Record<string, NodeState>;

@@ -3,3 +3,8 @@ export { WorkflowRuntime, WorkflowError, type RuntimeOptions, type LaunchOptions
 export type { GatewayRegistry, ToolDefinition, AgentDefinition, ApprovalHandler, ApprovalRequest, ToolContext } from './gateway.js';
 export type { RunOutcome } from '../core/kernel.js';
 export type { Authority, ExecutionPlan, ValidationReport, GatewayRequest, CapabilityOutcome } from '../core/types.js';
+export { WorkflowCatalog, CatalogError, NodeDefinitionRegistry, RunNeedsAttentionError, type WorkflowDraft, type WorkflowRevision, type RunCompatibility } from './catalog.js';
+export { migrateTemplate, type TemplateMigration } from './template-migration.js';
+export { parseExport, replayExport, exportFormat, type RunExport } from './export.js';
+export type { CapturePolicy } from '../core/kernel.js';
+export type { CredentialResolver } from './gateway.js';

@@ -52,6 +52,10 @@ export interface WorkflowRunHandle {
   cancel(reason?: string): Promise<RunOutcome>;
 }
 
+function digestOf(value: unknown): string {
+  return `sha256:${createHash('sha256').update(JSON.stringify(value ?? null)).digest('hex')}`;
+}
+
 /** Captured artifacts of an export as JSON text by digest, the form the engine's replay reads. */
 export function artifactTexts(exported: RunExport): Record<string, string> {
   const out: Record<string, string> = {};
@@ -226,6 +230,7 @@ export class WorkflowRuntime {
     const record = this.store.getRun(runId);
     if (!record) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
     if (terminalStatuses.has(record.status)) return this.handle(runId);
+    this.assertRunnable(runId);
     const plan = JSON.parse(new TextDecoder().decode(this.store.load(runId)!.plan)) as ExecutionPlan;
     const authority = this.resolveAuthority({ runId, workflowId: plan.templates[plan.root].template.metadata.id });
     try {
@@ -334,6 +339,37 @@ export class WorkflowRuntime {
     } catch (err) {
       throw asError(err);
     }
+  }
+
+  /**
+   * `live` replay: a new run of the same pinned plan and input that calls the gateways again,
+   * linked to the source run, and a comparison of every node's output by digest.
+   */
+  async replayLive(sourceRunId: string, options: { by?: string } = {}): Promise<Record<string, unknown>> {
+    const source = this.exportRun(sourceRunId);
+    const accepted = source.events[0];
+    const templateKey = accepted.payload.templateKey as string;
+    const handle = await this.launch({ type: 'plan', plan: source.plan, templateKey }, { input: accepted.payload.input, correlation: { liveReplayOf: sourceRunId, by: options.by ?? 'sdk' } });
+    const outcome = await handle.settled();
+    const outputs = (events: any[]) => {
+      const out = new Map<string, string>();
+      for (const e of events) if (e.type === 'node.output-committed') out.set(e.node.id, digestOf(e.payload.output));
+      return out;
+    };
+    const recorded = outputs(source.events);
+    const live = outputs(this.exportRun(handle.runId).events);
+    const differences = [...new Set([...recorded.keys(), ...live.keys()])]
+      .filter((id) => recorded.get(id) !== live.get(id))
+      .map((nodeId) => ({ nodeId, recordedDigest: recorded.get(nodeId) ?? null, liveDigest: live.get(nodeId) ?? null }));
+    return {
+      mode: 'live',
+      sourceRunId,
+      runId: handle.runId,
+      identical: differences.length === 0 && outcome.status === source.run.status,
+      recordedOutcome: { status: source.run.status },
+      liveOutcome: outcome,
+      differences,
+    };
   }
 
   async close(): Promise<void> {

@@ -235,3 +235,26 @@ describe('restart', () => {
     }
   });
 });
+
+describe('live replay', () => {
+  it('runs the pinned plan again, linked to the source run, and reports what changed', async () => {
+    let price = 10;
+    const rt = await openRuntime({ tools: { quote: () => ({ price }) } });
+    try {
+      const t = chain('live', [{ id: 'quote', uses: 'tool.call@1', config: { tool: 'quote' } }, { id: 'double', uses: 'core.script@1', config: { source: 'return input.p * 2' }, inputs: { p: { source: 'output', nodeId: 'quote', path: '/price' } } }]);
+      t.spec.requires = ['tool:quote'];
+      const source = await rt.launch(t);
+      await source.result;
+      const same = await rt.replayLive(source.runId);
+      expect(same).toMatchObject({ mode: 'live', sourceRunId: source.runId, identical: true, differences: [] });
+      expect(same.runId).not.toBe(source.runId);
+      expect(rt.readEvents(same.runId as string).events[0].correlation).toEqual({ liveReplayOf: source.runId, by: 'sdk' });
+      price = 11;
+      const changed = await rt.replayLive(source.runId);
+      expect(changed.identical).toBe(false);
+      expect((changed.differences as { nodeId: string }[]).map((d) => d.nodeId)).toEqual(['quote', 'double']);
+    } finally {
+      await rt.close();
+    }
+  });
+});

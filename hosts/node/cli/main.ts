@@ -5,6 +5,7 @@ import { readFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { WorkflowRuntime } from '../runtime.js';
 import { extraCommands } from './commands/index.js';
+import { resolveRunTarget, runPublished } from './commands/catalog.js';
 import { CliError as WorkflowError, type CliCommand } from './command.js';
 import { parseArgs, optionString, UsageError, type ParsedArgs } from './args.js';
 import { loadHostModule } from './host-module.js';
@@ -27,7 +28,7 @@ const usage = `usage: agent-workflow <command> [options]
 
 commands:
   validate <template.json>                         check a template; every error with code and JSON pointer
-  run <template.json> [--input <json|file>] [--deps <dir>]
+  run <template.json | id@revision> [--input <json|file>] [--deps <dir>]
                                                    run a template (deps: <id>@<rev>.json of called workflows)
   trace <run-id> [--format jsonl|json|text]        print every event of a run
   runs [--status <s>] [--limit N]                  list runs, newest first
@@ -37,7 +38,13 @@ commands:
   reject <run-id> <node-id> [--by <name>] [--comment <text>]
   resolve <run-id> <node-id> --succeeded <output.json> | --retry | --fail <reason> [--by <name>]
   export <run-id> [--out <file>]                   write a self-contained journal export
-  replay <run-id> | --from <export.json> [--mode inspect|recorded] [--template <edited.json>]
+  replay <run-id> | --from <export.json> [--mode inspect|recorded|live] [--template <edited.json>]
+  replay <run-id|file> --web                      open the browser replay page (also: replay-web)
+  draft put <file> | draft get <id>                edit a mutable draft (compare-and-set)
+  publish <id> --expected <draft-revision>         publish an immutable revision
+  search <text> | describe <id>@<rev> --view schema|template|plan | diff <id>@<a> <id>@<b>
+  migrate-template <legacy.json> [--out <file>]    convert a 0.2-protocol template
+  router start --dir <state dir> --profile edge|standalone
   sandbox serve [--port N] [--host H] [--token-file F] [--insecure-no-auth]
 
 common options:
@@ -145,6 +152,8 @@ const commands: Record<string, CliCommand> = {
       const inputArg = optionString(args, 'input');
       const input = inputArg === undefined ? {} : readJsonArg(inputArg, '--input');
       return withRuntime(args, async (rt) => {
+        const published = resolveRunTarget(file, rt);
+        if (published) return runPublished(rt, published, { input, wait: !args.options.has('no-wait') });
         const template = readTemplate(file);
         const report = rt.validate(template);
         if (!report.ok) {
@@ -259,10 +268,23 @@ const commands: Record<string, CliCommand> = {
     },
   },
   replay: {
-    flags: [],
+    flags: ['web'],
     async run(args) {
-      const mode = (optionString(args, 'mode') ?? 'inspect') as 'inspect' | 'recorded';
-      if (mode !== 'inspect' && mode !== 'recorded') throw new UsageError('--mode must be inspect or recorded');
+      if (args.options.has('web')) {
+        const { runReplayWeb } = await import('./commands/browser.js');
+        return runReplayWeb(args);
+      }
+      const requestedMode = optionString(args, 'mode') ?? 'inspect';
+      if (requestedMode === 'live') {
+        const [runId] = need(args, 1, 'run id');
+        return withRuntime(args, async (rt) => {
+          const report = await rt.replayLive(runId, { by: 'cli' });
+          print('ReplayReport', report);
+          return report.identical ? exitCodes.ok : exitCodes.replayDiverged;
+        });
+      }
+      const mode = requestedMode as 'inspect' | 'recorded';
+      if (mode !== 'inspect' && mode !== 'recorded') throw new UsageError('--mode must be inspect, recorded or live');
       const edited = optionString(args, 'template');
       const from = optionString(args, 'from');
       let report: Record<string, unknown>;
