@@ -59,8 +59,20 @@ const engineInputs = [
   join(root, 'package-lock.json'),
 ].filter(existsSync);
 
-async function bundleEngine(outfile) {
+// SpiderMonkey's regular expressions have no Unicode property escapes; ajv's fast-uri uses one.
+const asciiEscapePlugin = {
+  name: 'ascii-property-escape',
+  setup(build) {
+    build.onLoad({ filter: /fast-uri[\\/]index\.js$/ }, async (args) => ({
+      contents: (await import('node:fs')).readFileSync(args.path, 'utf8').replaceAll('/\\P{ASCII}/u', '/[^\\x00-\\x7F]/u'),
+      loader: 'js',
+    }));
+  },
+};
+
+async function bundleEngine(outfile, backend) {
   await esbuild.build({
+    plugins: backend === 'sm' ? [asciiEscapePlugin] : [],
     entryPoints: [join(root, 'engine', 'index.ts')],
     bundle: true,
     format: 'esm',
@@ -75,12 +87,27 @@ async function bundleEngine(outfile) {
   });
 }
 
-function componentize(backend, bundle, wasmOut) {
-  const common = ['componentize', bundle, '--wit', join(root, 'wit'), '--world-name', 'workflow-engine', '-o', wasmOut];
+async function componentize(backend, bundle, wasmOut) {
   if (backend === 'quickjs') {
-    execFileSync(process.execPath, [jco, ...common, '--backend', 'quickjs', '--backend-qjs-disable-async', '--backend-qjs-stub-wasi'], { stdio: ['ignore', 'ignore', 'inherit'] });
-  } else {
-    execFileSync(process.execPath, [jco, ...common, '--disable', 'all'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const args = ['componentize', bundle, '--wit', join(root, 'wit'), '--world-name', 'workflow-engine', '-o', wasmOut];
+    execFileSync(process.execPath, [jco, ...args, '--backend', 'quickjs', '--backend-qjs-disable-async', '--backend-qjs-stub-wasi'], { stdio: ['ignore', 'ignore', 'inherit'] });
+    return;
+  }
+  // SpiderMonkey (StarlingMonkey) through componentize-js itself; it resolves the source
+  // relative to the working directory it preopens.
+  const { componentize: componentizeJs } = await import('@bytecodealliance/componentize-js');
+  const cwd = process.cwd();
+  process.chdir(dirname(bundle));
+  try {
+    const { component } = await componentizeJs({
+      sourcePath: `./${relative(dirname(bundle), bundle)}`,
+      witPath: join(root, 'wit'),
+      worldName: 'workflow-engine',
+      disableFeatures: ['stdio', 'random', 'clocks', 'http', 'fetch-event'],
+    });
+    writeFileSync(wasmOut, component);
+  } finally {
+    process.chdir(cwd);
   }
 }
 
@@ -93,8 +120,8 @@ async function buildEngine(backend, outDir) {
   const bundle = join(dist, `engine-bundle-${backend}.js`);
   const wasm = join(dist, backend === 'quickjs' ? 'engine.wasm' : `engine-${backend}.wasm`);
   await step(`engine-${backend}`, engineInputs, [join(outDir, 'engine.js'), wasm], async () => {
-    await bundleEngine(bundle);
-    componentize(backend, bundle, wasm);
+    await bundleEngine(bundle, backend);
+    await componentize(backend, bundle, wasm);
     transpile(wasm, outDir);
   });
 }
