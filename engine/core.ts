@@ -29,7 +29,6 @@ export interface CommitData {
   lastSeq: number;
   events: string[];
   checkpoint?: string;
-  plan?: string;
   status: string;
 }
 
@@ -78,6 +77,13 @@ export function loadPlan(plan: string | ExecutionPlan): LoadedPlan {
   return loaded;
 }
 
+/** A plan this instance loaded before; the host sends the hash instead of the plan again. */
+export function cachedPlan(planHash: string): LoadedPlan {
+  const loaded = planCache.get(planHash);
+  if (!loaded) throw new EngineError('engine.plan-unknown', `this engine instance has no plan ${planHash}; send the plan itself`);
+  return loaded;
+}
+
 export class EngineCore {
   private readonly hot = new Map<string, HotRun>();
 
@@ -88,17 +94,20 @@ export class EngineCore {
   }
 
   /** The plan and template key for a new run come with its `run-requested` fact. */
-  activate(request: ActivationRequest, newRun?: { plan: ExecutionPlan; templateKey?: string }): ActivationSummary {
+  /**
+   * The plan of a new run comes with its `run-requested` fact, as the plan itself or as the
+   * hash of a plan this instance already loaded (the host stores the plan with the run's first
+   * commit; the engine does not send it back).
+   */
+  activate(request: ActivationRequest, newRun?: { plan?: ExecutionPlan; planHash?: string; templateKey?: string }): ActivationSummary {
     let run = this.hot.get(request.runId);
-    let planForCommit: string | undefined;
     if (!run) {
       if (newRun) {
-        const loaded = loadPlan(newRun.plan);
+        const loaded = newRun.plan ? loadPlan(newRun.plan) : cachedPlan(newRun.planHash ?? '');
         const templateKey = newRun.templateKey ?? loaded.plan.root;
         if (!loaded.graphs.has(templateKey)) throw new EngineError('engine.bad-activation', `plan has no template ${templateKey}`);
         if (this.host.load(request.runId)) throw new EngineError('engine.run-exists', `run ${request.runId} already exists`);
         run = { state: undefined as unknown as RunState, loaded, templateKey };
-        planForCommit = JSON.stringify(newRun.plan);
       } else {
         run = this.rebuild(request.runId);
       }
@@ -148,7 +157,6 @@ export class EngineCore {
       lastSeq: activation.run.seq,
       events: activation.eventTexts,
       checkpoint,
-      plan: planForCommit,
       status: state.status,
     });
     for (const r of activation.requests) this.host.request(r);

@@ -60,7 +60,6 @@ const host: CoreHost = {
       lastSeq: c.lastSeq,
       events: c.events.join('\n'),
       checkpoint: c.checkpoint,
-      plan: c.plan,
       status: c.status,
     });
   },
@@ -147,12 +146,12 @@ export const engine = {
 
   activate(activation: string): string {
     return guarded(() => {
-      const a = parse<ActivationRequest & { plan?: any; templateKey?: string }>(activation, 'activation');
+      const a = parse<ActivationRequest & { plan?: any; planHash?: string; templateKey?: string }>(activation, 'activation');
       if (typeof a.runId !== 'string' || typeof a.now !== 'number' || !Array.isArray(a.facts)) {
         throw new EngineError('engine.bad-activation', 'an activation needs runId (string), now (number) and facts (array)');
       }
-      const { plan, templateKey, ...request } = a;
-      const summary = core.activate(request, plan ? { plan, templateKey } : undefined);
+      const { plan, planHash, templateKey, ...request } = a;
+      const summary = core.activate(request, plan || planHash ? { plan, planHash, templateKey } : undefined);
       return JSON.stringify(summary);
     });
   },

@@ -2,7 +2,7 @@
 declare module 'gm-hz:workflow/journal@1.0.0' {
   export interface RunTail { plan: string; checkpoint?: string; events: string; lastSeq: number }
   export function load(runId: string): RunTail | undefined;
-  export function commit(request: { runId: string; expectedSeq: number; lastSeq: number; events: string; checkpoint?: string; plan?: string; status: string }): void;
+  export function commit(request: { runId: string; expectedSeq: number; lastSeq: number; events: string; checkpoint?: string; status: string }): void;
 }
 declare module 'gm-hz:workflow/gateway@1.0.0' {
   export function request(request: string): void;

@@ -105,7 +105,7 @@ function factsOf(group: EventEnvelope[], artifacts: Record<string, string>): Fac
         if (p.by !== undefined) facts.push({ type: 'resume-requested', by: p.by, authority: p.authority, afterRestart: p.afterRestart, effects: p.effects });
         break;
       case 'node.resolved':
-        facts.push({ type: 'outcome-resolved', nodeId: e.node!.id, resolution: p.resolution, output: p.output, reason: p.reason, by: p.by });
+        facts.push({ type: 'outcome-resolved', nodeId: e.node!.id, ...(p.item !== undefined ? { item: p.item } : {}), resolution: p.resolution, output: p.output, reason: p.reason, by: p.by });
         break;
       default:
         break;

@@ -30,7 +30,7 @@ export type Fact =
   | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: Json; error?: { code: string; message: string; retryable?: boolean }; artifact?: ArtifactRef }
   | { type: 'cancel-requested'; reason?: string; by?: string }
   | { type: 'resume-requested'; by?: string; authority?: { id: string; scopes: string[] }; afterRestart?: boolean; effects?: Record<string, string> }
-  | { type: 'outcome-resolved'; nodeId: string; resolution: 'succeeded' | 'retry' | 'fail'; output?: Json; reason?: string; by: string };
+  | { type: 'outcome-resolved'; nodeId: string; item?: number; resolution: 'succeeded' | 'retry' | 'fail'; output?: Json; reason?: string; by: string };
 
 /** A captured (or redacted) capability payload, stored by the host under its digest. */
 export interface ArtifactRef {

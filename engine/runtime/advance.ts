@@ -395,6 +395,20 @@ function completeRun(a: Activation): void {
   a.emit('run.completed', { output });
 }
 
+/** An operator settled one foreach item whose outcome was unknown. */
+export function resolveUnknownItem(a: Activation, spec: NodeSpec, index: number, resolution: string, output: Json, failure: string): void {
+  const f = a.run.nodes[spec.id].foreach!;
+  const attempt = f.attempts[String(index)] ?? 1;
+  if (resolution === 'succeeded') settleItem(a, spec, index, attempt, { ok: true, output }, true);
+  else if (resolution === 'fail') settleItem(a, spec, index, attempt, { ok: false, error: { code: 'node.resolved-failed', message: failure, retryable: false } }, true);
+  else startItem(a, spec, index, attempt + 1);
+  const node = a.run.nodes[spec.id];
+  if (node.status === 'needs-attention' && node.foreach!.unknown.length === 0) {
+    a.emit('node.resumed', { reason: 'every unknown item was resolved' }, { id: spec.id, attempt: node.attempt });
+    dispatchItems(a, spec);
+  }
+}
+
 /** After an operator chose `retry`: start again every foreach item whose outcome was unknown. */
 export function retryUnknownItems(a: Activation, spec: NodeSpec): void {
   const f = a.run.nodes[spec.id].foreach!;

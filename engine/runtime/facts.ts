@@ -4,7 +4,7 @@ import type { Json } from '../json.js';
 import { limits } from '../limits.js';
 import type { ErrorInfo } from '../state/types.js';
 import type { Activation, Fact } from './activation.js';
-import { advance, cancelRun, commitOutput, failNode, isTerminal, requestFor, retryUnknownItems, settleItemAndContinue, stageRequest, startNode } from './advance.js';
+import { advance, cancelRun, commitOutput, failNode, isTerminal, requestFor, resolveUnknownItem, retryUnknownItems, settleItemAndContinue, stageRequest, startNode } from './advance.js';
 import { resolveInputs } from './bindings.js';
 import { jsonProblem } from '../json.js';
 import { checkAgainst } from '../compiler/schemas.js';
@@ -146,8 +146,16 @@ function resolveOutcome(a: Activation, fact: Extract<Fact, { type: 'outcome-reso
     throw new EngineError('resolve.not-needed', `node ${fact.nodeId} is ${node.status}, not needs-attention; nothing to resolve`, { status: node.status });
   }
   const spec = a.graph.nodes.get(fact.nodeId)!;
+  if (node.foreach && fact.item !== undefined) {
+    if (!node.foreach.unknown.includes(fact.item)) {
+      throw new EngineError('resolve.not-needed', `item ${fact.item} of ${fact.nodeId} has no unknown outcome; unknown items: ${node.foreach.unknown.join(', ') || 'none'}`);
+    }
+    a.emit('node.resolved', { resolution: fact.resolution, by: fact.by, reason: fact.reason, output: fact.output, item: fact.item }, { id: fact.nodeId, attempt: node.attempt, item: fact.item });
+    resolveUnknownItem(a, spec, fact.item, fact.resolution, fact.output ?? null, `${fact.by} marked item ${fact.item} of ${fact.nodeId} failed${fact.reason ? `: ${fact.reason}` : ''}`);
+    return;
+  }
   if (node.foreach && fact.resolution === 'succeeded') {
-    throw new EngineError('resolve.unsupported', `foreach node ${fact.nodeId} can be resolved with retry or fail, not succeeded`);
+    throw new EngineError('resolve.item-required', `foreach node ${fact.nodeId}: say which item succeeded (item), or resolve the node with retry or fail`);
   }
   a.emit('node.resolved', { resolution: fact.resolution, by: fact.by, reason: fact.reason, output: fact.output }, { id: fact.nodeId, attempt: node.attempt });
   switch (fact.resolution) {

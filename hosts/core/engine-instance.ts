@@ -68,6 +68,10 @@ export class EngineInstance {
   private exports: any;
   private staged: StagedWork = { commits: [], requests: [], cancels: [] };
   private instantiations = 0;
+  /** Plans this component instance has loaded, by hash, with their JSON bytes for the store. */
+  private readonly plans = new Map<string, Uint8Array>();
+  /** The plan of the run being started by the current activation. */
+  private newRunPlan: Uint8Array | undefined;
 
   private constructor(
     private readonly loader: ComponentLoader,
@@ -87,6 +91,7 @@ export class EngineInstance {
   /** Builds a fresh component instance (after a trap, or the first time). */
   async revive(): Promise<void> {
     if (this.instantiations > 0) this.host.log('warn', 'engine: re-instantiating the component after a trap; hot runs will be reloaded from the journal');
+    this.plans.clear();
     const root = await this.loader.instantiate((p) => this.loader.getCoreModule(p), this.imports());
     this.exports = root.engine ?? root['gm-hz:workflow/engine@1.0.0'];
     this.instantiations += 1;
@@ -115,14 +120,15 @@ export class EngineInstance {
             throw errorWithPayload({ code: typeof e.code === 'string' ? e.code : 'store.io', message: String(e.message ?? err) });
           }
         },
-        commit(request: { runId: string; expectedSeq: number; lastSeq: number; events: string; checkpoint?: string; plan?: string; status: string }) {
+        commit: (request: { runId: string; expectedSeq: number; lastSeq: number; events: string; checkpoint?: string; status: string }) => {
+          const plan = request.expectedSeq === 0 ? this.newRunPlan : undefined;
           staged().commits.push({
             runId: request.runId,
             expectedSeq: request.expectedSeq,
             lastSeq: request.lastSeq,
             events: encoder.encode(request.events),
             ...(request.checkpoint !== undefined ? { checkpoint: encoder.encode(request.checkpoint) } : {}),
-            ...(request.plan !== undefined ? { plan: encoder.encode(request.plan) } : {}),
+            ...(plan !== undefined ? { plan } : {}),
             status: request.status,
           });
         },
@@ -204,10 +210,37 @@ export class EngineInstance {
    */
   activate(activation: { runId: string; now: number; facts: unknown[]; actor?: string; correlation?: unknown; plan?: ExecutionPlan; templateKey?: string }): { summary: ActivationSummary } & StagedWork {
     this.takeStaged();
+    const { plan, ...rest } = activation;
+    let request: Record<string, unknown> = rest;
+    if (plan) {
+      // A plan crosses the boundary once per instance; later runs of it name its hash.
+      let bytes = this.plans.get(plan.planHash);
+      if (bytes) request = { ...rest, planHash: plan.planHash };
+      else {
+        const text = JSON.stringify(plan);
+        bytes = encoder.encode(text);
+        request = { ...rest, plan };
+        if (this.plans.size >= 256) this.plans.delete(this.plans.keys().next().value as string);
+        this.plans.set(plan.planHash, bytes);
+      }
+      this.newRunPlan = bytes;
+    }
     try {
-      const out = this.call('activate', (e) => e.activate(JSON.stringify(activation)));
+      let out: string;
+      try {
+        out = this.call('activate', (e) => e.activate(JSON.stringify(request)));
+      } catch (err) {
+        // The engine evicted the plan from its cache: send it once more.
+        if (!(plan && err instanceof EngineCallError && err.code === 'engine.plan-unknown')) throw err;
+        this.takeStaged();
+        out = this.call('activate', (e) => e.activate(JSON.stringify({ ...rest, plan })));
+      }
       return { summary: JSON.parse(out) as ActivationSummary, ...this.takeStaged() };
+    } catch (err) {
+      if (plan) this.plans.delete(plan.planHash);
+      throw err;
     } finally {
+      this.newRunPlan = undefined;
       this.takeStaged();
     }
   }

@@ -30,7 +30,7 @@ export type Fact =
   | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: unknown; error?: CapabilityError; artifact?: { digest: string; size: number; mediaType: string; redacted: boolean } }
   | { type: 'cancel-requested'; reason?: string; by?: string }
   | { type: 'resume-requested'; by?: string; authority?: Authority; afterRestart?: boolean; effects?: Record<string, string> }
-  | { type: 'outcome-resolved'; nodeId: string; resolution: 'succeeded' | 'retry' | 'fail'; output?: unknown; reason?: string; by: string };
+  | { type: 'outcome-resolved'; nodeId: string; item?: number; resolution: 'succeeded' | 'retry' | 'fail'; output?: unknown; reason?: string; by: string };
 
 export interface Authority {
   id: string;
