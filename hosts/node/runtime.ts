@@ -289,10 +289,10 @@ export class WorkflowRuntime {
   }
 
   /** Settles a node whose outcome is unknown (`needs_attention`); recorded with who did it. */
-  async resolve(runId: string, nodeId: string, resolution: { succeeded?: unknown; retry?: boolean; fail?: string; by: string }): Promise<RunOutcome> {
+  async resolve(runId: string, nodeId: string, resolution: { succeeded?: unknown; retry?: boolean; fail?: string; by: string; item?: number }): Promise<RunOutcome> {
     const kind = resolution.retry ? 'retry' : resolution.fail !== undefined ? 'fail' : 'succeeded';
     await this.kernel
-      .deliver(runId, { type: 'outcome-resolved', nodeId, resolution: kind, by: resolution.by, ...(kind === 'succeeded' ? { output: resolution.succeeded ?? null } : {}), ...(kind === 'fail' ? { reason: resolution.fail } : {}) }, `operator:${resolution.by}`)
+      .deliver(runId, { type: 'outcome-resolved', nodeId, resolution: kind, by: resolution.by, ...(resolution.item !== undefined ? { item: resolution.item } : {}), ...(kind === 'succeeded' ? { output: resolution.succeeded ?? null } : {}), ...(kind === 'fail' ? { reason: resolution.fail } : {}) }, `operator:${resolution.by}`)
       .catch((err) => {
         throw asError(err);
       });

@@ -258,3 +258,52 @@ describe('live replay', () => {
     }
   });
 });
+
+describe('unknown outcomes after a restart', () => {
+  it('surfaces non-idempotent foreach items as needs_attention and lets an operator settle each item', async () => {
+    const dir = tempDir();
+    const t = chain('unknown-items', [
+      {
+        id: 'send',
+        uses: 'core.foreach@1',
+        config: { maxConcurrency: 3, failurePolicy: 'continue', body: { uses: 'tool.call@1', config: { tool: 'send' } } },
+        inputs: { items: { source: 'input', path: '/to' } },
+      },
+    ]);
+    t.spec.requires = ['tool:send'];
+    t.spec.outputs = { sent: { source: 'output', nodeId: 'send' } };
+    const first = await WorkflowRuntime.open({ dir, log: () => undefined, tools: { send: () => new Promise(() => undefined) } });
+    const handle = await first.launch(t, { input: { to: ['a', 'b', 'c'] } });
+    while (first.readEvents(handle.runId).events.filter((e) => e.type === 'capability.requested').length < 3) await new Promise((r) => setTimeout(r, 5));
+    await first.close();
+
+    const sent: string[] = [];
+    const second = await WorkflowRuntime.open({ dir, log: () => undefined, tools: { send: (to: string) => (sent.push(to), { to }) } });
+    try {
+      await (await second.resume(handle.runId, { by: 'ops' })).settled();
+      expect(second.getRun(handle.runId)).toMatchObject({ status: 'paused', pausedReason: 'needs_attention' });
+      const events = second.readEvents(handle.runId).events;
+      expect(events.filter((e) => e.type === 'capability.abandoned')).toHaveLength(3);
+      expect(sent).toEqual([]);
+      await expect(second.resolve(handle.runId, 'send', { by: 'ops', succeeded: { to: 'a' } })).rejects.toMatchObject({ code: 'resolve.item-required' });
+      await second.resolve(handle.runId, 'send', { by: 'ops', item: 0, succeeded: { to: 'a', checked: 'by hand' } });
+      await second.resolve(handle.runId, 'send', { by: 'ops', item: 1, fail: 'bounced' });
+      expect(second.getRun(handle.runId).status).toBe('paused');
+      await second.resolve(handle.runId, 'send', { by: 'ops', item: 2, retry: true });
+      const outcome = await (await second.resume(handle.runId, { by: 'ops' })).result;
+      expect(sent).toEqual(['c']);
+      expect(outcome.status).toBe('completed');
+      expect((outcome.output as any).sent.results).toEqual([{ to: 'a', checked: 'by hand' }, null, { to: 'c' }]);
+      expect((outcome.output as any).sent.failures).toEqual([{ index: 1, error: expect.objectContaining({ code: 'node.resolved-failed' }) }]);
+      const resolved = second.readEvents(handle.runId, { limit: 1000 }).events.filter((e) => e.type === 'node.resolved');
+      expect(resolved.map((e) => [e.payload.item, e.payload.resolution, e.payload.by])).toEqual([
+        [0, 'succeeded', 'ops'],
+        [1, 'fail', 'ops'],
+        [2, 'retry', 'ops'],
+      ]);
+      expect(second.replay(handle.runId, { mode: 'recorded' }).identical).toBe(true);
+    } finally {
+      await second.close();
+    }
+  });
+});

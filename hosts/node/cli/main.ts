@@ -36,7 +36,7 @@ commands:
   cancel <run-id> [--reason <text>]                cancel a run
   approve <run-id> <node-id> [--by <name>] [--comment <text>]
   reject <run-id> <node-id> [--by <name>] [--comment <text>]
-  resolve <run-id> <node-id> --succeeded <output.json> | --retry | --fail <reason> [--by <name>]
+  resolve <run-id> <node-id> --succeeded <output.json> | --retry | --fail <reason> [--item N] [--by <name>]
   export <run-id> [--out <file>]                   write a self-contained journal export
   replay <run-id> | --from <export.json> [--mode inspect|recorded|live] [--template <edited.json>]
   replay <run-id|file> --web                      open the browser replay page (also: replay-web)
@@ -244,7 +244,9 @@ const commands: Record<string, CliCommand> = {
       const retry = args.options.has('retry');
       if ([succeeded !== undefined, fail !== undefined, retry].filter(Boolean).length !== 1) throw new UsageError('give exactly one of --succeeded <output.json>, --retry, --fail <reason>');
       return withRuntime(args, async (rt) => {
-        await rt.resolve(runId, nodeId, { by, ...(succeeded !== undefined ? { succeeded: readJsonArg(succeeded, '--succeeded') } : {}), ...(fail !== undefined ? { fail } : {}), ...(retry ? { retry: true } : {}) });
+        const item = optionString(args, 'item');
+        if (item !== undefined && !/^(0|[1-9][0-9]*)$/.test(item)) throw new UsageError('--item takes the index of a foreach item');
+        await rt.resolve(runId, nodeId, { by, ...(item !== undefined ? { item: Number(item) } : {}), ...(succeeded !== undefined ? { succeeded: readJsonArg(succeeded, '--succeeded') } : {}), ...(fail !== undefined ? { fail } : {}), ...(retry ? { retry: true } : {}) });
         const outcome = await (await rt.resume(runId, { by })).settled();
         print('RunResult', { ...outcome });
         return exitFor(outcome.status);
