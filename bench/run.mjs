@@ -252,19 +252,30 @@ async function measureFloors() {
   return out;
 }
 
+// Benchmarks of single areas that live next to their code; each exports a function returning rows.
+const extraModules = [
+  ['sandbox/bench.mjs', 'runSandboxBench'],
+  ['durability/bench.mjs', 'runDurabilityBench'],
+  ['router/bench.mjs', 'runRouterBench'],
+  ['browser/bench.mjs', 'runBrowserBench'],
+];
+
 async function extraRows() {
   const extras = [];
-  const file = join(BENCH_DIR, 'sandbox', 'bench.mjs');
-  if (!existsSync(file)) return extras;
-  try {
-    const mod = await import(pathToFileURL(file).href);
-    if (typeof mod.runSandboxBench !== 'function') throw new Error('bench/sandbox/bench.mjs does not export runSandboxBench()');
-    log('sandbox: runSandboxBench()');
-    const rows = await withTimeout(Promise.resolve(mod.runSandboxBench({ quick: QUICK })), cfg.callTimeoutMs, 'runSandboxBench');
-    extras.push({ source: 'bench/sandbox/bench.mjs', status: 'ok', rows });
-  } catch (e) {
-    extras.push({ source: 'bench/sandbox/bench.mjs', status: 'error', error: String(e?.stack ?? e).slice(0, 1000) });
-    log(`sandbox: ERROR ${e?.message ?? e}`);
+  for (const [rel, fn] of extraModules) {
+    const file = join(BENCH_DIR, rel);
+    if (!existsSync(file)) continue;
+    const source = `bench/${rel}`;
+    try {
+      const mod = await import(pathToFileURL(file).href);
+      if (typeof mod[fn] !== 'function') throw new Error(`${source} does not export ${fn}()`);
+      log(`${source}: ${fn}()`);
+      const rows = await withTimeout(Promise.resolve(mod[fn]({ quick: QUICK })), cfg.callTimeoutMs, fn);
+      extras.push({ source, status: 'ok', rows });
+    } catch (e) {
+      extras.push({ source, status: 'error', error: String(e?.stack ?? e).slice(0, 1000) });
+      log(`${source}: ERROR ${e?.message ?? e}`);
+    }
   }
   return extras;
 }
