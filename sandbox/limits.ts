@@ -82,6 +82,35 @@ export const workerEvaluationMsMax = 30_000;
 export const shutdownGraceMsMax = 10_000;
 /** Heap ceiling of one service worker thread (V8 old generation), in MiB. */
 export const workerHeapMbMax = 128;
+/** Young-generation ceiling of one service worker thread, in MiB. */
+export const workerYoungGenerationMbMax = 16;
+/**
+ * A service worker that still holds more linear memory than this after a job
+ * (one module grown to wasmMemoryBytesRetainMax plus a fresh spare) is
+ * terminated and replaced, instead of waiting for V8 to collect dropped modules.
+ */
+export const wasmBytesHeldRetainMax = wasmMemoryBytesRetainMax + wasmMemoryBytesInitial;
+
+// RSS budget of the service (--rss-max-mb). The cap is split as
+//   cap = main-process RSS at start + serviceMainRssMarginBytes
+//       + workers * (serviceWorkerFixedBytes + V8 heap bounds + wasmMemoryBytesInitial
+//                    + per-module wasm maximum)
+// where the last term is what is left; see docs/sandbox.md.
+
+/** Growth allowed to the main thread after start (HTTP buffers, queued request bodies). */
+export const serviceMainRssMarginBytes = 32 * 1024 * 1024;
+/**
+ * One worker thread at rest: isolate, Node bootstrap, compiled QuickJS code,
+ * its module and spare at their initial size (measured 10-24 MiB, Node 20).
+ */
+export const serviceWorkerFixedBytes = 24 * 1024 * 1024;
+/** V8 heap bounds of a worker in a service with an RSS cap, in MiB. */
+export const serviceWorkerOldGenerationMb = 24;
+export const serviceWorkerYoungGenerationMb = 8;
+/** A module's linear memory above the QuickJS heap a script may ask for (static data, stack, allocator slack). */
+export const serviceWasmHeadroomBytes = 24 * 1024 * 1024;
+/** Least per-module linear memory an RSS cap must leave; below it the service refuses to start. */
+export const serviceWasmMemoryBytesMin = wasmMemoryBytesRetainMax;
 /** How often the service compares its RSS with its cap. */
 export const rssCheckMs = 250;
 /** Least time between two worker recycles for memory. */

@@ -1,5 +1,5 @@
 /** Node-only API of the script evaluation service (server, client, CLI verb). */
-export { startSandboxService, ServiceConfigError, type SandboxService, type SandboxServiceOptions } from './server.js';
+export { planMemoryBudget, startSandboxService, ServiceConfigError, type MemoryBudget, type SandboxService, type SandboxServiceOptions } from './server.js';
 export { createRemoteEvaluator, RemoteEvaluatorError, type RemoteEvaluator, type RemoteEvaluatorOptions } from './client.js';
 export { runSandboxServeCommand, parseServeArgs } from './cli.js';
 export { serviceErrorCodes, type ServiceErrorCode } from './protocol.js';

@@ -3,6 +3,13 @@
  * bounded queue in front of them. A runaway script occupies one worker (until
  * its fuel runs out); the other workers keep serving the queue.
  *
+ * Memory: every worker caps the linear memory of its QuickJS modules at
+ * `wasmMemoryBytesMax` and reports, after each job, how much linear memory it
+ * still holds (dropped modules included until V8 collects them). A worker
+ * holding more than `wasmBytesRetainMax` is terminated — which frees its
+ * memory at once — and only then replaced by a fresh one, so an old and a new
+ * worker never hold memory together.
+ *
  * Call order: `submit` any number of times; `drain` waits for queued and
  * running jobs; `close` terminates the workers.
  */
@@ -10,7 +17,7 @@ import { Worker } from 'node:worker_threads';
 import type { ScriptOutcome } from '../evaluator.js';
 import * as L from '../limits.js';
 import type { EvaluateJob } from './protocol.js';
-import type { WorkerRequest } from './worker.js';
+import type { WorkerConfig, WorkerRequest } from './worker.js';
 
 export interface WorkerPoolOptions {
   workers: number;
@@ -19,6 +26,24 @@ export interface WorkerPoolOptions {
   workerUrl?: URL;
   /** Wall-clock backstop per job; fuel is the real bound. */
   jobMsMax?: number;
+  /** Maximum linear memory of one QuickJS module in a worker (default wasmMemoryBytesMax). */
+  wasmMemoryBytesMax?: number;
+  /** A worker holding more linear memory than this after a job is replaced (default wasmBytesHeldRetainMax). */
+  wasmBytesRetainMax?: number;
+  /** V8 heap bounds of each worker thread. */
+  workerOldGenerationMb?: number;
+  workerYoungGenerationMb?: number;
+}
+
+export interface WorkerPoolStats {
+  queued: number;
+  running: number;
+  /** Workers started and ready for jobs. */
+  ready: number;
+  /** Workers marked for replacement, being terminated, or starting. */
+  recycling: number;
+  /** Workers replaced since the pool started (memory, failures, backstop). */
+  replaced: number;
 }
 
 export class QueueFullError extends Error {
@@ -51,6 +76,11 @@ export class WorkerPool {
   /** Set when a worker fails before any worker became ready (a missing or broken worker module). */
   private startupError: Error | undefined;
   private everReady = false;
+  /** Workers being terminated whose replacement is not started yet. */
+  private readonly stopping = new Set<Promise<void>>();
+  private replacedCount = 0;
+  private readonly workerConfig: WorkerConfig;
+  private readonly retainBytes: number;
 
   constructor(private readonly options: WorkerPoolOptions) {
     if (!Number.isInteger(options.workers) || options.workers < 1 || options.workers > L.serviceWorkersMax) {
@@ -61,6 +91,8 @@ export class WorkerPool {
     }
     this.workerUrl = options.workerUrl ?? new URL('./worker.js', import.meta.url);
     this.jobMsMax = options.jobMsMax ?? L.workerEvaluationMsMax;
+    this.workerConfig = { wasmMemoryBytesMax: options.wasmMemoryBytesMax ?? L.wasmMemoryBytesMax };
+    this.retainBytes = options.wasmBytesRetainMax ?? L.wasmBytesHeldRetainMax;
     for (let i = 0; i < options.workers; i++) this.slots.push(this.spawn());
   }
 
@@ -79,6 +111,17 @@ export class WorkerPool {
 
   get running(): number {
     return this.slots.filter((s) => s.running).length;
+  }
+
+  stats(): WorkerPoolStats {
+    const ready = this.slots.filter((s) => s.ready && !s.recycle).length;
+    return {
+      queued: this.queue.length,
+      running: this.running,
+      ready,
+      recycling: this.options.workers - ready,
+      replaced: this.replacedCount,
+    };
   }
 
   /** Queues a job; throws QueueFullError when every worker is busy and the queue is at its bound. */
@@ -107,21 +150,27 @@ export class WorkerPool {
   async close(): Promise<void> {
     this.closed = true;
     for (const job of this.queue.splice(0)) job.resolve(workerFailure('the service shut down before this job ran'));
-    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+    await Promise.all([...this.slots.map((s) => s.worker.terminate()), ...this.stopping]);
   }
 
   private spawn(): Slot {
     const worker = new Worker(this.workerUrl, {
-      resourceLimits: { maxOldGenerationSizeMb: L.workerHeapMbMax },
+      workerData: this.workerConfig,
+      resourceLimits: {
+        maxOldGenerationSizeMb: this.options.workerOldGenerationMb ?? L.workerHeapMbMax,
+        maxYoungGenerationSizeMb: this.options.workerYoungGenerationMb ?? L.workerYoungGenerationMbMax,
+      },
     });
     const slot: Slot = { worker, ready: false, running: undefined, timer: undefined, recycle: false };
-    worker.on('message', (message: { ready?: true; id?: number; outcome?: ScriptOutcome }) => {
+    worker.on('message', (message: { ready?: true; id?: number; outcome?: ScriptOutcome; wasmBytesHeld?: number }) => {
       if (message.ready) {
         slot.ready = true;
         this.everReady = true;
       } else if (slot.running && message.id === slot.running.id && message.outcome) {
         const job = slot.running;
         this.finish(slot);
+        // Grown or dropped modules stay resident until V8 collects them; do not wait for that.
+        if ((message.wasmBytesHeld ?? 0) > this.retainBytes) slot.recycle = true;
         job.resolve(message.outcome);
       }
       this.pump();
@@ -141,18 +190,30 @@ export class WorkerPool {
     slot.running = undefined;
   }
 
-  /** Fails the slot's job (if any) and puts a fresh worker in its place. */
+  /**
+   * Fails the slot's job (if any) and puts a fresh worker in its place once
+   * the old one has stopped (its memory is released when it stops).
+   */
   private replace(slot: Slot, reason: string): void {
     const index = this.slots.indexOf(slot);
     if (index === -1) return;
     const job = slot.running;
     this.finish(slot);
     this.slots.splice(index, 1);
+    this.replacedCount++;
     slot.worker.removeAllListeners();
     slot.worker.on('error', () => {});
-    void slot.worker.terminate();
+    const stopped: Promise<void> = slot.worker.terminate().then(
+      () => undefined,
+      () => undefined,
+    );
+    this.stopping.add(stopped);
+    void stopped.then(() => {
+      this.stopping.delete(stopped);
+      if (!this.closed && !this.startupError) this.slots.push(this.spawn());
+      this.pump();
+    });
     if (job) job.resolve(workerFailure(reason));
-    if (!this.closed && !this.startupError) this.slots.push(this.spawn());
     this.pump();
   }
 

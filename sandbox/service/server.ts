@@ -2,6 +2,7 @@
  * The script evaluation service: node:http, no framework.
  *
  *   GET  /healthz       -> 200 {"ok":true}            (no authentication)
+ *   GET  /v1/stats      -> 200 {"ok":true,"queued":N,...} (bearer token)
  *   POST /v1/evaluate   -> see protocol.ts            (bearer token)
  *
  * Bound to 127.0.0.1 unless told otherwise. Refuses to start without a token
@@ -12,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { defaultScriptLimits, type ScriptLimits } from '../evaluator.js';
 import * as L from '../limits.js';
 import { bearerMatches, isLoopback, readTokenFile, tokenEnvVar } from './auth.js';
-import { QueueFullError, WorkerPool } from './pool.js';
+import { QueueFullError, WorkerPool, type WorkerPoolStats } from './pool.js';
 import { formatFailure, formatOutcome, parseEvaluateRequest, type ServiceFailure } from './protocol.js';
 
 export interface SandboxServiceOptions {
@@ -34,7 +35,11 @@ export interface SandboxServiceOptions {
   /** Highest limits a request may ask for. */
   maxLimits?: Partial<ScriptLimits>;
   requestBodyBytesMax?: number;
-  /** When the process RSS passes this, idle workers are replaced to release memory. */
+  /**
+   * RSS cap of the service process. Split into a budget per worker that bounds
+   * each worker's V8 heap and the linear memory of its QuickJS modules, and
+   * the largest `memoryBytes` a request may ask for (see planMemoryBudget).
+   */
   rssBytesMax?: number;
   /** The compiled worker module (default: worker.js next to pool.js). */
   workerUrl?: URL;
@@ -45,8 +50,10 @@ export interface SandboxServiceOptions {
 export interface SandboxService {
   /** Base URL, e.g. http://127.0.0.1:41234 */
   url: string;
-  /** Jobs waiting for a worker and jobs running now. */
-  stats(): { queued: number; running: number };
+  /** Jobs waiting and running, workers ready and being replaced. */
+  stats(): WorkerPoolStats;
+  /** How the RSS cap was split (undefined without a cap). */
+  memoryBudget: MemoryBudget | undefined;
   /** Stops accepting, finishes in-flight and queued requests, then stops the workers. */
   close(): Promise<void>;
 }
@@ -72,12 +79,28 @@ export async function startSandboxService(options: SandboxServiceOptions = {}): 
   const maxima = mergeLimits(defaultScriptLimits, options.maxLimits);
   const defaults = capLimits(mergeLimits(defaultScriptLimits, options.defaultLimits), maxima);
   const bodyBytesMax = options.requestBodyBytesMax ?? L.requestBodyBytesMax;
+  const workers = options.workers ?? L.serviceWorkersDefault;
+
+  let budget: MemoryBudget | undefined;
+  if (options.rssBytesMax !== undefined) {
+    const planned = planMemoryBudget(options.rssBytesMax, workers, process.memoryUsage.rss(), defaults.memoryBytes);
+    if (typeof planned === 'string') throw new ServiceConfigError('service.invalid-option', planned);
+    // Requests asking for more QuickJS heap than a worker's modules can hold are
+    // refused (service.limit-exceeded), never run with a lower limit.
+    maxima.memoryBytes = Math.min(maxima.memoryBytes, planned.memoryBytesMax);
+    budget = { ...planned, memoryBytesMax: maxima.memoryBytes };
+  }
 
   const pool = new WorkerPool({
-    workers: options.workers ?? L.serviceWorkersDefault,
+    workers,
     queueLength: options.queueLength ?? L.serviceQueueLengthDefault,
     workerUrl: options.workerUrl,
     jobMsMax: options.jobMsMax,
+    ...(budget && {
+      wasmMemoryBytesMax: budget.wasmMemoryBytesMax,
+      workerOldGenerationMb: L.serviceWorkerOldGenerationMb,
+      workerYoungGenerationMb: L.serviceWorkerYoungGenerationMb,
+    }),
   });
   try {
     await pool.ready();
@@ -105,11 +128,15 @@ export async function startSandboxService(options: SandboxServiceOptions = {}): 
       if (req.method !== 'GET' && req.method !== 'HEAD') return fail(res, { status: 405, code: 'service.method-not-allowed', message: 'use GET' });
       return send(res, closing ? 503 : 200, closing ? formatFailure({ code: 'service.shutting-down', message: 'shutting down' }) : '{"ok":true}');
     }
-    if (path !== '/v1/evaluate') return fail(res, { status: 404, code: 'service.not-found', message: 'not found' });
-    if (req.method !== 'POST') return fail(res, { status: 405, code: 'service.method-not-allowed', message: 'use POST' });
+    if (path !== '/v1/evaluate' && path !== '/v1/stats') return fail(res, { status: 404, code: 'service.not-found', message: 'not found' });
+    const method = path === '/v1/stats' ? 'GET' : 'POST';
+    if (req.method !== method) return fail(res, { status: 405, code: 'service.method-not-allowed', message: `use ${method}` });
     if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
       res.setHeader('WWW-Authenticate', 'Bearer');
       return fail(res, { status: 401, code: 'service.unauthorized', message: 'missing or wrong bearer token' });
+    }
+    if (path === '/v1/stats') {
+      return send(res, 200, JSON.stringify({ ok: true, ...pool.stats(), rssBytes: process.memoryUsage.rss(), memoryBudget: budget ?? null }));
     }
     if (closing) return fail(res, { status: 503, code: 'service.shutting-down', message: 'shutting down' });
     const type = req.headers['content-type'] ?? '';
@@ -166,7 +193,8 @@ export async function startSandboxService(options: SandboxServiceOptions = {}): 
   let closed: Promise<void> | undefined;
   return {
     url,
-    stats: () => ({ queued: pool.queued, running: pool.running }),
+    stats: () => pool.stats(),
+    memoryBudget: budget,
     close() {
       closed ??= (async () => {
         closing = true;
@@ -181,6 +209,51 @@ export async function startSandboxService(options: SandboxServiceOptions = {}): 
       })();
       return closed;
     },
+  };
+}
+
+/** How an RSS cap is split; every figure in bytes. */
+export interface MemoryBudget {
+  rssBytesMax: number;
+  /** Main thread: its RSS at start plus serviceMainRssMarginBytes. */
+  mainBytes: number;
+  /** What each worker thread may hold. */
+  workerBytes: number;
+  /** Maximum linear memory of one QuickJS module in a worker. */
+  wasmMemoryBytesMax: number;
+  /** Largest `memoryBytes` a request may ask for (also bounded by the service's `maxLimits`). */
+  memoryBytesMax: number;
+}
+
+/**
+ * Splits `rssBytesMax` between the main thread and `workers` worker threads.
+ * A worker holds, at most: its fixed part (which includes a module and a
+ * spare at their initial size), its V8 heap (bounded by resourceLimits), one
+ * module grown to the per-module wasm maximum, and one more fresh module (after
+ * a heap failure the evaluator promotes its spare and loads the next) until
+ * the pool terminates it. Returns an error message when the cap
+ * leaves a module less than `serviceWasmMemoryBytesMin` or less than the
+ * default `memoryBytes` plus headroom.
+ */
+export function planMemoryBudget(rssBytesMax: number, workers: number, mainRssBytes: number, defaultMemoryBytes: number): MemoryBudget | string {
+  const mib = 1024 * 1024;
+  const mainBytes = mainRssBytes + L.serviceMainRssMarginBytes;
+  const workerOverhead =
+    L.serviceWorkerFixedBytes + (L.serviceWorkerOldGenerationMb + L.serviceWorkerYoungGenerationMb) * mib + L.wasmMemoryBytesInitial;
+  const workerBytes = Math.floor((rssBytesMax - mainBytes) / workers);
+  const page = L.wasmPageBytes;
+  const wasmMemoryBytesMax = Math.min(L.wasmMemoryBytesMax, Math.floor((workerBytes - workerOverhead) / page) * page);
+  const wasmNeeded = Math.max(L.serviceWasmMemoryBytesMin, defaultMemoryBytes + L.serviceWasmHeadroomBytes);
+  if (!(wasmMemoryBytesMax >= wasmNeeded)) {
+    const capNeeded = Math.ceil((mainBytes + workers * (workerOverhead + wasmNeeded)) / mib);
+    return `an RSS cap of ${Math.floor(rssBytesMax / mib)} MiB is too small for ${workers} worker(s) with a default memoryBytes of ${defaultMemoryBytes / mib} MiB: it needs at least ${capNeeded} MiB (the main process uses ${Math.ceil(mainRssBytes / mib)} MiB)`;
+  }
+  return {
+    rssBytesMax,
+    mainBytes,
+    workerBytes,
+    wasmMemoryBytesMax,
+    memoryBytesMax: Math.min(L.memoryBytesMax, wasmMemoryBytesMax - L.serviceWasmHeadroomBytes),
   };
 }
 

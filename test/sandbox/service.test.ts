@@ -180,6 +180,34 @@ describe('body limit, queue bound, isolation, shutdown', () => {
     expect(order).toEqual(['quick0', 'quick1', 'quick2', 'quick3', 'quick4', 'runaway']);
   }, 30_000);
 
+  it('replaces a worker whose linear memory grew past the retain bound, with the same results', async () => {
+    const s = await startSandboxService({ token, workers: 1, workerUrl: workerUrl(), maxLimits });
+    const auth = { authorization: `Bearer ${token}` };
+    try {
+      // About 48 MiB of arrays: the module grows well past 32 MiB and succeeds.
+      const grow = JSON.stringify({ source: 'const a = []; for (let i = 0; i < 1500; i++) a.push(new Array(4096).fill(7)); return a.length', limits: { fuel: 5000 } });
+      const first = await post(s.url, grow, auth);
+      expect(JSON.parse(first.body)).toMatchObject({ ok: true, output: 1500 });
+      await until(() => s.stats().replaced === 1 && s.stats().recycling === 0);
+      expect((await post(s.url, grow, auth)).body).toBe(first.body);
+      const small = await post(s.url, JSON.stringify({ source: 'return input + 1', input: 1 }), auth);
+      expect(small.body).toBe('{"ok":true,"fuelUsed":0,"output":2}');
+      await until(() => s.stats().replaced === 2 && s.stats().recycling === 0);
+      const res = await fetch(`${s.url}/v1/stats`, { headers: auth });
+      expect(await res.json()).toMatchObject({ ok: true, queued: 0, running: 0, ready: 1, recycling: 0, replaced: 2, memoryBudget: null });
+      expect((await fetch(`${s.url}/v1/stats`)).status).toBe(401);
+    } finally {
+      await s.close();
+    }
+  }, 30_000);
+
+  it('refuses an RSS cap too small for its workers', async () => {
+    await expect(startSandboxService({ token, workers: 2, workerUrl: workerUrl(), rssBytesMax: 64 * 1024 * 1024 })).rejects.toMatchObject({
+      code: 'service.invalid-option',
+      message: expect.stringMatching(/too small for 2 worker/),
+    });
+  });
+
   it('finishes in-flight requests on close and refuses new ones', async () => {
     const s = await startSandboxService({ token, workers: 1, workerUrl: workerUrl(), maxLimits });
     const auth = { authorization: `Bearer ${token}` };
