@@ -7,7 +7,7 @@ import { limits } from './limits.js';
 import { Activation, type ActivationRequest, type GatewayRequest, type ScriptHost } from './runtime/activation.js';
 import { wakeAt } from './runtime/advance.js';
 import { applyFacts } from './runtime/facts.js';
-import { reduce } from './state/reduce.js';
+import { ensureIndexes, reduce } from './state/reduce.js';
 import type { EventEnvelope, RunState } from './state/types.js';
 import { checkpointSchemaVersion, supportedFlags } from './version.js';
 
@@ -183,6 +183,7 @@ export class EngineCore {
       if (state.checkpointVersion !== checkpointSchemaVersion) {
         throw new EngineError('engine.checkpoint-unsupported', `run ${runId} has checkpoint version ${state.checkpointVersion}; this engine reads ${checkpointSchemaVersion}`);
       }
+      ensureIndexes(state);
     }
     for (const line of tail.events) state = reduce(state, JSON.parse(line) as EventEnvelope);
     if (!state) throw new EngineError('store.corrupt', `run ${runId} has neither a checkpoint nor events`);

@@ -12,6 +12,10 @@ export interface Graph {
   edges: EdgeSpec[];
   /** Node ids in a deterministic topological order (template order among peers). */
   order: string[];
+  /** Position of each node in `order`. */
+  position: Map<string, number>;
+  /** Nodes without incoming edges (where a run begins). */
+  roots: string[];
   startId: string;
 }
 
@@ -29,7 +33,9 @@ export function buildGraph(template: WorkflowTemplate): Graph {
   });
   const order = topologicalOrder(template.spec.nodes, template.spec.edges).order;
   const start = template.spec.nodes.find((n) => n.uses === 'core.start@1');
-  return { template, nodes, incoming, outgoing, edges: template.spec.edges, order, startId: start ? start.id : '' };
+  const position = new Map(order.map((id, i) => [id, i]));
+  const roots = order.filter((id) => incoming.get(id)!.length === 0);
+  return { template, nodes, incoming, outgoing, edges: template.spec.edges, order, position, roots, startId: start ? start.id : '' };
 }
 
 /** Kahn's algorithm; `cycle` lists the nodes that could not be ordered. */

@@ -75,6 +75,8 @@ export class Activation {
   private readonly eventIdOf: (runId: string, seq: number) => string;
   /** Correlation of the run, carried by each of its events. */
   correlation: Json | undefined;
+  /** Nodes whose incoming edges changed in this activation: the only ones that may become ready. */
+  readonly candidates = new Set<string>();
 
   constructor(
     public state: RunState | undefined,
@@ -156,6 +158,8 @@ export class Activation {
     );
     this.state = reduce(this.state, event);
     this.events.push(event);
+    if (type === 'edge.taken' || type === 'edge.skipped') this.candidates.add(payload.to as string);
+    else if (type === 'run.started') for (const id of this.graph.roots) this.candidates.add(id);
     return event;
   }
 }

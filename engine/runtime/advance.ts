@@ -5,7 +5,7 @@ import { clip, jsonProblem, type Json } from '../json.js';
 import { limits } from '../limits.js';
 import { capabilityCovers, impliedCapability, nodeDefinitions } from '../protocol/node-definitions.js';
 import type { NodeSpec } from '../protocol/template.js';
-import { settledNodeStatuses, type Effect, type ErrorInfo, type Invocation } from '../state/types.js';
+import type { Effect, ErrorInfo, Invocation } from '../state/types.js';
 import type { Activation, GatewayRequest } from './activation.js';
 import { evaluateCondition, resolveBinding, resolveInputs } from './bindings.js';
 
@@ -16,24 +16,40 @@ export function isTerminal(a: Activation): boolean {
   return s === 'completed' || s === 'failed' || s === 'cancelled';
 }
 
-/** Runs the frontier until nothing more can happen in this activation. */
+/**
+ * Runs the frontier until nothing more can happen in this activation. Only nodes whose incoming
+ * edges changed are looked at, smallest topological position first, which decides them in the
+ * same order as a scan of the whole graph would, at a cost independent of the graph's size.
+ */
 export function advance(a: Activation): void {
   if (isTerminal(a)) return;
   processDeadlines(a);
-  for (let round = 0; round < limits.nodesMax + 1 && !isTerminal(a); round++) {
-    let progressed = false;
-    for (const id of a.graph.order) {
-      if (isTerminal(a)) return;
-      if (a.run.nodes[id].status !== 'pending') continue;
-      const incoming = a.graph.incoming.get(id)!;
-      if (incoming.length > 0 && !incoming.every((i) => a.run.edges[i] !== undefined)) continue;
-      progressed = true;
-      if (incoming.length === 0 || incoming.some((i) => a.run.edges[i] === 'taken')) startNode(a, a.graph.nodes.get(id)!, 1);
-      else skipNode(a, id);
+  const position = a.graph.position;
+  while (a.candidates.size > 0 && !isTerminal(a)) {
+    let next = '';
+    let best = Infinity;
+    for (const id of a.candidates) {
+      const p = position.get(id)!;
+      if (p < best) {
+        best = p;
+        next = id;
+      }
     }
-    if (!progressed) break;
+    a.candidates.delete(next);
+    if (a.run.nodes[next].status !== 'pending') continue;
+    const incoming = a.graph.incoming.get(next)!;
+    if (incoming.length > 0 && !incoming.every((i) => a.run.edges[i] !== undefined)) continue;
+    if (incoming.length === 0 || incoming.some((i) => a.run.edges[i] === 'taken')) startNode(a, a.graph.nodes.get(next)!, 1);
+    else skipNode(a, next);
   }
   settleRun(a);
+}
+
+/** Timed nodes in topological order (the order a scan of the graph would meet them). */
+function timedNodes(a: Activation): string[] {
+  const ids = Object.keys(a.run.timed);
+  if (ids.length > 1) ids.sort((x, y) => a.graph.position.get(x)! - a.graph.position.get(y)!);
+  return ids;
 }
 
 function processDeadlines(a: Activation): void {
@@ -41,7 +57,7 @@ function processDeadlines(a: Activation): void {
     failRun(a, { code: 'run.timeout', message: `the run passed its time limit at ${new Date(a.run.deadlineAt).toISOString()}` });
     return;
   }
-  for (const id of a.graph.order) {
+  for (const id of timedNodes(a)) {
     const node = a.run.nodes[id];
     if ((node.status === 'running' || node.status === 'waiting') && node.timeoutAt !== undefined && a.now >= node.timeoutAt) {
       cancelInvocations(a, (inv) => inv.nodeId === id, 'node timed out');
@@ -57,8 +73,9 @@ function processDeadlines(a: Activation): void {
 export function wakeAt(a: Activation): number | undefined {
   if (isTerminal(a)) return undefined;
   let at = a.run.deadlineAt;
-  for (const node of Object.values(a.run.nodes)) {
-    const t = node.status === 'retry-wait' ? node.retryAt : node.status === 'running' || node.status === 'waiting' ? node.timeoutAt : undefined;
+  for (const id of Object.keys(a.run.timed)) {
+    const node = a.run.nodes[id];
+    const t = node.status === 'retry-wait' ? node.retryAt : node.timeoutAt;
     if (t !== undefined && (at === undefined || t < at)) at = t;
   }
   return at;
@@ -361,18 +378,17 @@ export function cancelRun(a: Activation, reason: string, by: string): void {
 
 function settleRun(a: Activation): void {
   if (isTerminal(a)) return;
-  const nodes = Object.entries(a.run.nodes);
-  const unsettled = nodes.filter(([, n]) => !settledNodeStatuses.includes(n.status));
-  if (unsettled.length === 0) {
+  const c = a.run.counts;
+  const unsettled = c.pending + c.running + c.waiting + c['retry-wait'] + c['needs-attention'];
+  if (unsettled === 0) {
     completeRun(a);
     return;
   }
-  const moving = unsettled.some(([, n]) => n.status === 'running' || n.status === 'retry-wait');
-  if (moving) {
+  if (c.running + c['retry-wait'] > 0) {
     if (a.run.status === 'paused') a.emit('run.resumed', { reason: 'work resumed' });
     return;
   }
-  const reason = unsettled.some(([, n]) => n.status === 'needs-attention') ? 'needs_attention' : unsettled.some(([, n]) => n.status === 'waiting') ? 'approval' : 'waiting';
+  const reason = c['needs-attention'] > 0 ? 'needs_attention' : c.waiting > 0 ? 'approval' : 'waiting';
   if (a.run.status !== 'paused' || a.run.pausedReason !== reason) a.emit('run.paused', { reason });
 }
 

@@ -4,7 +4,7 @@ import { EngineError } from '../errors.js';
 import type { Json } from '../json.js';
 import { checkpointSchemaVersion } from '../version.js';
 import { nodeTransitions, runTransitions } from './transitions.js';
-import type { Authority, Effect, ErrorInfo, EventEnvelope, NodeState, RunState } from './types.js';
+import type { Authority, Effect, ErrorInfo, EventEnvelope, NodeState, NodeStatus, RunState } from './types.js';
 
 function illegal(state: RunState | undefined, event: EventEnvelope, why: string): never {
   throw new EngineError('engine.illegal-transition', `${event.type} (seq ${event.seq}) ${why}`, {
@@ -35,6 +35,8 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
       nodes: Object.fromEntries((p.nodeIds as string[]).map((id) => [id, { status: 'pending', attempt: 0 } as NodeState])),
       edges: {},
       inflight: {},
+      counts: { ...emptyCounts(), pending: (p.nodeIds as string[]).length },
+      timed: {},
     };
   }
   if (!state) return illegal(state, event, 'arrived before run.accepted');
@@ -79,8 +81,15 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
     const node = id === undefined ? undefined : state.nodes[id];
     if (!node) return illegal(state, event, `names unknown node ${JSON.stringify(id)}`);
     if (!nodeRule.from.includes(node.status)) illegal(state, event, `is not allowed while node ${id} is ${node.status}`);
+    const before = node.status;
     if (nodeRule.to !== 'same') node.status = nodeRule.to;
     applyNodeEvent(node, event, p);
+    if (before !== node.status) {
+      state.counts[before] -= 1;
+      state.counts[node.status] += 1;
+    }
+    if (isTimed(node)) state.timed[id!] = true;
+    else delete state.timed[id!];
     return state;
   }
 
@@ -115,6 +124,26 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
       break;
     default:
       illegal(state, event, 'is not an event type this engine knows');
+  }
+  return state;
+}
+
+export function emptyCounts(): Record<NodeStatus, number> {
+  return { pending: 0, running: 0, waiting: 0, 'retry-wait': 0, 'needs-attention': 0, completed: 0, failed: 0, skipped: 0, cancelled: 0 };
+}
+
+function isTimed(node: NodeState): boolean {
+  return ((node.status === 'running' || node.status === 'waiting') && node.timeoutAt !== undefined) || (node.status === 'retry-wait' && node.retryAt !== undefined);
+}
+
+/** Derives the indexes of a state read from a checkpoint written before they existed. */
+export function ensureIndexes(state: RunState): RunState {
+  if (state.counts && state.timed) return state;
+  state.counts = emptyCounts();
+  state.timed = {};
+  for (const [id, node] of Object.entries(state.nodes)) {
+    state.counts[node.status] += 1;
+    if (isTimed(node)) state.timed[id] = true;
   }
   return state;
 }

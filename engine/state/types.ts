@@ -77,6 +77,10 @@ export interface RunState {
   nodes: Record<string, NodeState>;
   edges: Record<string, EdgeStatus>;
   inflight: Record<string, Invocation>;
+  /** Derived indexes, kept by `reduce` so an activation never scans every node. */
+  counts: Record<NodeStatus, number>;
+  /** Nodes with a time limit or a retry time pending. */
+  timed: Record<string, true>;
   result?: Json;
   error?: ErrorInfo;
 }
