@@ -8,7 +8,7 @@
  *   --insecure-no-auth  (loopback only)
  *   --workers N
  *   --queue N
- *   --rss-max-mb N      (replace idle workers when the process RSS passes N MiB)
+ *   --rss-max-mb N      (RSS cap: split into per-worker memory budgets, see docs/sandbox.md)
  */
 import { startSandboxService, type SandboxServiceOptions } from './server.js';
 
