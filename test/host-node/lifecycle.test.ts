@@ -224,10 +224,19 @@ describe('restart', () => {
     expect((await handle.settled()).status).toBe('paused');
     await first.close();
 
-    const second = await WorkflowRuntime.open({ dir, log: () => undefined });
+    const consulted: string[] = [];
+    const second = await WorkflowRuntime.open({
+      dir,
+      log: () => undefined,
+      authorities: ({ runId }: { runId: string }) => (consulted.push(runId), { id: 'ops', scopes: ['approval'] }),
+    });
     try {
       await second.approve(handle.runId, 'gate', { by: 'dave' });
       const resumed = await second.resume(handle.runId, { by: 'dave' });
+      // The authority is resolved again on resume and recorded with it.
+      expect(consulted).toEqual([handle.runId]);
+      const resumedEvent = second.readEvents(handle.runId).events.find((e) => e.type === 'run.resumed' && e.payload.by === 'dave');
+      expect(resumedEvent.payload.authority).toEqual({ id: 'ops', scopes: ['approval'] });
       expect(await resumed.result).toMatchObject({ status: 'completed', output: { sum: 2 } });
       expect(second.replay(handle.runId, { mode: 'recorded' }).identical).toBe(true);
     } finally {

@@ -1,0 +1,36 @@
+// A trapped component instance is discarded, the host says so, and a fresh one takes over.
+import { describe, expect, it } from 'vitest';
+import { EngineInstance, EngineTrapError } from '../../dist/hosts/core/engine-instance.js';
+import { nodeComponentLoader } from '../../dist/hosts/node/component.js';
+import { chain } from '../helpers/node-host.js';
+
+describe('engine traps', () => {
+  it('discards a trapped instance, logs it, and revives a working one', async () => {
+    const logged: string[] = [];
+    let poisoned = true;
+    const engine = await EngineInstance.create(nodeComponentLoader(), {
+      load: () => undefined,
+      // An import answering with the wrong type makes the canonical ABI trap inside the call.
+      evaluateScript: () => (poisoned ? ({ ok: true, output: 42, fuelUsed: 'x' } as any) : { ok: true, output: '7', fuelUsed: 1 }),
+      checkScriptSyntax: () => undefined,
+      log: (level, message) => logged.push(`${level}: ${message}`),
+    });
+    const template = chain('trap', [{ id: 'seven', uses: 'core.script@1', config: { source: 'return 7' } }]);
+    const plan = engine.compile({ root: { template } });
+    const start = (runId: string) => engine.activate({ runId, now: 0, facts: [{ type: 'run-requested', input: {}, authority: { id: 't', scopes: ['*'] } }], plan });
+    expect(() => start('run-trap')).toThrow(EngineTrapError);
+    expect(engine.dead).toBe(true);
+    expect(logged.some((l) => l.startsWith('error: engine: the component trapped in activate'))).toBe(true);
+    expect(() => engine.describe()).toThrow(/dead/);
+
+    poisoned = false;
+    await engine.revive();
+    expect(engine.dead).toBe(false);
+    expect(logged.some((l) => l.includes('re-instantiating the component after a trap'))).toBe(true);
+    expect(engine.describe()).toMatchObject({ engineVersion: expect.any(String) });
+    const fresh = start('run-after-trap');
+    expect(fresh.summary).toMatchObject({ status: 'completed', result: {} });
+    expect(fresh.commits).toHaveLength(1);
+    expect(fresh.commits[0].plan).toBeInstanceOf(Uint8Array);
+  });
+});
