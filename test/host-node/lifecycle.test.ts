@@ -231,10 +231,11 @@ describe('restart', () => {
       authorities: ({ runId }: { runId: string }) => (consulted.push(runId), { id: 'ops', scopes: ['approval'] }),
     });
     try {
-      await second.approve(handle.runId, 'gate', { by: 'dave' });
       const resumed = await second.resume(handle.runId, { by: 'dave' });
       // The authority is resolved again on resume and recorded with it.
       expect(consulted).toEqual([handle.runId]);
+      expect(second.getRun(handle.runId)).toMatchObject({ status: 'paused', pausedReason: 'approval' });
+      await second.approve(handle.runId, 'gate', { by: 'dave' });
       const resumedEvent = second.readEvents(handle.runId).events.find((e) => e.type === 'run.resumed' && e.payload.by === 'dave');
       expect(resumedEvent.payload.authority).toEqual({ id: 'ops', scopes: ['approval'] });
       expect(await resumed.result).toMatchObject({ status: 'completed', output: { sum: 2 } });
