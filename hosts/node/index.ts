@@ -8,3 +8,4 @@ export { migrateTemplate, type TemplateMigration } from './template-migration.js
 export { parseExport, replayExport, exportFormat, type RunExport } from './export.js';
 export type { CapturePolicy } from '../core/kernel.js';
 export type { CredentialResolver } from './gateway.js';
+export { createMcpServer, serveMcp } from './mcp.js';

@@ -45,6 +45,7 @@ commands:
   search <text> | describe <id>@<rev> --view schema|template|plan | diff <id>@<a> <id>@<b>
   migrate-template <legacy.json> [--out <file>]    convert a 0.2-protocol template
   router start --dir <state dir> --profile edge|standalone
+  mcp [--config <host module>]                     serve the runtime as MCP tools on stdio
   sandbox serve [--port N] [--host H] [--token-file F] [--insecure-no-auth]
 
 common options:
@@ -314,6 +315,24 @@ const commands: Record<string, CliCommand> = {
       }
       print('ReplayReport', report);
       return mode === 'recorded' && report.identical === false && !edited ? exitCodes.replayDiverged : exitCodes.ok;
+    },
+  },
+  mcp: {
+    flags: [],
+    async run(args) {
+      // stdout is the MCP channel from here on: progress goes to stderr only.
+      return withRuntime(args, async (rt) => {
+        const { serveMcp } = await import('../mcp.js');
+        const server = await serveMcp(rt);
+        progress('agent-workflow: MCP server on stdio');
+        await new Promise<void>((resolve) => {
+          server.server.onclose = () => resolve();
+          process.once('SIGINT', () => resolve());
+          process.once('SIGTERM', () => resolve());
+        });
+        await server.close();
+        return exitCodes.ok;
+      });
     },
   },
   sandbox: {

@@ -1,0 +1,62 @@
+// The MCP server, spoken to by the MCP SDK's own client over stdio, in a child process.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir } from '../helpers/node-host.js';
+
+const cli = new URL('../../dist/hosts/node/cli/main.js', import.meta.url).pathname;
+const example = (p: string) => new URL(`../../examples/${p}`, import.meta.url).pathname;
+
+let client: Client;
+
+beforeAll(async () => {
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [cli, 'mcp', '--dir', tempDir('adw-mcp-'), '--config', example('echo/agent-workflow.config.mjs')],
+    stderr: 'ignore',
+  });
+  client = new Client({ name: 'test', version: '1.0.0' });
+  await client.connect(transport);
+});
+
+afterAll(async () => {
+  await client?.close();
+});
+
+const call = async (name: string, args: Record<string, unknown>) => {
+  const result = (await client.callTool({ name, arguments: args })) as { structuredContent?: any; isError?: boolean };
+  return { value: result.structuredContent, isError: result.isError === true };
+};
+
+describe('MCP server', () => {
+  it('lists its tools', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual(['cancel_run', 'decide_approval', 'get_run', 'list_runs', 'read_events', 'replay_run', 'resolve_node', 'run_workflow', 'validate_template']);
+  });
+
+  it('validates, runs, inspects and replays a workflow', async () => {
+    const template = JSON.parse(readFileSync(example('echo/echo.json'), 'utf8'));
+    const invalid = await call('validate_template', { template: { ...template, spec: { ...template.spec, requires: [] } } });
+    expect(invalid.value).toMatchObject({ ok: false, errors: [expect.objectContaining({ code: 'requires.missing', pointer: '/spec/nodes/1/uses' })] });
+
+    const run = await call('run_workflow', { template, input: { text: 'from an agent' } });
+    expect(run.isError).toBe(false);
+    expect(run.value).toMatchObject({ status: 'completed', output: { echoed: 'from an agent' } });
+
+    const events = await call('read_events', { runId: run.value.runId, limit: 3 });
+    expect(events.value.events.map((e: { type: string }) => e.type)).toEqual(['run.accepted', 'run.started', 'node.started']);
+    expect(events.value.more).toBe(true);
+    expect((await call('get_run', { runId: run.value.runId })).value).toMatchObject({ status: 'completed', lastSeq: run.value.seq });
+    expect((await call('replay_run', { runId: run.value.runId, mode: 'recorded' })).value).toMatchObject({ identical: true });
+    expect((await call('list_runs', {})).value.runs).toHaveLength(1);
+  });
+
+  it('answers bad requests with a typed error and keeps serving', async () => {
+    const missing = await call('get_run', { runId: 'run-does-not-exist' });
+    expect(missing).toMatchObject({ isError: true, value: { error: { code: 'run.not-found' } } });
+    const badInput = await call('run_workflow', { template: JSON.parse(readFileSync(example('echo/echo.json'), 'utf8')), input: {} });
+    expect(badInput).toMatchObject({ isError: true, value: { error: { code: 'run.input-invalid' } } });
+    expect((await call('list_runs', {})).isError).toBe(false);
+  });
+});
