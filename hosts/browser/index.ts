@@ -11,6 +11,7 @@ import { browserComponentLoader, defaultWasmSource, type WasmSource } from './co
 import { consoleLog } from './log.js';
 import { createScriptImports } from './sandbox.js';
 import type { ComponentLoader } from '../core/engine-instance.js';
+import { artifactTexts } from '../core/export-format.js';
 import type { RunExport } from './journal.js';
 
 export { parseExport, parseExportText, ExportError, ImportedJournal, exportFormat, type RunExport } from './journal.js';
@@ -60,7 +61,7 @@ export class BrowserReplayHost {
     const scripts = await createScriptImports(this.wasm);
     try {
       const engine = await EngineInstance.create(this.loader, { load: () => undefined, ...scripts, log: this.log });
-      return engine.replay({ mode: options.mode, plan: exported.plan, ...(options.editedPlan ? { editedPlan: options.editedPlan } : {}), events: exported.events });
+      return engine.replay({ mode: options.mode, plan: exported.plan, ...(options.editedPlan ? { editedPlan: options.editedPlan } : {}), events: exported.events, artifacts: artifactTexts(exported) });
     } finally {
       scripts.evaluator.dispose();
     }

@@ -2,51 +2,9 @@
 // same `JournalStore` contract as the other hosts so the same code can read it; commits are
 // refused because a replay page never appends to a run.
 import { StoreError, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../core/store.js';
-import type { ExecutionPlan } from '../core/types.js';
+import type { RunExport } from '../core/export-format.js';
 
-export const exportFormat = 'agent-workflow.export/v1';
-
-/** A self-contained run export (written by `agent-workflow export`, `WorkflowRuntime.exportRun`). */
-export interface RunExport {
-  format: typeof exportFormat;
-  run: { runId: string; status: string; lastSeq: number };
-  plan: ExecutionPlan;
-  events: any[];
-  artifacts: Record<string, { mediaType: string; base64: string }>;
-}
-
-export class ExportError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'ExportError';
-  }
-}
-
-/** Checks the shape of an export read from a file; the same checks as the Node host's `parseExport`. */
-export function parseExport(value: unknown): RunExport {
-  const v = value as Partial<RunExport>;
-  if (!v || typeof v !== 'object' || v.format !== exportFormat) throw new ExportError('export.bad-format', `not a run export (format must be ${exportFormat})`);
-  if (!v.plan || typeof v.plan !== 'object' || typeof v.plan.planHash !== 'string') throw new ExportError('export.bad-format', 'the export has no plan');
-  if (!Array.isArray(v.events) || v.events.length === 0) throw new ExportError('export.bad-format', 'the export has no events');
-  v.events.forEach((e, i) => {
-    if (!e || typeof e !== 'object' || e.seq !== i + 1) throw new ExportError('export.bad-format', `event ${i + 1} is missing or out of order`);
-  });
-  return v as RunExport;
-}
-
-/** Parses the text of an export file. */
-export function parseExportText(text: string): RunExport {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    throw new ExportError('export.bad-json', `the file is not JSON: ${(err as Error).message}`);
-  }
-  return parseExport(value);
-}
+export { exportFormat, ExportError, parseExport, parseExportText, type RunExport } from '../core/export-format.js';
 
 const encoder = new TextEncoder();
 

@@ -8,7 +8,7 @@ import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcom
 import { assertPortableId } from '../core/store.js';
 import { terminalStatuses, type Authority, type ExecutionPlan, type HostLog, type ValidationReport } from '../core/types.js';
 import { nodeComponentLoader } from './component.js';
-import { exportFormat, type RunExport } from './export.js';
+import { artifactTexts, exportFormat, type RunExport } from '../core/export-format.js';
 import { registryGateway, type GatewayRegistry } from './gateway.js';
 import { SqliteJournalStore } from './journal.js';
 import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type RunCompatibility } from './catalog.js';
@@ -54,13 +54,6 @@ export interface WorkflowRunHandle {
 
 function digestOf(value: unknown): string {
   return `sha256:${createHash('sha256').update(JSON.stringify(value ?? null)).digest('hex')}`;
-}
-
-/** Captured artifacts of an export as JSON text by digest, the form the engine's replay reads. */
-export function artifactTexts(exported: RunExport): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [digest, a] of Object.entries(exported.artifacts ?? {})) out[digest] = Buffer.from(a.base64, 'base64').toString('utf8');
-  return out;
 }
 
 export class WorkflowError extends Error {

@@ -1,0 +1,62 @@
+// The self-contained run export (`agent-workflow export`, `WorkflowRuntime.exportRun`): events,
+// pinned plan and captured artifacts. Every host reads it with these checks; nothing in it is
+// trusted before they pass.
+import type { ExecutionPlan } from './types.js';
+
+export const exportFormat = 'agent-workflow.export/v1';
+
+export interface RunExport {
+  format: typeof exportFormat;
+  run: { runId: string; status: string; lastSeq: number };
+  plan: ExecutionPlan;
+  events: any[];
+  /** Captured artifacts by digest, base64. */
+  artifacts: Record<string, { mediaType: string; base64: string }>;
+}
+
+export class ExportError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ExportError';
+  }
+}
+
+/** Checks the shape of an export read from a file. */
+export function parseExport(value: unknown): RunExport {
+  const v = value as Partial<RunExport>;
+  if (!v || typeof v !== 'object' || v.format !== exportFormat) throw new ExportError('export.bad-format', `not a run export (format must be ${exportFormat})`);
+  if (!v.plan || typeof v.plan !== 'object' || typeof v.plan.planHash !== 'string') throw new ExportError('export.bad-format', 'the export has no plan');
+  if (!Array.isArray(v.events) || v.events.length === 0) throw new ExportError('export.bad-format', 'the export has no events');
+  v.events.forEach((e, i) => {
+    if (!e || typeof e !== 'object' || e.seq !== i + 1) throw new ExportError('export.bad-format', `event ${i + 1} is missing or out of order`);
+  });
+  if (v.artifacts !== undefined && (typeof v.artifacts !== 'object' || v.artifacts === null)) throw new ExportError('export.bad-format', 'artifacts must be an object');
+  return { ...(v as RunExport), artifacts: v.artifacts ?? {} };
+}
+
+/** Parses the text of an export file. */
+export function parseExportText(text: string): RunExport {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new ExportError('export.bad-json', `the file is not JSON: ${(err as Error).message}`);
+  }
+  return parseExport(value);
+}
+
+/** Captured artifacts as JSON text by digest: the form the engine's recorded replay reads. */
+export function artifactTexts(exported: RunExport): Record<string, string> {
+  const decoder = new TextDecoder();
+  const out: Record<string, string> = {};
+  for (const [digest, a] of Object.entries(exported.artifacts ?? {})) {
+    const binary = atob(a.base64);
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    out[digest] = decoder.decode(bytes);
+  }
+  return out;
+}
