@@ -4,6 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { newRunId } from '../core/ids.js';
+import { approvalFact, pendingInvocation } from '../core/operator.js';
 import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { assertPortableId } from '../core/store.js';
 import { terminalStatuses, type Authority, type ExecutionPlan, type HostLog, type ValidationReport } from '../core/types.js';
@@ -245,33 +246,17 @@ export class WorkflowRuntime {
     return this.kernel.outcomeFromStore(runId);
   }
 
-  /** The invocation id of the approval a node is waiting for. */
-  private pendingInvocation(runId: string, nodeId: string, kinds: string[]): string {
-    const tail = this.store.load(runId);
-    if (!tail) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
-    const inflight = new Map<string, { nodeId: string; kind: string }>();
-    if (tail.checkpoint) {
-      const state = JSON.parse(new TextDecoder().decode(tail.checkpoint));
-      for (const inv of Object.values(state.inflight as Record<string, { invocationId: string; nodeId: string; kind: string }>)) inflight.set(inv.invocationId, inv);
-    }
-    const text = new TextDecoder().decode(tail.events);
-    for (const line of text.split('\n')) {
-      if (!line) continue;
-      const e = JSON.parse(line);
-      if (e.type === 'capability.requested') inflight.set(e.payload.invocationId, { nodeId: e.node.id, kind: e.payload.kind });
-      if (e.type === 'capability.completed' || e.type === 'capability.cancelled' || e.type === 'capability.abandoned') inflight.delete(e.payload.invocationId);
-    }
-    for (const [id, inv] of inflight) if (inv.nodeId === nodeId && kinds.includes(inv.kind)) return id;
-    throw new WorkflowError('approval.not-pending', `node ${nodeId} of run ${runId} is not waiting for an approval`);
-  }
-
   async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean }): Promise<RunOutcome> {
     const record = this.store.getRun(runId);
     if (!record) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
     if (terminalStatuses.has(record.status)) throw new WorkflowError('run.terminal', `run ${runId} is ${record.status}; there is nothing to approve`);
-    const invocationId = this.pendingInvocation(runId, nodeId, ['approval']);
-    const output = { approved: options.approved !== false, by: options.by, ...(options.comment !== undefined ? { comment: options.comment } : {}) };
-    await this.kernel.deliver(runId, { type: 'capability-completed', invocationId, ok: true, output }, `operator:${options.by}`).catch((err) => {
+    let invocationId: string;
+    try {
+      invocationId = pendingInvocation(this.store, runId, nodeId, ['approval']);
+    } catch (err) {
+      throw asError(err);
+    }
+    await this.kernel.deliver(runId, approvalFact(invocationId, { approved: options.approved !== false, by: options.by, comment: options.comment }), `operator:${options.by}`).catch((err) => {
       throw asError(err);
     });
     return this.kernel.outcomeFromStore(runId);

@@ -21,6 +21,7 @@ import * as path from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { newRunId } from '../core/ids.js';
 import { Kernel, type RunOutcome } from '../core/kernel.js';
+import { approvalFact, pendingInvocation } from '../core/operator.js';
 import { assertPortableId } from '../core/store.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog } from '../core/types.js';
 import { recoverAttempts, type AttemptRecovery } from './attempt-recovery.js';
@@ -403,6 +404,31 @@ export class RouterHost {
   cancel(runId: string, reason = 'cancelled'): Promise<ActivationSummary> {
     if (!this.store.getRun(runId)) return Promise.reject(new RouterError('run.not-found', `run ${runId} does not exist in this store`));
     return this.kernel.deliver(runId, { type: 'cancel-requested', reason, by: 'router' }, 'router');
+  }
+
+  /** Approves or rejects a `human.approval@1` node that is waiting; recorded with who decided. */
+  approve(runId: string, nodeId: string, decision: { by: string; approved?: boolean; comment?: string }): Promise<ActivationSummary> {
+    const invocationId = pendingInvocation(this.store, runId, nodeId, ['approval']);
+    return this.kernel.deliver(runId, approvalFact(invocationId, { approved: decision.approved !== false, by: decision.by, comment: decision.comment }), `operator:${decision.by}`);
+  }
+
+  /** Settles a node (or foreach item) whose outcome is unknown after a restart. */
+  resolve(runId: string, nodeId: string, resolution: { by: string; succeeded?: unknown; retry?: boolean; fail?: string; item?: number }): Promise<ActivationSummary> {
+    if (!this.store.getRun(runId)) return Promise.reject(new RouterError('run.not-found', `run ${runId} does not exist in this store`));
+    const kind = resolution.retry ? 'retry' : resolution.fail !== undefined ? 'fail' : 'succeeded';
+    return this.kernel.deliver(
+      runId,
+      {
+        type: 'outcome-resolved',
+        nodeId,
+        resolution: kind,
+        by: resolution.by,
+        ...(resolution.item !== undefined ? { item: resolution.item } : {}),
+        ...(kind === 'succeeded' ? { output: resolution.succeeded ?? null } : {}),
+        ...(kind === 'fail' ? { reason: resolution.fail } : {}),
+      },
+      `operator:${resolution.by}`,
+    );
   }
 
   /** Every event of a run, ascending by seq. */

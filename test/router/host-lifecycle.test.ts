@@ -75,3 +75,40 @@ describe('recovery plan', () => {
     expect(plan.unknown).toEqual(['lost', 'gone', 'js', 'ag']);
   });
 });
+
+describe('router host operator actions', () => {
+  it('pauses for an approval, takes the decision with who made it, and finishes', async () => {
+    const dir = tempDir('router-approve-');
+    const host = await RouterHost.open({ dir: path.join(dir, 'state'), profile: 'edge', cadenceMs: 1, log: () => undefined });
+    try {
+      const gated = {
+        apiVersion: 'workflow.gm-hz.dev/v1alpha1',
+        kind: 'WorkflowTemplate',
+        metadata: { id: 'router-gate' },
+        spec: {
+          requires: ['approval'],
+          nodes: [
+            { id: 'start', uses: 'core.start@1' },
+            { id: 'gate', uses: 'human.approval@1', config: { prompt: 'Reboot the router?' } },
+            { id: 'end', uses: 'core.end@1' },
+          ],
+          edges: [
+            { from: 'start', to: 'gate' },
+            { from: 'gate', to: 'end' },
+          ],
+          outputs: { by: { source: 'output', nodeId: 'gate', path: '/by' } },
+        },
+      };
+      const run = await host.launch(gated, {});
+      expect(await run.settled()).toMatchObject({ status: 'paused', pausedReason: 'approval' });
+      expect(() => host.approve(run.runId, 'end', { by: 'ops' })).toThrow(expect.objectContaining({ code: 'approval.not-pending' }));
+      await host.approve(run.runId, 'gate', { by: 'ops', comment: 'maintenance window' });
+      expect(await run.result).toMatchObject({ status: 'completed', output: { by: 'ops' } });
+      const decided = host.events(run.runId).find((e: any) => e.type === 'capability.completed');
+      expect(decided.origin.actor).toBe('operator:ops');
+      expect(host.replay(run.runId, 'recorded')).toMatchObject({ identical: true });
+    } finally {
+      await host.stop();
+    }
+  });
+});
