@@ -9,3 +9,4 @@ export { parseExport, replayExport, exportFormat, type RunExport } from './expor
 export type { CapturePolicy } from '../core/kernel.js';
 export type { CredentialResolver } from './gateway.js';
 export { createMcpServer, serveMcp } from './mcp.js';
+export { TriggerScheduler, TriggerError, triggerRunId, type TriggerSpec } from './triggers.js';

@@ -308,6 +308,24 @@ export class WorkflowRuntime {
     return this.compile(editedTemplate, deps);
   }
 
+  /**
+   * Resumes every run that is not terminal (a worker starting after a crash). Calls that were in
+   * flight in the process that died are reissued when safe, or surfaced as needs_attention.
+   */
+  async recoverPending(options: { by?: string; limit?: number } = {}): Promise<{ runId: string; status?: string; error?: string }[]> {
+    const runs = this.store.listRuns({ statuses: ['queued', 'running', 'paused'], limit: options.limit ?? 10_000 });
+    const out: { runId: string; status?: string; error?: string }[] = [];
+    for (const run of runs) {
+      try {
+        await this.resume(run.runId, { by: options.by ?? 'recovery' });
+        out.push({ runId: run.runId, status: this.store.getRun(run.runId)?.status });
+      } catch (err) {
+        out.push({ runId: run.runId, error: `${(err as { code?: string }).code ?? 'error'}: ${(err as Error).message}` });
+      }
+    }
+    return out;
+  }
+
   /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */
   replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Record<string, unknown> {
     const exported = this.exportRun(runId);

@@ -45,6 +45,7 @@ commands:
   search <text> | describe <id>@<rev> --view schema|template|plan | diff <id>@<a> <id>@<b>
   migrate-template <legacy.json> [--out <file>]    convert a 0.2-protocol template
   router start --dir <state dir> --profile edge|standalone
+  serve [--config <host module>]                   a worker: resume unfinished runs, fire the module's cron triggers
   mcp [--config <host module>]                     serve the runtime as MCP tools on stdio
   sandbox serve [--port N] [--host H] [--token-file F] [--insecure-no-auth]
 
@@ -315,6 +316,30 @@ const commands: Record<string, CliCommand> = {
       }
       print('ReplayReport', report);
       return mode === 'recorded' && report.identical === false && !edited ? exitCodes.replayDiverged : exitCodes.ok;
+    },
+  },
+  serve: {
+    flags: [],
+    async run(args) {
+      // A worker: resumes what a previous process left, then fires the host module's triggers.
+      const host = await loadHostModule(optionString(args, 'config'));
+      return withRuntime(args, async (rt) => {
+        const recovered = await rt.recoverPending({ by: 'serve' });
+        progress(`agent-workflow serve: resumed ${recovered.length} run(s)`);
+        const { TriggerScheduler } = await import('../triggers.js');
+        const scheduler = new TriggerScheduler(rt, (level, message) => progress(`${level}: ${message}`));
+        for (const t of (host as { triggers?: any[] }).triggers ?? []) {
+          const target = typeof t.template === 'string' ? { type: 'inline', template: readTemplate(resolve(host.configDir ?? '.', t.template)) } : (t.target ?? { type: 'inline', template: t.template });
+          scheduler.add({ id: t.id, cron: t.cron, timezone: t.timezone, input: t.input, target });
+        }
+        print('Serving', { recovered, triggers: scheduler.list().triggers });
+        await new Promise<void>((done) => {
+          process.once('SIGINT', () => done());
+          process.once('SIGTERM', () => done());
+        });
+        scheduler.stop();
+        return exitCodes.ok;
+      });
     },
   },
   mcp: {
