@@ -1,5 +1,6 @@
 // Builds the static replay page into dist/browser/: index.html, styles.css, app.js (one classic
-// script, so the page also runs from file://), wasm/ (the engine's core modules and the QuickJS
+// script, so the page also runs from file://), replay-worker.js (the classic worker script the
+// page replays in over http(s)), wasm/ (the engine's core modules and the QuickJS
 // binary, byte-identical to the ones the Node host loads) and wasm-inline.js (the same bytes as
 // base64, loaded only from file://, where fetch() is refused). No CDN, nothing fetched at run time
 // except these files.
@@ -24,8 +25,11 @@ export async function buildBrowserPage({ root, dist }) {
   mkdirSync(join(out, 'wasm'), { recursive: true });
 
   const result = await esbuild.build({
-    entryPoints: [join(here, 'page', 'main.ts')],
-    outfile: join(out, 'app.js'),
+    entryPoints: [
+      { in: join(here, 'page', 'main.ts'), out: 'app' },
+      { in: join(here, 'page', 'replay-worker.ts'), out: 'replay-worker' },
+    ],
+    outdir: out,
     bundle: true,
     format: 'iife',
     platform: 'browser',
@@ -61,7 +65,7 @@ export async function buildBrowserPage({ root, dist }) {
 
   copyFileSync(join(here, 'page', 'index.html'), join(out, 'index.html'));
   copyFileSync(join(here, 'page', 'styles.css'), join(out, 'styles.css'));
-  writeFileSync(join(out, 'manifest.json'), `${JSON.stringify({ files: ['index.html', 'styles.css', 'app.js', 'wasm-inline.js', ...wasmFiles.map((f) => `wasm/${f}`), 'wasm/quickjs.wasm'] }, null, 2)}\n`);
+  writeFileSync(join(out, 'manifest.json'), `${JSON.stringify({ files: ['index.html', 'styles.css', 'app.js', 'replay-worker.js', 'wasm-inline.js', ...wasmFiles.map((f) => `wasm/${f}`), 'wasm/quickjs.wasm'] }, null, 2)}\n`);
   return { out };
 }
 

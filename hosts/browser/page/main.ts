@@ -2,19 +2,20 @@
 // draws its graph and journal, and replays it in `inspect` or `recorded` mode with the engine
 // component. The last replay report is kept verbatim in <pre id="replay-report"> (the JSON the
 // Node host prints for `replay --from <file>`, without the CLI envelope).
-import { BrowserReplayHost, type ReplayMode } from '../index.js';
+import type { ReplayMode } from '../index.js';
 import { inlineWasmGlobal } from '../component.js';
 import { parseExportText, type RunExport } from '../journal.js';
-import { consoleLog } from '../log.js';
 import { renderDag } from './dag-view.js';
 import { h, jsonBlock, renderNodePanel } from './node-panel.js';
+import { createReplayer, type Replayer } from './replayer.js';
 import { applyInspect, buildRunModel, type RunModel } from './run-model.js';
 import { Timeline } from './timeline.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(selector: string) => document.querySelector<T>(selector)!;
 
 interface PageState {
-  host: Promise<BrowserReplayHost>;
+  /** Runs the component: in a worker over http(s), in the page from file:// (replayer.ts). */
+  host: Promise<Replayer>;
   model?: RunModel;
   selected?: string;
   timeline?: Timeline;
@@ -78,9 +79,9 @@ function renderRun(model: RunModel): void {
   if (approvals > 0) flags.append(h('span', { class: 'flag hl-approval' }, `${approvals} approval event${approvals === 1 ? '' : 's'}`));
 }
 
-function showReport(mode: ReplayMode, report: Record<string, any>, ms: number): void {
+function showReport(mode: ReplayMode, text: string, report: Record<string, any>, ms: number): void {
   const pre = $('#replay-report');
-  pre.textContent = JSON.stringify(report);
+  pre.textContent = text;
   (globalThis as Record<string, unknown>).__lastReplay = { mode, ms };
   pre.dataset.mode = mode;
   pre.dataset.count = String(Number(pre.dataset.count ?? 0) + 1);
@@ -115,15 +116,17 @@ async function runReplay(mode: ReplayMode): Promise<void> {
   try {
     const host = await page.host;
     const t0 = performance.now();
-    const report = await host.replay(model.exported, { mode });
+    const text = await host.replay(mode);
     const ms = performance.now() - t0;
+    if (page.model !== model) return; // another export was opened meanwhile
+    const report = JSON.parse(text) as Record<string, any>;
     if (mode === 'inspect') {
       applyInspect(model, report);
       renderRun(model);
       renderGraph();
       selectNode(page.selected);
     }
-    showReport(mode, report, ms);
+    showReport(mode, text, report, ms);
     setStatus(`${mode} replay done`, 'ok');
   } catch (err) {
     setStatus(`${mode} replay failed: ${(err as Error).message}`, 'error');
@@ -163,6 +166,7 @@ async function openExport(text: string, name: string): Promise<void> {
   $('#replay-report').textContent = '';
   delete $('#replay-report').dataset.mode;
   setButtons();
+  (await page.host).load(text, exported);
   // Node states and the outcome come from the component's inspect replay.
   await runReplay('inspect');
   document.body.dataset.ready = '1';
@@ -223,12 +227,14 @@ async function boot(): Promise<void> {
   wire();
   // From file:// Chromium refuses fetch(); the wasm binaries then come from a classic script.
   if (location.protocol === 'file:' && !(inlineWasmGlobal in globalThis)) await loadClassicScript('wasm-inline.js');
-  const host = BrowserReplayHost.create({ base: new URL('wasm/', document.baseURI), log: consoleLog('warn') });
+  const inline = (globalThis as Record<string, unknown>)[inlineWasmGlobal] as Record<string, string> | undefined;
+  const host = createReplayer(new URL('wasm/', document.baseURI), inline && typeof inline === 'object' ? inline : undefined);
   page = { host, busy: false };
   setButtons();
   host.then(
     (hst) => {
-      $('#engine-info').textContent = `engine ${String(hst.engineDescription.engineVersion ?? '')} · wasm ready in ${hst.warmupMs.toFixed(0)} ms`;
+      $('#engine-info').textContent = `engine ${String(hst.engineDescription.engineVersion ?? '')} · wasm ready in ${hst.warmupMs.toFixed(0)} ms (${hst.where === 'worker' ? 'in a worker' : 'in the page'})`;
+      document.body.dataset.replayer = hst.where;
     },
     (err) => setStatus(`the engine could not be loaded: ${(err as Error).message}`, 'error'),
   );
