@@ -1,8 +1,11 @@
 // Browser replay page in headless Chromium next to the Node host: page-ready time (navigation to
 // graph + journal + inspect replay shown) and recorded replay throughput, for the weekly-report
-// example and for foreach runs of 100 to 50,000 script items (two events per item).
+// example and for foreach runs of 100 to 50,000 script items (two events per item); then the
+// 100,000-event export of large-export.mjs (a foreach of 24,996 tool items): page ready, time to
+// show the next journal page and to jump to seq 100,000, inspect and recorded replay in Chromium
+// (in the page's worker) and on the Node host.
 //
-//   node bench/browser/bench.mjs [--items 100,200,5000,50000] [--repeat 3]
+//   node bench/browser/bench.mjs [--items 100,200,5000,50000|none] [--repeat 3] [--large-repeat 1] [--no-large]
 //
 // Needs `node build.mjs` and /usr/bin/chromium. Prints a table; asserts nothing.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
+import { largeRunExport } from './large-export.mjs';
 
 const root = new URL('../../', import.meta.url).pathname;
 const dist = join(root, 'dist');
@@ -64,18 +68,80 @@ async function makeExports(work, itemCounts) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-async function nodeReplayMs(file, repeat) {
+async function nodeReplayMs(file, repeat, mode = 'recorded', warm = true) {
   const { parseExport, replayExport } = await import(pathToFileURL(join(dist, 'hosts', 'node', 'export.js')).href);
   const exported = parseExport(JSON.parse(readFileSync(file, 'utf8')));
-  await replayExport(exported, { mode: 'recorded' }); // compiles the modules once, as a long-lived process would have
+  if (warm) await replayExport(exported, { mode }); // compiles the modules once, as a long-lived process would have
   const times = [];
   for (let i = 0; i < repeat; i++) {
     const t0 = performance.now();
-    const report = await replayExport(exported, { mode: 'recorded' });
+    const report = await replayExport(exported, { mode });
     times.push(performance.now() - t0);
-    if (report.identical !== true) throw new Error(`node replay of ${file} is not identical`);
+    if (mode === 'recorded' && report.identical !== true) throw new Error(`node replay of ${file} is not identical`);
   }
   return median(times);
+}
+
+/** Milliseconds from a click in the page to the journal table holding the new rows (measured in the page). */
+async function timelineMs(page, action) {
+  return page.evaluate(async (act) => {
+    const body = document.querySelector('#timeline tbody');
+    const t0 = performance.now();
+    if (act === 'next') document.querySelector('#timeline [data-page=next]').click();
+    else {
+      document.querySelector('#timeline-jump [name=seq]').value = '100000';
+      document.querySelector('#timeline-jump').requestSubmit();
+    }
+    const ms = performance.now() - t0; // show() is synchronous: the rows are in the DOM now
+    await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+    if (body.querySelectorAll('tr').length > 200) throw new Error('more than one page of rows');
+    if (act === 'jump' && !body.querySelector('tr.marked[data-seq="100000"]')) throw new Error('seq 100000 is not shown');
+    return { ms, paintedMs: performance.now() - t0 };
+  }, action);
+}
+
+/** The 100,000-event run: every figure once per repeat, in a fresh browser context each time. */
+async function largeFigures(browser, file, events, repeat) {
+  const { serveReplay } = await import(pathToFileURL(join(dist, 'hosts', 'browser', 'serve.js')).href);
+  const server = await serveReplay({ exportFile: file });
+  const f = { ready: [], inspect: [], next: [], jump: [], recorded: [] };
+  try {
+    for (let i = 0; i < repeat; i++) {
+      const context = await browser.newContext();
+      const page = await context.newPage();
+      await page.goto(server.url);
+      await page.waitForSelector('body[data-ready="1"]', { timeout: 600_000 });
+      f.ready.push(await page.evaluate(() => globalThis.__pageReadyMs));
+      f.inspect.push((await page.evaluate(() => globalThis.__lastReplay)).ms);
+      f.next.push((await timelineMs(page, 'next')).paintedMs);
+      f.jump.push((await timelineMs(page, 'jump')).paintedMs);
+      await page.click('#replay-recorded');
+      await page.waitForFunction(() => document.querySelector('#replay-report')?.dataset.mode === 'recorded', undefined, { timeout: 900_000 });
+      f.recorded.push((await page.evaluate(() => globalThis.__lastReplay)).ms);
+      if ((await page.evaluate(() => JSON.parse(document.querySelector('#replay-report').textContent).identical)) !== true) throw new Error('browser replay of the large run is not identical');
+      await context.close();
+    }
+  } finally {
+    await server.close();
+  }
+  const nodeInspect = await nodeReplayMs(file, repeat, 'inspect', false);
+  const nodeRecorded = await nodeReplayMs(file, repeat, 'recorded', false);
+  const eps = (ms) => Math.round(events / (ms / 1000));
+  return {
+    run: `foreach 24,996 tool items (large-export.mjs)`,
+    events,
+    'page ready ms (chromium)': Math.round(median(f.ready)),
+    'next page ms (chromium)': Math.round(median(f.next)),
+    'jump to seq 100000 ms (chromium)': Math.round(median(f.jump)),
+    'inspect ms (chromium)': Math.round(median(f.inspect)),
+    'inspect events/s (chromium)': eps(median(f.inspect)),
+    'inspect ms (node)': Math.round(nodeInspect),
+    'inspect events/s (node)': eps(nodeInspect),
+    'recorded replay ms (chromium)': Math.round(median(f.recorded)),
+    'events/s (chromium)': eps(median(f.recorded)),
+    'recorded replay ms (node)': Math.round(nodeRecorded),
+    'events/s (node)': eps(nodeRecorded),
+  };
 }
 
 async function browserFigures(browser, file, repeat) {
@@ -107,6 +173,7 @@ async function browserFigures(browser, file, repeat) {
 
 export async function runBrowserBench(options = {}) {
   const itemCounts = options.items ?? [100, 200, 5000, 50000];
+  const large = options.large ?? true;
   const repeat = options.repeat ?? 3;
   const work = mkdtempSync(join(tmpdir(), 'adw-browser-bench-'));
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: chromiumArgs });
@@ -129,6 +196,12 @@ export async function runBrowserBench(options = {}) {
         'events/s (node)': Math.round(run.events / (nodeMs / 1000)),
       });
     }
+    if (large) {
+      const t0 = performance.now();
+      const big = await largeRunExport();
+      console.error(`large export: ${big.events} events, ${big.cached ? 'cached' : `recorded in ${Math.round(performance.now() - t0)} ms`} (${big.file})`);
+      rows.push(await largeFigures(browser, big.file, big.events, options.largeRepeat ?? 1));
+    }
   } finally {
     await browser.close();
     rmSync(work, { recursive: true, force: true });
@@ -138,8 +211,9 @@ export async function runBrowserBench(options = {}) {
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const arg = (name) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
-  const items = arg('--items') ? arg('--items').split(',').map(Number) : undefined;
+  const items = arg('--items') === 'none' ? [] : arg('--items') ? arg('--items').split(',').map(Number) : undefined;
   const repeat = arg('--repeat') ? Number(arg('--repeat')) : undefined;
-  const rows = await runBrowserBench({ items, repeat });
+  const largeRepeat = arg('--large-repeat') ? Number(arg('--large-repeat')) : undefined;
+  const rows = await runBrowserBench({ items, repeat, largeRepeat, large: !process.argv.includes('--no-large') });
   console.table(rows);
 }
