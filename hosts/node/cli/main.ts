@@ -412,6 +412,12 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+// A reader that stops early (`trace … | head`) is not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(exitCodes.ok);
+  throw err;
+});
+
 main(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
