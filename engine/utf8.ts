@@ -1,5 +1,6 @@
-// UTF-8 codec for the guest. The QuickJS back-end has no TextEncoder/TextDecoder; JSON text is
-// mostly ASCII, so both directions take an ASCII fast path.
+// UTF-8 encoding for the guest's SHA-256 (semantic hashes). The QuickJS back-end has no
+// TextEncoder; JSON text is mostly ASCII, so it takes an ASCII fast path. Payloads cross the
+// boundary as strings and need no codec here.
 
 export function utf8Encode(text: string): Uint8Array {
   const n = text.length;
@@ -30,50 +31,4 @@ export function utf8Encode(text: string): Uint8Array {
     }
   }
   return Uint8Array.from(out);
-}
-
-const chunkChars = 8192;
-
-export function utf8Decode(bytes: Uint8Array): string {
-  const n = bytes.length;
-  let ascii = true;
-  for (let i = 0; i < n; i++) {
-    if (bytes[i] > 0x7f) {
-      ascii = false;
-      break;
-    }
-  }
-  if (ascii) {
-    let s = '';
-    for (let i = 0; i < n; i += chunkChars) {
-      s += String.fromCharCode.apply(null, Array.from(bytes.subarray(i, Math.min(n, i + chunkChars))));
-    }
-    return s;
-  }
-  const codes: number[] = [];
-  let s = '';
-  for (let i = 0; i < n; ) {
-    const c = bytes[i++];
-    let cp: number;
-    if (c < 0x80) cp = c;
-    else if (c >= 0xc0 && c < 0xe0 && i < n) cp = ((c & 31) << 6) | (bytes[i++] & 63);
-    else if (c >= 0xe0 && c < 0xf0 && i + 1 < n) cp = ((c & 15) << 12) | ((bytes[i++] & 63) << 6) | (bytes[i++] & 63);
-    else if (c >= 0xf0 && i + 2 < n) cp = ((c & 7) << 18) | ((bytes[i++] & 63) << 12) | ((bytes[i++] & 63) << 6) | (bytes[i++] & 63);
-    else cp = 0xfffd;
-    if (cp > 0xffff) {
-      cp -= 0x10000;
-      codes.push(0xd800 + (cp >> 10), 0xdc00 + (cp & 0x3ff));
-    } else codes.push(cp);
-    if (codes.length >= chunkChars) {
-      s += String.fromCharCode.apply(null, codes);
-      codes.length = 0;
-    }
-  }
-  return s + String.fromCharCode.apply(null, codes);
-}
-
-/** Splits JSONL bytes into lines of text (JSON never contains a raw newline). */
-export function splitLines(bytes: Uint8Array): string[] {
-  if (bytes.length === 0) return [];
-  return utf8Decode(bytes).split('\n').filter((line) => line.length > 0);
 }

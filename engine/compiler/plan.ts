@@ -1,7 +1,7 @@
 // Compiles a root template and the closure of its `workflow.call@1` dependencies into a pinned
 // execution plan. Resume and replay read only the plan, never "the latest" template.
 import { digestOf } from '../hash.js';
-import { foreachBodyUses, nodeDefinitions } from '../protocol/node-definitions.js';
+import { nodeDefinitions } from '../protocol/node-definitions.js';
 import type { ValidationError, WorkflowTemplate } from '../protocol/template.js';
 import { currentFlags, engineVersion } from '../version.js';
 import { validateTemplate, type SyntaxChecker } from './validate.js';
@@ -135,4 +135,3 @@ function callDepth(key: string, templates: Record<string, PlanTemplate>, seen: s
   return 1 + max;
 }
 
-export { foreachBodyUses };

@@ -51,7 +51,6 @@ const agentConfig = {
 };
 const workflowConfig = { type: 'object', required: ['workflow'], additionalProperties: false, properties: { workflow: workflowRef } };
 
-export const foreachBodyUses = ['tool.call@1', 'agent.run@1', 'workflow.call@1', 'core.script@1'] as const;
 
 const definitions: NodeDefinition[] = [
   { uses: 'core.start@1', configSchema: { type: 'object', additionalProperties: false }, implementationDigest: 'builtin:core.start@1:1' },

@@ -32,6 +32,3 @@ export const nodeTransitions: Record<string, { from: readonly NodeStatus[]; to: 
   'node.item-committed': { from: [...active, 'needs-attention'], to: 'same' },
   'node.item-failed': { from: [...active, 'needs-attention'], to: 'same' },
 };
-
-/** Events that carry no state change beyond what `reduce` records for them. */
-export const recordOnlyEvents = new Set(['capability.late', 'checkpoint.committed', 'run.divergence']);

@@ -99,6 +99,3 @@ export interface EventEnvelope {
   origin: { actor: string; activation: number };
   payload: Record<string, Json>;
 }
-
-export const terminalRunStatuses: readonly RunStatus[] = ['completed', 'failed', 'cancelled'];
-export const settledNodeStatuses: readonly NodeStatus[] = ['completed', 'failed', 'skipped', 'cancelled'];
