@@ -3,8 +3,18 @@
  *
  * The journal is the only authority for a run. A store keeps, per run: the pinned plan (written
  * once, with the run's first commit), the gap-free sequence of events, and the latest checkpoint.
- * Everything else a store keeps (status, timestamps) is a projection that can be rebuilt.
+ * Everything else a store keeps (status, outcome, timestamps) is a projection that can be rebuilt.
+ *
+ * Methods may answer synchronously (SQLite, the router's file journal, an imported journal) or
+ * with a promise (PostgreSQL); callers that serve every store `await` them.
+ *
+ * A store shared by several processes also implements `RunOwnership` (leases with a fencing
+ * epoch, a per-run inbox of operator commands, the queue of background runs): see
+ * `ownership-store.ts`.
  */
+import type { RunOwnership } from './ownership-store.js';
+
+export type Awaitable<T> = T | Promise<T>;
 
 /** One atomic commit of one activation of one run (mirrors the WIT `commit-request`). */
 export interface CommitEntry {
@@ -21,6 +31,27 @@ export interface CommitEntry {
   plan?: Uint8Array;
   /** Run status after this commit (projection). */
   status: string;
+  /**
+   * Fencing: the lease under which the entry was staged. A store with `RunOwnership` refuses the
+   * entry (`store.fenced`) unless the run's current lease has this owner and epoch, in the same
+   * transaction as the `expectedSeq` check. A run's first commit creates its lease with it.
+   */
+  lease?: { owner: string; epoch: number; /** For a run's first commit: when the new lease expires. */ expiresAt?: number };
+  /** Give the lease up in the same transaction (the run ended, or rests with nothing in flight). */
+  releaseLease?: boolean;
+  /** Inbox commands this activation applied; marked applied in the same transaction. */
+  appliedCommands?: readonly number[];
+  /** What the run's outcome is after this commit (projection, from the engine's summary). */
+  outcome?: RunOutcomeProjection;
+}
+
+/** The engine's summary of a run after a commit, kept beside the status so nobody re-reads events. */
+export interface RunOutcomeProjection {
+  pausedReason?: string;
+  result?: unknown;
+  error?: { code: string; message: string; detail?: unknown };
+  /** Host clock (ms) of the run's next timer, if any. */
+  wakeAt?: number;
 }
 
 /** What a cold activation needs to rebuild a run (mirrors the WIT `run-tail`). */
@@ -39,11 +70,19 @@ export interface RunRecord {
   /** Milliseconds since the epoch, host clock; projections only. */
   createdAt: number;
   updatedAt: number;
+  /** The outcome projection of the last commit (stores that keep it). */
+  outcome?: RunOutcomeProjection;
+  /** The current lease (stores with `RunOwnership`); `owner` is absent when it is free. */
+  lease?: { owner?: string; epoch: number; expiresAt?: number };
+  /** For a queued run: why it waits (`queued`, or `concurrency <key>: N of N active`). */
+  waitReason?: string;
+  concurrencyKey?: string;
 }
 
 export interface CommitRejection {
   runId: string;
-  code: 'store.conflict';
+  /** `store.conflict`: `expectedSeq` differs; `store.fenced`: the entry's lease is not the run's current one. */
+  code: 'store.conflict' | 'store.fenced';
   message: string;
 }
 
@@ -63,7 +102,8 @@ export interface ArtifactRef {
   size: number;
 }
 
-export interface JournalStore {
+/** The contract in its synchronous form (SQLite, the router's file journal, an imported journal). */
+export interface SyncJournalStore {
   /** Stores bytes once under their digest (idempotent). A store without it captures nothing. */
   putArtifact?(bytes: Uint8Array, mediaType: string): ArtifactRef;
   /** The bytes of an artifact, verified against the digest; `undefined` when not stored. */
@@ -74,7 +114,7 @@ export interface JournalStore {
    * committed. Throws `StoreError` (code `store.io`) when nothing could be written.
    */
   commit(entries: readonly CommitEntry[]): CommitRejection[];
-  /** Plan, latest checkpoint and the events after it; `undefined` for an unknown run. */
+  /** Plan, latest checkpoint and the events after it; `undefined` for an unknown run (or a queued one that never started). */
   load(runId: string): RunTail | undefined;
   /** A page of events with seq > `afterSeq`, at most `limit` of them. */
   readEvents(runId: string, afterSeq: number, limit: number): EventPage;
@@ -84,10 +124,29 @@ export interface JournalStore {
   close(): void;
 }
 
+/** The contract as the shared host code uses it: every answer may be a promise. */
+export interface JournalStore {
+  putArtifact?(bytes: Uint8Array, mediaType: string): Awaitable<ArtifactRef>;
+  getArtifact?(digest: string): Awaitable<(ArtifactRef & { bytes: Uint8Array; mediaType?: string }) | undefined>;
+  commit(entries: readonly CommitEntry[]): Awaitable<CommitRejection[]>;
+  load(runId: string): Awaitable<RunTail | undefined>;
+  /**
+   * `load` answered synchronously, when the store can (the engine's `load` import is synchronous;
+   * for a store without it the kernel loads a cold run's tail before activating it).
+   */
+  loadSync?(runId: string): RunTail | undefined;
+  readEvents(runId: string, afterSeq: number, limit: number): Awaitable<EventPage>;
+  getRun(runId: string): Awaitable<RunRecord | undefined>;
+  listRuns(filter?: { statuses?: readonly string[]; limit?: number }): Awaitable<RunRecord[]>;
+  close(): Awaitable<void>;
+  /** Leases, inbox and queue, for stores that several processes share. */
+  readonly ownership?: RunOwnership;
+}
+
 /** A storage failure with a stable code. */
 export class StoreError extends Error {
   constructor(
-    readonly code: 'store.io' | 'store.corrupt' | 'store.conflict' | 'store.not-found' | 'store.schema-too-new' | 'store.bad-id',
+    readonly code: 'store.io' | 'store.corrupt' | 'store.conflict' | 'store.fenced' | 'store.not-found' | 'store.schema-too-new' | 'store.bad-id' | 'store.not-loaded' | 'store.not-a-store',
     message: string,
   ) {
     super(message);

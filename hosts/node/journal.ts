@@ -6,8 +6,9 @@ import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
-import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../core/store.js';
+import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type RunRecord, type RunTail, type SyncJournalStore } from '../core/store.js';
 import { migrations, schemaVersion } from './migrations.js';
+import { SqliteOwnership, leaseIsLive, runRecordOf, type RunRow } from './sqlite-ownership.js';
 
 export interface SqliteStoreOptions {
   /** `full` fsyncs at every commit (the default); `normal` may lose the last commits on power loss. */
@@ -67,17 +68,21 @@ function migrate(db: Database, file: string, existed: boolean): void {
   }
 }
 
-export class SqliteJournalStore implements JournalStore {
+const runColumns = 'run_id, status, last_seq, created_at, updated_at, outcome, lease_owner, lease_epoch, lease_expires_at, concurrency_key';
+
+export class SqliteJournalStore implements SyncJournalStore {
   private readonly now: () => number;
+  /** Leases, inbox, queue and workers, in the same database (see `RunOwnership`). */
+  readonly ownership: SqliteOwnership;
   private readonly stmt: {
     runHead: Statement;
     insertRun: Statement;
     updateRun: Statement;
-    updateRunCheckpoint: Statement;
     insertEvent: Statement;
     loadRun: Statement;
     eventsAfter: Statement;
     getRun: Statement;
+    markApplied: Statement;
   };
   private readonly commitTx: Transaction<(entries: readonly CommitEntry[]) => CommitRejection[]>;
 
@@ -86,39 +91,67 @@ export class SqliteJournalStore implements JournalStore {
     options: SqliteStoreOptions = {},
   ) {
     this.now = options.now ?? Date.now;
+    this.ownership = new SqliteOwnership(db);
     this.stmt = {
-      runHead: db.prepare('SELECT last_seq FROM runs WHERE run_id = ?').pluck(),
-      insertRun: db.prepare('INSERT INTO runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
-      updateRun: db.prepare('UPDATE runs SET status = ?, last_seq = ?, updated_at = ? WHERE run_id = ?'),
-      updateRunCheckpoint: db.prepare('UPDATE runs SET status = ?, last_seq = ?, updated_at = ?, checkpoint = ?, checkpoint_seq = ? WHERE run_id = ?'),
+      runHead: db.prepare('SELECT last_seq, lease_owner, lease_epoch, lease_expires_at FROM runs WHERE run_id = ?'),
+      insertRun: db.prepare(
+        'INSERT INTO runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      ),
+      // `checkpoint` and `plan` are kept when the entry has none (COALESCE); a queued run gets its plan at enqueue.
+      updateRun: db.prepare(
+        `UPDATE runs SET status = ?, last_seq = ?, updated_at = ?, outcome = ?, wake_at = ?,
+           checkpoint = COALESCE(?, checkpoint), checkpoint_seq = CASE WHEN ? IS NULL THEN checkpoint_seq ELSE last_seq END,
+           lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, lease_expires_at = CASE WHEN ? THEN NULL ELSE lease_expires_at END
+         WHERE run_id = ?`,
+      ),
       insertEvent: db.prepare('INSERT INTO events (run_id, seq, body) VALUES (?, ?, ?)'),
       loadRun: db.prepare('SELECT plan, checkpoint, checkpoint_seq, last_seq FROM runs WHERE run_id = ?'),
       eventsAfter: db.prepare('SELECT seq, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
-      getRun: db.prepare('SELECT run_id, status, last_seq, created_at, updated_at FROM runs WHERE run_id = ?'),
+      getRun: db.prepare(`SELECT ${runColumns} FROM runs WHERE run_id = ?`),
+      markApplied: db.prepare("UPDATE run_inbox SET state = 'applied', applied_at = ?, applied_by = ? WHERE id = ? AND run_id = ? AND state = 'pending'"),
     };
     this.commitTx = db.transaction((entries: readonly CommitEntry[]) => {
       const rejected: CommitRejection[] = [];
       const now = this.now();
       for (const e of entries) {
-        const head = this.stmt.runHead.get(e.runId) as number | undefined;
-        const stored = head ?? 0;
-        if (stored !== e.expectedSeq || (head === undefined && !e.plan) || (head !== undefined && e.plan)) {
+        const head = this.stmt.runHead.get(e.runId) as { last_seq: number; lease_owner: string | null; lease_epoch: number; lease_expires_at: number | null } | undefined;
+        const stored = head?.last_seq ?? 0;
+        // A queued run has a row (with its plan) but no events: its first commit carries the plan too.
+        const fresh = head === undefined || stored === 0;
+        if (stored !== e.expectedSeq || (fresh && !e.plan) || (!fresh && e.plan)) {
           rejected.push({ runId: e.runId, code: 'store.conflict', message: `run ${e.runId}: expected last seq ${e.expectedSeq}, the store has ${head === undefined ? 'no such run' : stored}` });
           continue;
+        }
+        if (head !== undefined) {
+          // Fencing: only the holder of the run's current lease commits. An entry without a lease
+          // (a single-process host) commits only while nobody holds a live lease.
+          const fenced = e.lease ? head.lease_epoch !== e.lease.epoch || head.lease_owner !== e.lease.owner : leaseIsLive(head.lease_owner, head.lease_expires_at, now);
+          if (fenced) {
+            rejected.push({
+              runId: e.runId,
+              code: 'store.fenced',
+              message: `run ${e.runId}: the commit was staged under ${e.lease ? `lease epoch ${e.lease.epoch} of ${e.lease.owner}` : 'no lease'}, but the run's lease is epoch ${head.lease_epoch}${head.lease_owner ? ` held by ${head.lease_owner}` : ' (free)'}`,
+            });
+            continue;
+          }
         }
         const lines = splitEvents(e.events);
         if (lines.length !== e.lastSeq - e.expectedSeq) {
           throw new StoreError('store.corrupt', `run ${e.runId}: commit carries ${lines.length} events for seq ${e.expectedSeq + 1}..${e.lastSeq}`);
         }
+        const outcome = e.outcome ? JSON.stringify(e.outcome) : null;
+        const wakeAt = e.outcome?.wakeAt ?? null;
+        const release = e.releaseLease === true ? 1 : 0;
         if (head === undefined) {
           assertPortableId(e.runId, 'run id');
-          this.stmt.insertRun.run(e.runId, e.status, e.lastSeq, e.checkpoint ? e.lastSeq : 0, e.checkpoint ?? null, e.plan, now, now);
-        } else if (e.checkpoint) {
-          this.stmt.updateRunCheckpoint.run(e.status, e.lastSeq, now, e.checkpoint, e.lastSeq, e.runId);
+          const owner = e.lease && !release ? e.lease.owner : null;
+          this.stmt.insertRun.run(e.runId, e.status, e.lastSeq, e.checkpoint ? e.lastSeq : 0, e.checkpoint ?? null, e.plan, now, now, outcome, wakeAt, owner, e.lease?.epoch ?? 0, owner ? (e.lease?.expiresAt ?? now) : null);
         } else {
-          this.stmt.updateRun.run(e.status, e.lastSeq, now, e.runId);
+          const checkpoint = e.checkpoint ?? null;
+          this.stmt.updateRun.run(e.status, e.lastSeq, now, outcome, wakeAt, checkpoint, checkpoint, release, release, e.runId);
         }
         for (let i = 0; i < lines.length; i++) this.stmt.insertEvent.run(e.runId, e.expectedSeq + 1 + i, lines[i]);
+        for (const id of e.appliedCommands ?? []) this.stmt.markApplied.run(now, e.lease?.owner ?? null, id, e.runId);
       }
       return rejected;
     });
@@ -140,7 +173,8 @@ export class SqliteJournalStore implements JournalStore {
 
   load(runId: string): RunTail | undefined {
     const row = this.stmt.loadRun.get(runId) as { plan: Buffer; checkpoint: Buffer | null; checkpoint_seq: number; last_seq: number } | undefined;
-    if (!row) return undefined;
+    // A queued run that never started has no journal yet.
+    if (!row || row.last_seq === 0) return undefined;
     const rows = this.stmt.eventsAfter.all(runId, row.checkpoint_seq, -1) as { seq: number; body: Buffer }[];
     const parts: Buffer[] = [];
     for (const r of rows) {
@@ -157,23 +191,22 @@ export class SqliteJournalStore implements JournalStore {
     return { events: page.map((r) => r.body.toString('utf8')), lastSeq: page.length > 0 ? page[page.length - 1].seq : afterSeq, more };
   }
 
+  /** The engine's `load`, answered synchronously (the same as `load`). */
+  loadSync(runId: string): RunTail | undefined {
+    return this.load(runId);
+  }
+
   getRun(runId: string): RunRecord | undefined {
-    const row = this.stmt.getRun.get(runId) as { run_id: string; status: string; last_seq: number; created_at: number; updated_at: number } | undefined;
-    return row ? { runId: row.run_id, status: row.status, lastSeq: row.last_seq, createdAt: row.created_at, updatedAt: row.updated_at } : undefined;
+    const row = this.stmt.getRun.get(runId) as RunRow | undefined;
+    return row ? this.ownership.withWaitReason(runRecordOf(row)) : undefined;
   }
 
   listRuns(filter: { statuses?: readonly string[]; limit?: number } = {}): RunRecord[] {
     const limit = filter.limit ?? 100;
     const statuses = filter.statuses ?? [];
     const where = statuses.length > 0 ? `WHERE status IN (${statuses.map(() => '?').join(', ')})` : '';
-    const rows = this.db.prepare(`SELECT run_id, status, last_seq, created_at, updated_at FROM runs ${where} ORDER BY created_at DESC, run_id DESC LIMIT ?`).all(...statuses, limit) as {
-      run_id: string;
-      status: string;
-      last_seq: number;
-      created_at: number;
-      updated_at: number;
-    }[];
-    return rows.map((row) => ({ runId: row.run_id, status: row.status, lastSeq: row.last_seq, createdAt: row.created_at, updatedAt: row.updated_at }));
+    const rows = this.db.prepare(`SELECT ${runColumns} FROM runs ${where} ORDER BY created_at DESC, run_id DESC LIMIT ?`).all(...statuses, limit) as RunRow[];
+    return rows.map((row) => this.ownership.withWaitReason(runRecordOf(row)));
   }
 
   putArtifact(bytes: Uint8Array, mediaType: string): ArtifactRef {

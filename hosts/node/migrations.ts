@@ -85,6 +85,49 @@ export const migrations: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 4,
+    description: 'run ownership: leases with a fencing epoch, the outcome projection, the inbox of operator commands, the queue of background runs, workers',
+    destructive: false,
+    up(db) {
+      // Runs of earlier versions have no lease (epoch 0, no owner): the first process that acts
+      // on one acquires it. `outcome` is the engine's summary after the last commit (JSON).
+      db.exec(`
+        ALTER TABLE runs ADD COLUMN lease_owner TEXT;
+        ALTER TABLE runs ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE runs ADD COLUMN lease_expires_at INTEGER;
+        ALTER TABLE runs ADD COLUMN outcome BLOB;
+        ALTER TABLE runs ADD COLUMN wake_at INTEGER;
+        ALTER TABLE runs ADD COLUMN concurrency_key TEXT;
+        ALTER TABLE runs ADD COLUMN queued_at INTEGER;
+        CREATE INDEX runs_by_lease ON runs (lease_expires_at) WHERE lease_owner IS NOT NULL;
+        CREATE INDEX runs_by_key ON runs (concurrency_key, status) WHERE concurrency_key IS NOT NULL;
+        CREATE TABLE run_queue (
+          run_id             TEXT PRIMARY KEY,
+          launch             BLOB NOT NULL,
+          concurrency_limit  INTEGER NOT NULL DEFAULT 1,
+          idempotency_key    TEXT UNIQUE
+        ) WITHOUT ROWID;
+        CREATE TABLE run_inbox (
+          id          INTEGER PRIMARY KEY AUTOINCREMENT,
+          run_id      TEXT NOT NULL,
+          command     BLOB NOT NULL,
+          posted_at   INTEGER NOT NULL,
+          state       TEXT NOT NULL DEFAULT 'pending',
+          applied_at  INTEGER,
+          applied_by  TEXT,
+          error       BLOB
+        );
+        CREATE INDEX run_inbox_pending ON run_inbox (run_id, id) WHERE state = 'pending';
+        CREATE TABLE workers (
+          owner         TEXT PRIMARY KEY,
+          started_at    INTEGER NOT NULL,
+          heartbeat_at  INTEGER NOT NULL,
+          info          TEXT
+        ) WITHOUT ROWID;
+      `);
+    },
+  },
 ];
 
 export const schemaVersion = migrations[migrations.length - 1].version;
