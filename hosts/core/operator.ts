@@ -1,6 +1,6 @@
 // Operator actions shared by every host that accepts them: finding the invocation a node waits
 // for, from the latest checkpoint and the events after it (never the whole journal).
-import type { JournalStore } from './store.js';
+import type { JournalStore, RunTail, SyncJournalStore } from './store.js';
 
 export class OperatorError extends Error {
   constructor(
@@ -13,8 +13,16 @@ export class OperatorError extends Error {
 }
 
 /** The invocation of kind `kinds` a node is waiting for, or a typed error. */
-export function pendingInvocation(store: JournalStore, runId: string, nodeId: string, kinds: readonly string[]): string {
-  const tail = store.load(runId);
+export function pendingInvocation(store: SyncJournalStore, runId: string, nodeId: string, kinds: readonly string[]): string {
+  return pendingInTail(store.load(runId), runId, nodeId, kinds);
+}
+
+/** `pendingInvocation` for a store that may answer with a promise. */
+export async function pendingInvocationOf(store: JournalStore, runId: string, nodeId: string, kinds: readonly string[]): Promise<string> {
+  return pendingInTail(await store.load(runId), runId, nodeId, kinds);
+}
+
+function pendingInTail(tail: RunTail | undefined, runId: string, nodeId: string, kinds: readonly string[]): string {
   if (!tail) throw new OperatorError('run.not-found', `run ${runId} does not exist in this store`);
   const decoder = new TextDecoder();
   const inflight = new Map<string, { nodeId: string; kind: string }>();

@@ -58,19 +58,19 @@ export function createMcpServer(runtime: WorkflowRuntime): McpServer {
   server.registerTool(
     'get_run',
     { description: "A run's status, result or error, and its last event seq.", inputSchema: { runId: z.string() } },
-    ({ runId }) => guarded(() => ({ ...runtime.getRun(runId) })),
+    ({ runId }) => guarded(async () => ({ ...(await runtime.getRun(runId)) })),
   );
 
   server.registerTool(
     'list_runs',
     { description: 'Runs, newest first, optionally filtered by status.', inputSchema: { status: z.array(z.string()).optional(), limit: z.number().int().positive().max(1000).optional() } },
-    ({ status, limit }) => guarded(() => ({ runs: runtime.listRuns({ statuses: status, limit }) })),
+    ({ status, limit }) => guarded(async () => ({ runs: await runtime.listRuns({ statuses: status, limit }) })),
   );
 
   server.registerTool(
     'read_events',
     { description: "A page of a run's journal, ascending by seq.", inputSchema: { runId: z.string(), afterSeq: z.number().int().min(0).optional(), limit: z.number().int().positive().max(1000).optional() } },
-    ({ runId, afterSeq, limit }) => guarded(() => ({ ...runtime.readEvents(runId, { afterSeq, limit: limit ?? 200 }) })),
+    ({ runId, afterSeq, limit }) => guarded(async () => ({ ...(await runtime.readEvents(runId, { afterSeq, limit: limit ?? 200 })) })),
   );
 
   server.registerTool(
@@ -79,7 +79,7 @@ export function createMcpServer(runtime: WorkflowRuntime): McpServer {
     ({ runId, nodeId, approved, by, comment }) =>
       guarded(async () => {
         await runtime.approve(runId, nodeId, { by, approved, ...(comment !== undefined ? { comment } : {}) });
-        return { ...(await (await runtime.resume(runId, { by })).settled()) };
+        return { ...(await runtime.follow(runId).settled()) };
       }),
   );
 
@@ -92,7 +92,7 @@ export function createMcpServer(runtime: WorkflowRuntime): McpServer {
     ({ runId, nodeId, by, resolution, output, reason, item }) =>
       guarded(async () => {
         await runtime.resolve(runId, nodeId, { by, ...(item !== undefined ? { item } : {}), ...(resolution === 'succeeded' ? { succeeded: output ?? null } : resolution === 'retry' ? { retry: true } : { fail: reason ?? 'failed by an operator' }) });
-        return { ...(await (await runtime.resume(runId, { by })).settled()) };
+        return { ...(await runtime.follow(runId).settled()) };
       }),
   );
 

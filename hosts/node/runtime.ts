@@ -4,9 +4,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { newRunId } from '../core/ids.js';
-import { approvalFact, pendingInvocation } from '../core/operator.js';
+import { pendingInvocationOf } from '../core/operator.js';
 import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
-import { assertPortableId } from '../core/store.js';
+import { leaseDefaults } from '../core/leases.js';
+import type { OperatorCommand, RunOwnership } from '../core/ownership-store.js';
+import { assertPortableId, type JournalStore } from '../core/store.js';
+import { newOwnerId } from './owner-id.js';
 import { terminalStatuses, type Authority, type ExecutionPlan, type HostLog, type ValidationReport } from '../core/types.js';
 import { nodeComponentLoader } from './component.js';
 import { artifactTexts, exportFormat, type RunExport } from '../core/export-format.js';
@@ -21,6 +24,17 @@ export type AuthorityResolver = (context: { runId: string; workflowId: string; r
 export interface RuntimeOptions extends GatewayRegistry {
   /** State directory; default `./.agent-workflow`. */
   dir?: string;
+  /**
+   * Where the journal lives: a `postgres://` / `postgresql://` connection string (several
+   * workers on several machines), or a SQLite file (default `<dir>/workflow.db`).
+   */
+  store?: string;
+  /** This process's owner id for run leases (default: host, pid, process start time, random). */
+  ownerId?: string;
+  /** Lease time-to-live without a heartbeat (default 15 s); a crashed owner's runs are taken over after it. */
+  leaseTtlMs?: number;
+  /** How often the inbox of owned runs is read, and runs owned elsewhere are followed (default 100 ms). */
+  pollMs?: number;
   /** `full` (default) fsyncs every commit. */
   durability?: 'full' | 'normal';
   /** Who may do what; consulted at launch and again on every resume. Default: everything. */
@@ -42,6 +56,24 @@ export interface LaunchOptions {
   authority?: Authority;
   timeoutMs?: number;
   correlation?: unknown;
+  /**
+   * `inline` (default): this process runs it now. `background`: the run is committed to the
+   * durable queue (`queued`) and a worker (`agent-workflow serve`, `runtime.startWorker()`) runs it.
+   */
+  executionMode?: 'inline' | 'background';
+  /** Deduplicates launches: a second launch with the same key answers the first run. */
+  idempotencyKey?: string;
+  /** At most `concurrencyLimit` (default 1) active runs per key; the others wait in FIFO order. Implies `background`. */
+  concurrencyKey?: string;
+  concurrencyLimit?: number;
+  /** Who launched it, recorded in `run.accepted`'s origin (default `sdk`). */
+  actor?: string;
+}
+
+/** What an operator action did: the command, who applied it, and the run's outcome then. */
+export interface CommandOutcome extends RunOutcome {
+  commandId?: number;
+  appliedBy?: string;
 }
 
 export interface WorkflowRunHandle {
@@ -76,25 +108,40 @@ function asError(err: unknown): WorkflowError {
   return new WorkflowError(e.code ?? 'host.error', e.message ?? String(err), e.detail);
 }
 
+/** Where a runtime's journal lives. */
+async function openStore(options: RuntimeOptions): Promise<JournalStore & { readonly ownership: RunOwnership }> {
+  const location = options.store;
+  if (location !== undefined && /^postgres(ql)?:\/\//.test(location)) {
+    const { PostgresJournalStore } = await import('./pg-store.js');
+    return PostgresJournalStore.open(location);
+  }
+  const file = location ?? join(resolvePath(options.dir ?? '.agent-workflow'), 'workflow.db');
+  return SqliteJournalStore.open(file, { durability: options.durability, now: options.now });
+}
+
 export class WorkflowRuntime {
   private constructor(
     readonly kernel: Kernel,
     readonly engine: EngineInstance,
-    readonly store: SqliteJournalStore,
+    readonly store: JournalStore & { readonly ownership: RunOwnership },
     private readonly resolveAuthority: AuthorityResolver,
     private readonly disposeScripts: () => void,
+    readonly ownerId: string,
+    private readonly pollMs: number,
   ) {}
 
   static async open(options: RuntimeOptions = {}): Promise<WorkflowRuntime> {
-    const dir = resolvePath(options.dir ?? '.agent-workflow');
     const log = options.log ?? stderrLog();
-    const store = SqliteJournalStore.open(join(dir, 'workflow.db'), { durability: options.durability, now: options.now });
+    const store = await openStore(options);
     try {
       const scripts = await createScriptImports();
-      const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => store.load(runId), ...scripts, log });
+      let kernel: Kernel | undefined;
+      const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => kernel!.loadForEngine(runId), ...scripts, log });
       const a = options.authorities;
       const resolveAuthority: AuthorityResolver = typeof a === 'function' ? a : () => a ?? allowEverything;
-      const kernel = new Kernel({
+      const ownerId = options.ownerId ?? newOwnerId();
+      const pollMs = options.pollMs ?? leaseDefaults.pollMs;
+      kernel = new Kernel({
         store,
         engine,
         gateway: registryGateway(options),
@@ -103,12 +150,23 @@ export class WorkflowRuntime {
         authority: resolveAuthority,
         capture: { ...defaultCapture, ...options.capture },
         sha256: (bytes) => `sha256:${createHash('sha256').update(bytes).digest('hex')}`,
+        leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
       });
-      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose());
+      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose(), ownerId, pollMs);
     } catch (err) {
-      store.close();
+      await store.close();
       throw err;
     }
+  }
+
+  private get ownership(): RunOwnership {
+    return this.store.ownership;
+  }
+
+  private async record(runId: string) {
+    const record = await this.store.getRun(runId);
+    if (!record) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    return record;
   }
 
   validate(template: unknown): ValidationReport {
@@ -138,7 +196,8 @@ export class WorkflowRuntime {
       throw asError(err);
     }
     const templateKey = t.type === 'plan' ? (t.templateKey ?? plan.root) : plan.root;
-    const runId = options.runId ?? newRunId(this.kernel.now(), (n) => randomBytes(n));
+    // An idempotency key names the run: a second launch with it finds the first run.
+    const runId = options.idempotencyKey !== undefined ? idempotentRunId(options.idempotencyKey) : (options.runId ?? newRunId(this.kernel.now(), (n) => randomBytes(n)));
     try {
       assertPortableId(runId, 'run id');
     } catch (err) {
@@ -146,12 +205,49 @@ export class WorkflowRuntime {
     }
     const workflowId = plan.templates[templateKey].template.metadata.id as string;
     const authority = this.resolveAuthority({ runId, workflowId, ...(options.authority ? { requested: options.authority } : {}) });
+    const actor = options.actor ?? 'sdk';
+    if (options.executionMode === 'background' || options.concurrencyKey !== undefined) {
+      try {
+        const queued = await this.ownership.enqueue(
+          {
+            runId,
+            plan: new TextEncoder().encode(JSON.stringify(plan)),
+            templateKey,
+            input: options.input ?? {},
+            authority,
+            actor,
+            ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+            ...(options.correlation !== undefined ? { correlation: options.correlation } : {}),
+            ...(options.concurrencyKey !== undefined ? { concurrencyKey: options.concurrencyKey, concurrencyLimit: options.concurrencyLimit ?? 1 } : {}),
+            ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
+          },
+          this.kernel.now(),
+        );
+        return this.handle(queued.runId);
+      } catch (err) {
+        throw asError(err);
+      }
+    }
+    if (options.idempotencyKey !== undefined && (await this.store.getRun(runId))) return this.handle(runId);
     try {
-      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor: 'sdk' });
+      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor });
     } catch (err) {
       throw asError(err);
     }
     return this.handle(runId);
+  }
+
+  /** Workers alive on this store (heartbeat within the last three lease lifetimes). */
+  async liveWorkers() {
+    return this.ownership.liveWorkers(this.kernel.now(), 3 * (this.kernel.leases?.ttlMs ?? leaseDefaults.ttlMs));
+  }
+
+  /** A worker in this process: claims queued runs and runs whose owner is gone (see worker.ts). */
+  async startWorker(options: import('./worker.js').WorkerOptions = {}) {
+    const { Worker } = await import('./worker.js');
+    const worker = new Worker(this, options);
+    worker.start();
+    return worker;
   }
 
   private catalogInstance?: WorkflowCatalog;
@@ -161,6 +257,7 @@ export class WorkflowRuntime {
 
   /** Drafts and published revisions, in the same database as the journal. */
   get catalog(): WorkflowCatalog {
+    if (!(this.store instanceof SqliteJournalStore)) throw new WorkflowError('catalog.unsupported', 'the catalog is kept in SQLite stores only; publish revisions to a SQLite catalog or launch inline templates and plans');
     this.catalogInstance ??= new WorkflowCatalog(this.store.db, {
       engine: { validate: (t) => this.validate(t), compile: (t, deps, revision) => this.compile(t, deps, revision) },
       nodeDefinitions: this.nodeDefinitions,
@@ -175,8 +272,8 @@ export class WorkflowRuntime {
   }
 
   /** Whether this engine and host can continue a stored run as pinned; never guesses. */
-  checkRun(runId: string): RunCompatibility {
-    const tail = this.store.load(runId);
+  async checkRun(runId: string): Promise<RunCompatibility> {
+    const tail = await this.store.load(runId);
     if (!tail) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
     const d = this.engine.describe() as { flags: string[]; checkpointSchemaVersion: number };
     const plan = JSON.parse(new TextDecoder().decode(tail.plan)) as ExecutionPlan;
@@ -185,8 +282,8 @@ export class WorkflowRuntime {
   }
 
   /** Throws `RunNeedsAttentionError` (code `run.needs-attention`, with the run id) when `checkRun` refuses. */
-  assertRunnable(runId: string): void {
-    const report = this.checkRun(runId);
+  async assertRunnable(runId: string): Promise<void> {
+    const report = await this.checkRun(runId);
     if (!report.ok) throw new RunNeedsAttentionError(runId, report.problems.filter((p) => p.severity === 'needs_attention'));
   }
 
@@ -199,93 +296,153 @@ export class WorkflowRuntime {
     };
   }
 
-  getRun(runId: string): RunOutcome & { lastSeq: number; createdAt: number; updatedAt: number } {
-    const record = this.store.getRun(runId);
-    if (!record) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
-    return { ...this.kernel.outcomeFromStore(runId), lastSeq: record.lastSeq, createdAt: record.createdAt, updatedAt: record.updatedAt };
+  async getRun(runId: string): Promise<RunOutcome & { lastSeq: number; createdAt: number; updatedAt: number; owner?: string; waitReason?: string }> {
+    const record = await this.record(runId);
+    const outcome = await this.kernel.outcomeFromStore(runId);
+    return {
+      ...outcome,
+      lastSeq: record.lastSeq,
+      createdAt: record.createdAt,
+      updatedAt: record.updatedAt,
+      ...(record.lease?.owner ? { owner: record.lease.owner } : {}),
+      ...(record.waitReason ? { waitReason: record.waitReason } : {}),
+    };
   }
 
-  listRuns(filter?: { statuses?: string[]; limit?: number }) {
+  async listRuns(filter?: { statuses?: string[]; limit?: number }) {
     return this.store.listRuns(filter);
   }
 
   /** A page of events, ascending by seq. */
-  readEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): { events: any[]; lastSeq: number; more: boolean } {
-    if (!this.store.getRun(runId)) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
-    const page = this.store.readEvents(runId, options.afterSeq ?? 0, Math.min(options.limit ?? 500, 10_000));
+  async readEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<{ events: any[]; lastSeq: number; more: boolean }> {
+    await this.record(runId);
+    const page = await this.store.readEvents(runId, options.afterSeq ?? 0, Math.min(options.limit ?? 500, 10_000));
     return { events: page.events.map((e) => JSON.parse(e)), lastSeq: page.lastSeq, more: page.more };
   }
 
   /**
-   * Resumes a run (also one left by another process). The authority is resolved again. A
-   * terminal run is not started again: its handle resolves with the recorded result.
+   * Commits an operator command to the run's inbox, then sees it applied: by this process when it
+   * owns the run or can take its lease (nobody else owns it), else by the live owner. Resolves
+   * once it is applied; a command the engine refuses rejects with the engine's error.
    */
-  async resume(runId: string, options: { by?: string } = {}): Promise<WorkflowRunHandle> {
-    const record = this.store.getRun(runId);
-    if (!record) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
-    if (terminalStatuses.has(record.status)) return this.handle(runId);
-    this.assertRunnable(runId);
-    const plan = JSON.parse(new TextDecoder().decode(this.store.load(runId)!.plan)) as ExecutionPlan;
-    const authority = this.resolveAuthority({ runId, workflowId: plan.templates[plan.root].template.metadata.id });
+  async command(runId: string, command: OperatorCommand, options: { timeoutMs?: number } = {}): Promise<CommandOutcome> {
+    let id: number;
     try {
-      await this.kernel.resume(runId, options.by ?? 'sdk', authority);
+      id = await this.ownership.postCommand(runId, command, this.kernel.now());
     } catch (err) {
       throw asError(err);
     }
+    const leases = this.kernel.leases!;
+    if (!leases.held(runId)) {
+      const grant = await this.kernel.takeLease(runId);
+      if (!grant.ok && grant.code !== 'lease.held') throw new WorkflowError(grant.code, grant.message);
+    }
+    if (leases.held(runId)) void leases.poll();
+    const deadline = Date.now() + (options.timeoutMs ?? 30_000);
+    for (;;) {
+      const result = await this.ownership.commandResult(id);
+      if (result?.state === 'applied') return { ...(await this.kernel.outcomeFromStore(runId)), commandId: id, ...(result.appliedBy ? { appliedBy: result.appliedBy } : {}) };
+      if (result?.state === 'refused') throw new WorkflowError(result.error?.code ?? 'command.refused', result.error?.message ?? 'the command was refused', { commandId: id });
+      if (Date.now() >= deadline) {
+        const record = await this.store.getRun(runId);
+        throw new WorkflowError(
+          'command.pending',
+          `command ${id} (${command.type}) is committed to run ${runId}'s inbox but was not applied within ${options.timeoutMs ?? 30_000} ms; ${record?.lease?.owner ? `its owner ${record.lease.owner} applies it when it reads its inbox` : 'a worker or the next command applies it'}`,
+          { commandId: id },
+        );
+      }
+      // The lease may have been given up meanwhile: then this process applies it itself.
+      if (!leases.held(runId)) {
+        const grant = await this.kernel.takeLease(runId);
+        if (grant.ok) void leases.poll();
+      }
+      await new Promise((r) => setTimeout(r, this.pollMs));
+    }
+  }
+
+  /**
+   * Resumes a run (also one left by another process). The authority is resolved again. A
+   * terminal run is not started again: its handle resolves with the recorded result. A run that
+   * another live process owns is resumed by that process (through its inbox) and followed here.
+   */
+  async resume(runId: string, options: { by?: string } = {}): Promise<WorkflowRunHandle> {
+    const record = await this.record(runId);
+    if (terminalStatuses.has(record.status) || record.status === 'queued') return this.handle(runId);
+    await this.assertRunnable(runId);
+    await this.command(runId, { type: 'resume', by: options.by ?? 'sdk' });
     return this.handle(runId);
   }
 
-  async cancel(runId: string, options: { reason?: string; by?: string } = {}): Promise<RunOutcome> {
-    const record = this.store.getRun(runId);
-    if (!record) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
-    if (!terminalStatuses.has(record.status)) {
-      await this.kernel.deliver(runId, { type: 'cancel-requested', reason: options.reason ?? 'cancelled', by: options.by ?? 'sdk' }, options.by ?? 'sdk').catch((err) => {
-        throw asError(err);
-      });
-    }
-    return this.kernel.outcomeFromStore(runId);
+  /** A handle on any run of the store, followed through the store when another process runs it. */
+  follow(runId: string): WorkflowRunHandle {
+    return this.handle(runId);
   }
 
-  async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean }): Promise<RunOutcome> {
-    const record = this.store.getRun(runId);
-    if (!record) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+  async cancel(runId: string, options: { reason?: string; by?: string } = {}): Promise<CommandOutcome> {
+    const record = await this.record(runId);
+    const reason = options.reason ?? 'cancelled';
+    const by = options.by ?? 'sdk';
+    if (terminalStatuses.has(record.status)) return this.kernel.outcomeFromStore(runId);
+    if (record.status === 'queued' && (await this.ownership.cancelQueued(runId, reason, by, this.kernel.now()))) return this.kernel.outcomeFromStore(runId);
+    return this.command(runId, { type: 'cancel', reason, by });
+  }
+
+  async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean }): Promise<CommandOutcome> {
+    const record = await this.record(runId);
     if (terminalStatuses.has(record.status)) throw new WorkflowError('run.terminal', `run ${runId} is ${record.status}; there is nothing to approve`);
     let invocationId: string;
     try {
-      invocationId = pendingInvocation(this.store, runId, nodeId, ['approval']);
+      invocationId = await pendingInvocationOf(this.store, runId, nodeId, ['approval']);
     } catch (err) {
       throw asError(err);
     }
-    await this.kernel.deliver(runId, approvalFact(invocationId, { approved: options.approved !== false, by: options.by, comment: options.comment }), `operator:${options.by}`).catch((err) => {
-      throw asError(err);
-    });
-    return this.kernel.outcomeFromStore(runId);
+    await this.assertApprover(runId, nodeId, options.by);
+    return this.command(runId, { type: 'approve', nodeId, invocationId, approved: options.approved !== false, by: options.by, ...(options.comment !== undefined ? { comment: options.comment } : {}) });
   }
 
-  reject(runId: string, nodeId: string, options: { by: string; comment?: string }): Promise<RunOutcome> {
+  /** A node's `approvers` list, when it has one, names who may decide it. */
+  private async assertApprover(runId: string, nodeId: string, by: string): Promise<void> {
+    const tail = await this.store.load(runId);
+    if (!tail) return;
+    const plan = JSON.parse(new TextDecoder().decode(tail.plan)) as ExecutionPlan;
+    for (const t of Object.values(plan.templates)) {
+      const node = (t.template?.spec?.nodes ?? []).find((n: { id?: string }) => n.id === nodeId);
+      const approvers = node?.config?.approvers as unknown;
+      if (Array.isArray(approvers) && approvers.length > 0 && !approvers.includes(by)) {
+        throw new WorkflowError('approval.not-allowed', `${JSON.stringify(by)} may not decide ${nodeId} of run ${runId}; its approvers are ${approvers.map((a) => JSON.stringify(a)).join(', ')}`);
+      }
+      if (node) return;
+    }
+  }
+
+  reject(runId: string, nodeId: string, options: { by: string; comment?: string }): Promise<CommandOutcome> {
     return this.approve(runId, nodeId, { ...options, approved: false });
   }
 
   /** Settles a node whose outcome is unknown (`needs_attention`); recorded with who did it. */
-  async resolve(runId: string, nodeId: string, resolution: { succeeded?: unknown; retry?: boolean; fail?: string; by: string; item?: number }): Promise<RunOutcome> {
+  async resolve(runId: string, nodeId: string, resolution: { succeeded?: unknown; retry?: boolean; fail?: string; by: string; item?: number }): Promise<CommandOutcome> {
+    await this.record(runId);
     const kind = resolution.retry ? 'retry' : resolution.fail !== undefined ? 'fail' : 'succeeded';
-    await this.kernel
-      .deliver(runId, { type: 'outcome-resolved', nodeId, resolution: kind, by: resolution.by, ...(resolution.item !== undefined ? { item: resolution.item } : {}), ...(kind === 'succeeded' ? { output: resolution.succeeded ?? null } : {}), ...(kind === 'fail' ? { reason: resolution.fail } : {}) }, `operator:${resolution.by}`)
-      .catch((err) => {
-        throw asError(err);
-      });
-    return this.kernel.outcomeFromStore(runId);
+    return this.command(runId, {
+      type: 'resolve',
+      nodeId,
+      resolution: kind,
+      by: resolution.by,
+      ...(resolution.item !== undefined ? { item: resolution.item } : {}),
+      ...(kind === 'succeeded' ? { output: resolution.succeeded ?? null } : {}),
+      ...(kind === 'fail' ? { reason: resolution.fail } : {}),
+    });
   }
 
   /** A self-contained export of a run: events, pinned plan, captured artifacts. */
-  exportRun(runId: string): RunExport {
-    const record = this.store.getRun(runId);
-    const tail = this.store.load(runId);
+  async exportRun(runId: string): Promise<RunExport> {
+    const record = await this.store.getRun(runId);
+    const tail = await this.store.load(runId);
     if (!record || !tail) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
     const plan = JSON.parse(new TextDecoder().decode(tail.plan)) as ExecutionPlan;
     const events: any[] = [];
     for (let after = 0; ; ) {
-      const page = this.store.readEvents(runId, after, 5_000);
+      const page = await this.store.readEvents(runId, after, 5_000);
       for (const e of page.events) events.push(JSON.parse(e));
       after = page.lastSeq;
       if (!page.more) break;
@@ -294,8 +451,8 @@ export class WorkflowRuntime {
     for (const e of events) {
       const ref = e.payload?.artifact as { digest: string; redacted?: boolean } | undefined;
       if (!ref || ref.redacted || artifacts[ref.digest]) continue;
-      const stored = this.store.getArtifact(ref.digest);
-      if (stored) artifacts[ref.digest] = { mediaType: stored.mediaType, base64: Buffer.from(stored.bytes).toString('base64') };
+      const stored = await this.store.getArtifact?.(ref.digest);
+      if (stored) artifacts[ref.digest] = { mediaType: stored.mediaType ?? 'application/json', base64: Buffer.from(stored.bytes).toString('base64') };
     }
     return { format: exportFormat, run: { runId, status: record.status, lastSeq: record.lastSeq }, plan, events, artifacts };
   }
@@ -309,16 +466,23 @@ export class WorkflowRuntime {
   }
 
   /**
-   * Resumes every run that is not terminal (a worker starting after a crash). Calls that were in
-   * flight in the process that died are reissued when safe, or surfaced as needs_attention.
+   * Resumes every run that is not terminal and that no live process owns (after a crash, in a
+   * single-process deployment). Calls that were in flight in the process that died are reissued
+   * when safe, or surfaced as needs_attention. Runs another live process owns are left to it.
    */
   async recoverPending(options: { by?: string; limit?: number } = {}): Promise<{ runId: string; status?: string; error?: string }[]> {
-    const runs = this.store.listRuns({ statuses: ['queued', 'running', 'paused'], limit: options.limit ?? 10_000 });
+    const runs = await this.store.listRuns({ statuses: ['running', 'paused'], limit: options.limit ?? 10_000 });
     const out: { runId: string; status?: string; error?: string }[] = [];
     for (const run of runs) {
       try {
-        await this.resume(run.runId, { by: options.by ?? 'recovery' });
-        out.push({ runId: run.runId, status: this.store.getRun(run.runId)?.status });
+        await this.assertRunnable(run.runId);
+        const grant = await this.kernel.takeLease(run.runId);
+        if (!grant.ok) {
+          out.push({ runId: run.runId, error: `${grant.code}: ${grant.message}` });
+          continue;
+        }
+        await this.kernel.resume(run.runId, options.by ?? 'recovery', this.authorityOf(run.runId, await this.planOfRun(run.runId)));
+        out.push({ runId: run.runId, status: (await this.store.getRun(run.runId))?.status });
       } catch (err) {
         out.push({ runId: run.runId, error: `${(err as { code?: string }).code ?? 'error'}: ${(err as Error).message}` });
       }
@@ -326,9 +490,23 @@ export class WorkflowRuntime {
     return out;
   }
 
+  /** The pinned plan of a stored run. */
+  async planOfRun(runId: string): Promise<ExecutionPlan> {
+    const tail = await this.store.load(runId);
+    if (tail) return JSON.parse(new TextDecoder().decode(tail.plan)) as ExecutionPlan;
+    const queued = await this.ownership.queuedLaunch(runId);
+    if (queued) return JSON.parse(new TextDecoder().decode(queued.plan)) as ExecutionPlan;
+    throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+  }
+
+  /** The authority a run gets now (resolved again at every resume and takeover). */
+  authorityOf(runId: string, plan: ExecutionPlan): Authority {
+    return this.resolveAuthority({ runId, workflowId: plan.templates[plan.root].template.metadata.id });
+  }
+
   /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */
-  replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Record<string, unknown> {
-    const exported = this.exportRun(runId);
+  async replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Promise<Record<string, unknown>> {
+    const exported = await this.exportRun(runId);
     const editedPlan = options.editedTemplate !== undefined ? this.editedPlan(exported.plan, options.editedTemplate) : undefined;
     try {
       return this.engine.replay({ mode: options.mode, plan: exported.plan, ...(editedPlan ? { editedPlan } : {}), events: exported.events, artifacts: artifactTexts(exported) });
@@ -342,7 +520,7 @@ export class WorkflowRuntime {
    * linked to the source run, and a comparison of every node's output by digest.
    */
   async replayLive(sourceRunId: string, options: { by?: string } = {}): Promise<Record<string, unknown>> {
-    const source = this.exportRun(sourceRunId);
+    const source = await this.exportRun(sourceRunId);
     const accepted = source.events[0];
     const templateKey = accepted.payload.templateKey as string;
     const handle = await this.launch({ type: 'plan', plan: source.plan, templateKey }, { input: accepted.payload.input, correlation: { liveReplayOf: sourceRunId, by: options.by ?? 'sdk' } });
@@ -353,7 +531,7 @@ export class WorkflowRuntime {
       return out;
     };
     const recorded = outputs(source.events);
-    const live = outputs(this.exportRun(handle.runId).events);
+    const live = outputs((await this.exportRun(handle.runId)).events);
     const differences = [...new Set([...recorded.keys(), ...live.keys()])]
       .filter((id) => recorded.get(id) !== live.get(id))
       .map((nodeId) => ({ nodeId, recordedDigest: recorded.get(nodeId) ?? null, liveDigest: live.get(nodeId) ?? null }));
@@ -370,9 +548,14 @@ export class WorkflowRuntime {
 
   async close(): Promise<void> {
     await this.kernel.close({ abortInflight: true });
-    this.store.close();
+    await this.store.close();
     this.disposeScripts();
   }
+}
+
+/** The run id an idempotency key names: `k-` and 32 hex digits of its SHA-256. */
+export function idempotentRunId(key: string): string {
+  return `k-${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
 }
 
 export { KernelError };

@@ -69,9 +69,10 @@ export class TriggerScheduler {
     const record = { triggerId: armed.spec.id, runId, scheduledAt: slot.toISOString(), started: false } as (typeof this.fired)[number];
     this.fired.push(record);
     if (this.fired.length > 1000) this.fired.shift();
-    if (this.runtime.store.getRun(runId)) return;
+    if (await this.runtime.store.getRun(runId)) return;
     try {
-      await this.runtime.launch(armed.spec.target, { runId, input: armed.spec.input ?? {}, correlation: { trigger: armed.spec.id, scheduledAt: slot.toISOString() } });
+      // Into the durable queue: a worker of the store runs it; one run per slot whoever fires it.
+      await this.runtime.launch(armed.spec.target, { runId, executionMode: 'background', actor: 'trigger', input: armed.spec.input ?? {}, correlation: { trigger: armed.spec.id, scheduledAt: slot.toISOString() } });
       record.started = true;
     } catch (err) {
       const e = err as { code?: string; message?: string };

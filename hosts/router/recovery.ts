@@ -23,7 +23,7 @@
  * The facts of one run are delivered together, in that order, so they form one activation:
  * settled outcomes, outcomes of the re-run attempts, then `resume-requested`.
  */
-import type { JournalStore } from '../core/store.js';
+import type { SyncJournalStore as JournalStore } from '../core/store.js';
 import type { GatewayRequest } from '../core/types.js';
 import type { AttemptRecovery } from './attempt-recovery.js';
 import { recoveryPageEvents } from './limits.js';

@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { newRunId } from '../core/ids.js';
-import { Kernel, type RunOutcome } from '../core/kernel.js';
+import { Kernel, outcomeFromSyncStore, type RunOutcome } from '../core/kernel.js';
 import { approvalFact, pendingInvocation } from '../core/operator.js';
 import { assertPortableId } from '../core/store.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog } from '../core/types.js';
@@ -393,7 +393,7 @@ export class RouterHost {
   getRun(runId: string): RunOutcome & { lastSeq: number; createdAt: number; updatedAt: number } {
     const record = this.store.getRun(runId);
     if (!record) throw new RouterError('run.not-found', `run ${runId} does not exist in this store`);
-    return { ...this.kernel.outcomeFromStore(runId), lastSeq: record.lastSeq, createdAt: record.createdAt, updatedAt: record.updatedAt };
+    return { ...outcomeFromSyncStore(this.store, runId), lastSeq: record.lastSeq, createdAt: record.createdAt, updatedAt: record.updatedAt };
   }
 
   listRuns(filter?: { statuses?: string[]; limit?: number }) {

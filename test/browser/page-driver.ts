@@ -97,7 +97,7 @@ export async function runExample(name: string, stateDir: string, outDir: string)
     const handle = await rt.launch({ type: 'inline', template, dependencies }, { input });
     await handle.settled();
     runId = handle.runId;
-    writeJson(exportFile, rt.exportRun(runId));
+    writeJson(exportFile, await rt.exportRun(runId));
   } finally {
     await rt.close();
   }

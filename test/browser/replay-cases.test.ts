@@ -28,7 +28,7 @@ async function nodeSide(name: string): Promise<{ file: string; report: string }>
   try {
     const handle = await rt.launch({ type: 'inline', template: c.template, dependencies: c.host.dependencies ?? [] }, { input: c.input });
     await handle.settled();
-    file = writeJson(join(work, `${name}.json`), rt.exportRun(handle.runId));
+    file = writeJson(join(work, `${name}.json`), await rt.exportRun(handle.runId));
   } finally {
     await rt.close();
   }

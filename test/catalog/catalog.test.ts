@@ -175,14 +175,14 @@ describe('published launch targets', () => {
     publish(rt, callerTemplate('caller', { id: 'child', revision: 1 }));
     const handle = await rt.launch({ type: 'published', id: 'caller', revision: 1 }, { input: { word: 'pinned' }, runId: 'pub-1' });
     expect(await handle.result).toMatchObject({ status: 'completed', output: { text: 'PINNED' } });
-    const pinned = rt.exportRun('pub-1').plan;
+    const pinned = (await rt.exportRun('pub-1')).plan;
     const compiled = rt.compile(callerTemplate('caller', { id: 'child', revision: 1 }), [{ template: upperTemplate('child'), revision: 1 }], 1);
     expect(pinned).toEqual(compiled);
     expect(pinned.templates['caller@1'].revision).toBe(1);
     // The inline target pins the same kind of plan: same template hashes, root keyed @inline.
     const inline = await rt.launch({ type: 'inline', template: callerTemplate('caller', { id: 'child', revision: 1 }), dependencies: [{ template: upperTemplate('child'), revision: 1 }] }, { input: { word: 'x' }, runId: 'inline-1' });
     await inline.result;
-    const inlinePlan = rt.exportRun('inline-1').plan;
+    const inlinePlan = (await rt.exportRun('inline-1')).plan;
     expect(inlinePlan.root).toBe('caller@inline');
     expect(inlinePlan.templates['caller@inline'].semanticHash).toBe(pinned.templates['caller@1'].semanticHash);
     expect(inlinePlan.templates['child@1']).toEqual(pinned.templates['child@1']);
@@ -201,7 +201,7 @@ describe('published launch targets', () => {
     publish(rt1, approvalChild('gated'));
     publish(rt1, callerTemplate('outer', { id: 'gated', revision: 1 }));
     await rt1.launch({ type: 'published', id: 'outer', revision: 1 }, { input: { word: 'later' }, runId: 'outer-1' });
-    const childId = await waitUntil(() => rt1.listRuns({ statuses: ['paused'] })[0]?.runId);
+    const childId = await waitUntil(async () => (await rt1.listRuns({ statuses: ['paused'] }))[0]?.runId);
     rt1.catalog.deleteRevision('gated', 1);
     rt1.catalog.deleteRevision('outer', 1);
     await expect(rt1.launch({ type: 'published', id: 'outer', revision: 1 })).rejects.toMatchObject({ code: 'catalog.revision-not-found' });
@@ -213,8 +213,8 @@ describe('published launch targets', () => {
     expect(await (await rt2.resume(childId)).result).toMatchObject({ status: 'completed', output: { text: 'LATER' } });
     expect(await (await rt2.resume('outer-1')).result).toMatchObject({ status: 'completed', output: { text: 'LATER' } });
     for (const runId of ['outer-1', childId]) {
-      expect(rt2.replay(runId, { mode: 'recorded' })).toMatchObject({ identical: true });
+      expect(await rt2.replay(runId, { mode: 'recorded' })).toMatchObject({ identical: true });
     }
-    expect(rt2.exportRun('outer-1').plan.templates['gated@1'].template.metadata.id).toBe('gated');
+    expect((await rt2.exportRun('outer-1')).plan.templates['gated@1'].template.metadata.id).toBe('gated');
   });
 });

@@ -84,9 +84,9 @@ export function callerTemplate(id: string, target: { id: string; revision: numbe
 }
 
 /** Waits (without a deadline of its own; vitest's test timeout bounds it) until `check` holds. */
-export async function waitUntil<T>(check: () => T | undefined | false): Promise<T> {
+export async function waitUntil<T>(check: () => T | undefined | false | Promise<T | undefined | false>): Promise<T> {
   for (;;) {
-    const v = check();
+    const v = await check();
     if (v) return v;
     await new Promise((r) => setTimeout(r, 5));
   }

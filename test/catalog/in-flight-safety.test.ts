@@ -38,7 +38,7 @@ describe('in-flight safety', () => {
     rewrite(dir, 'flagged-1', 'plan', (plan) => plan.flags.push('events-v9'));
     const rt = await openRuntime(dir);
     try {
-      const report = rt.checkRun('flagged-1');
+      const report = await rt.checkRun('flagged-1');
       expect(report).toEqual({
         runId: 'flagged-1',
         ok: false,
@@ -46,7 +46,7 @@ describe('in-flight safety', () => {
       });
       let err: any;
       try {
-        rt.assertRunnable('flagged-1');
+        await rt.assertRunnable('flagged-1');
       } catch (e) {
         err = e;
       }
@@ -56,7 +56,7 @@ describe('in-flight safety', () => {
       // assertRunnable first); nothing is appended.
       await expect(rt.resume('flagged-1')).rejects.toMatchObject({ code: expect.stringMatching(/^(engine\.plan-unsupported|run\.needs-attention)$/) });
       await expect(rt.approve('flagged-1', 'ask', { by: 'ops' })).rejects.toMatchObject({ code: 'engine.plan-unsupported' });
-      expect(rt.getRun('flagged-1')).toMatchObject({ status: 'paused', lastSeq: seq });
+      expect(await rt.getRun('flagged-1')).toMatchObject({ status: 'paused', lastSeq: seq });
     } finally {
       await rt.close();
     }
@@ -70,12 +70,12 @@ describe('in-flight safety', () => {
     });
     const rt = await openRuntime(dir);
     try {
-      expect(rt.checkRun('checkpointed-1').problems).toEqual([
+      expect((await rt.checkRun('checkpointed-1')).problems).toEqual([
         { code: 'engine.checkpoint-unsupported', severity: 'needs_attention', message: 'run checkpointed-1 has checkpoint version 99; this engine reads 1' },
       ]);
-      expect(() => rt.assertRunnable('checkpointed-1')).toThrow(RunNeedsAttentionError);
+      await expect(rt.assertRunnable('checkpointed-1')).rejects.toThrow(RunNeedsAttentionError);
       await expect(rt.resume('checkpointed-1')).rejects.toMatchObject({ code: expect.stringMatching(/^(engine\.checkpoint-unsupported|run\.needs-attention)$/), message: expect.stringContaining('checkpointed-1') });
-      expect(rt.getRun('checkpointed-1').lastSeq).toBe(seq);
+      expect((await rt.getRun('checkpointed-1')).lastSeq).toBe(seq);
     } finally {
       await rt.close();
     }
@@ -86,8 +86,8 @@ describe('in-flight safety', () => {
     await pausedRun(dir, 'plain-1');
     const rt = await openRuntime(dir);
     try {
-      expect(rt.checkRun('plain-1')).toEqual({ runId: 'plain-1', ok: true, problems: [] });
-      rt.assertRunnable('plain-1');
+      expect(await rt.checkRun('plain-1')).toEqual({ runId: 'plain-1', ok: true, problems: [] });
+      await rt.assertRunnable('plain-1');
       await rt.approve('plain-1', 'ask', { by: 'ops' });
       expect(await (await rt.resume('plain-1')).result).toMatchObject({ status: 'completed' });
     } finally {
@@ -108,26 +108,26 @@ describe('custom node definitions', () => {
     expect(hash1).not.toBe(engineHash);
     publish(rt1, upperTemplate('with-defs'));
     await (await rt1.launch({ type: 'published', id: 'with-defs', revision: 1 }, { runId: 'defs-1', input: { word: 'a' } })).result;
-    const plan = rt1.exportRun('defs-1').plan;
+    const plan = (await rt1.exportRun('defs-1')).plan;
     expect(plan.nodeDefinitionSetHash).toBe(hash1);
     expect(plan.replayable).toBe(true);
     const { planHash, ...body } = plan;
     expect(planHash).toBe(canonicalDigest(body));
-    expect(rt1.checkRun('defs-1')).toEqual({ runId: 'defs-1', ok: true, problems: [] });
+    expect(await rt1.checkRun('defs-1')).toEqual({ runId: 'defs-1', ok: true, problems: [] });
     await rt1.close();
 
     const rt2 = await openRuntime(dir);
     try {
       rt2.nodeDefinitions.register(ocr('sha256:ocr-build-2'));
-      const report = rt2.checkRun('defs-1');
+      const report = await rt2.checkRun('defs-1');
       expect(report.ok).toBe(true);
       expect(report.problems).toEqual([
         { code: 'run.node-definitions-changed', severity: 'warning', message: `run defs-1 was planned with node definition set ${hash1}; the host now has ${rt2.nodeDefinitionSetHash()} (a definition's schema or implementation digest changed)` },
       ]);
       rt2.nodeDefinitions.register(ocr('sha256:ocr-build-1'));
-      expect(rt2.checkRun('defs-1').problems).toEqual([]);
+      expect((await rt2.checkRun('defs-1')).problems).toEqual([]);
       // Recorded replay still reads only the pinned plan.
-      expect(rt2.replay('defs-1', { mode: 'recorded' })).toMatchObject({ identical: true });
+      expect(await rt2.replay('defs-1', { mode: 'recorded' })).toMatchObject({ identical: true });
     } finally {
       await rt2.close();
     }

@@ -59,10 +59,10 @@ describe('store fixtures', () => {
       try {
         expect(userVersion(file)).toBe(schemaVersion);
         for (const [runId, expected] of Object.entries(fixtureRuns)) {
-          const run = rt.getRun(runId);
+          const run = await rt.getRun(runId);
           expect(run.status).toBe(expected.status);
           if ('output' in expected) expect(run.output).toEqual(expected.output);
-          const page = rt.readEvents(runId, { limit: 10_000 });
+          const page = await rt.readEvents(runId, { limit: 10_000 });
           expect(page.events.map((e: any) => e.seq)).toEqual(Array.from({ length: run.lastSeq }, (_, i) => i + 1));
           expect(page.events[0].type).toBe('run.accepted');
         }
@@ -71,7 +71,7 @@ describe('store fixtures', () => {
         // Recorded replay re-runs the current engine against runs an earlier build recorded: any
         // replay-affecting change that was not put behind a new plan flag shows up here.
         for (const runId of ['fx-echo-1', 'fx-parent-1', 'fx-fail-1']) {
-          const report = rt.replay(runId, { mode: 'recorded' }) as { identical: boolean; firstDivergence: unknown; unrecordedCapabilities: unknown };
+          const report = await rt.replay(runId, { mode: 'recorded' }) as { identical: boolean; firstDivergence: unknown; unrecordedCapabilities: unknown };
           expect(report.identical, `recorded replay of fixture run ${runId} diverged: ${JSON.stringify({ firstDivergence: report.firstDivergence, unrecordedCapabilities: report.unrecordedCapabilities })}`).toBe(true);
         }
         // A paused run continues under the new schema.
@@ -135,7 +135,7 @@ describe('interrupted migrations', () => {
     const rt = await open(dir);
     try {
       expect(userVersion(file)).toBe(schemaVersion);
-      expect(rt.getRun('fx-echo-1')).toMatchObject({ status: 'completed', output: fixtureRuns['fx-echo-1'].output });
+      expect(await rt.getRun('fx-echo-1')).toMatchObject({ status: 'completed', output: fixtureRuns['fx-echo-1'].output });
       expect(rt.catalog.search('half')).toEqual([]);
       expect(await (await rt.resume('fx-parent-1')).result).toMatchObject({ status: 'completed', output: fixtureRuns['fx-parent-1'].output });
     } finally {
@@ -161,7 +161,7 @@ describe('interrupted migrations', () => {
     expect(tables(file)).toEqual(['events', 'runs']);
     const rt = await open(dir);
     try {
-      expect(rt.getRun('fx-fail-1').status).toBe('failed');
+      expect((await rt.getRun('fx-fail-1')).status).toBe('failed');
       expect(tables(file)).toContain('workflow_revisions');
     } finally {
       await rt.close();

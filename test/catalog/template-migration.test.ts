@@ -110,9 +110,9 @@ describe('converted templates run', () => {
     const low = await (await rt.launch({ type: 'inline', template: convert('triage') }, { input: { score: 10 } })).result;
     expect(high.status).toBe('completed');
     expect(low.status).toBe('completed');
-    const nodesOf = (runId: string) => new Set(rt.readEvents(runId, { limit: 1000 }).events.filter((e: any) => e.type === 'node.output-committed').map((e: any) => e.node.id));
-    expect([...nodesOf(high.runId)].sort()).toEqual(['escalate', 'high', 'risky', 'start']);
-    expect([...nodesOf(low.runId)].sort()).toEqual(['auto', 'low', 'risky', 'start']);
+    const nodesOf = async (runId: string) => new Set((await rt.readEvents(runId, { limit: 1000 })).events.filter((e: any) => e.type === 'node.output-committed').map((e: any) => e.node.id));
+    expect([...(await nodesOf(high.runId))].sort()).toEqual(['escalate', 'high', 'risky', 'start']);
+    expect([...(await nodesOf(low.runId))].sort()).toEqual(['auto', 'low', 'risky', 'start']);
   });
 
   it('the converted parent calls the converted child through the catalog', async () => {

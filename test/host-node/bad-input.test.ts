@@ -77,7 +77,7 @@ describe('launching with bad input', () => {
     try {
       const bad = chain('bad', [{ id: 'x', uses: 'tool.call@1', config: { tool: 'search' } }]);
       await expect(rt.launch(bad)).rejects.toMatchObject({ code: 'template.invalid', detail: { errors: [expect.objectContaining({ code: 'requires.missing' })] } });
-      expect(rt.listRuns()).toEqual([]);
+      expect(await rt.listRuns()).toEqual([]);
     } finally {
       await rt.close();
     }
@@ -88,7 +88,7 @@ describe('launching with bad input', () => {
     try {
       const t = chain('typed', [], { inputSchema: { type: 'object', required: ['n'], properties: { n: { type: 'integer' } } } });
       await expect(rt.launch(t, { input: { n: 'seven' } })).rejects.toMatchObject({ code: 'run.input-invalid', message: expect.stringContaining('/n must be integer') });
-      expect(rt.listRuns()).toEqual([]);
+      expect(await rt.listRuns()).toEqual([]);
       const ok = await rt.launch(t, { input: { n: 7 } });
       expect((await ok.result).status).toBe('completed');
     } finally {

@@ -29,15 +29,15 @@ describe('artifacts and the capture policy', () => {
       expect(await a.result).toMatchObject({ status: 'completed', output: { count: 2000 } });
       const b = await rt.launch(bigTemplate());
       await b.result;
-      const payload = completedOf(rt.readEvents(a.runId).events);
+      const payload = completedOf((await rt.readEvents(a.runId)).events);
       expect(payload.output).toBeUndefined();
       expect(payload.artifact).toMatchObject({ digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), mediaType: 'application/json', redacted: false });
       expect(payload.artifact.size).toBe(JSON.stringify(big).length);
-      expect(completedOf(rt.readEvents(b.runId).events).artifact.digest).toBe(payload.artifact.digest);
+      expect(completedOf((await rt.readEvents(b.runId)).events).artifact.digest).toBe(payload.artifact.digest);
       const rows = rt.store.db.prepare('SELECT count(*) AS n FROM artifacts').get() as { n: number };
       expect(rows.n).toBe(1);
-      expect(rt.replay(a.runId, { mode: 'recorded' }).identical).toBe(true);
-      const exported = rt.exportRun(a.runId);
+      expect((await rt.replay(a.runId, { mode: 'recorded' })).identical).toBe(true);
+      const exported = await rt.exportRun(a.runId);
       expect(Object.keys(exported.artifacts)).toEqual([payload.artifact.digest]);
       expect((await replayExport(exported, { mode: 'recorded' })).identical).toBe(true);
     } finally {
@@ -50,11 +50,11 @@ describe('artifacts and the capture policy', () => {
     try {
       const run = await rt.launch(bigTemplate());
       expect((await run.result).status).toBe('completed');
-      const payload = completedOf(rt.readEvents(run.runId).events);
+      const payload = completedOf((await rt.readEvents(run.runId)).events);
       expect(payload.artifact.redacted).toBe(true);
       expect(rt.store.db.prepare('SELECT count(*) AS n FROM artifacts').get()).toEqual({ n: 0 });
-      expect(() => rt.replay(run.runId, { mode: 'recorded' })).toThrow(expect.objectContaining({ code: 'replay.artifact-missing', message: expect.stringContaining('redacted by the capture policy') }));
-      expect(rt.replay(run.runId, { mode: 'inspect' })).toMatchObject({ outcome: { status: 'completed', output: { count: 2000 } } });
+      await expect(rt.replay(run.runId, { mode: 'recorded' })).rejects.toThrow(expect.objectContaining({ code: 'replay.artifact-missing', message: expect.stringContaining('redacted by the capture policy') }));
+      expect(await rt.replay(run.runId, { mode: 'inspect' })).toMatchObject({ outcome: { status: 'completed', output: { count: 2000 } } });
     } finally {
       await rt.close();
     }
@@ -66,7 +66,7 @@ describe('artifacts and the capture policy', () => {
       const c = await loadCase('echo-tool');
       const run = await rt.launch(c.template, { input: c.input });
       expect(await run.result).toMatchObject({ status: 'completed', output: { text: 'hi' } });
-      expect(completedOf(rt.readEvents(run.runId).events)).toMatchObject({ artifact: { redacted: true, size: 13 } });
+      expect(completedOf((await rt.readEvents(run.runId)).events)).toMatchObject({ artifact: { redacted: true, size: 13 } });
     } finally {
       await rt.close();
     }
@@ -78,10 +78,10 @@ describe('artifacts and the capture policy', () => {
     try {
       const narrowed = await wide.launch(bigTemplate('metadata'));
       await narrowed.result;
-      expect(completedOf(wide.readEvents(narrowed.runId).events).artifact.redacted).toBe(true);
+      expect(completedOf((await wide.readEvents(narrowed.runId)).events).artifact.redacted).toBe(true);
       const widened = await narrow.launch(bigTemplate('replayable'));
       await widened.result;
-      expect(completedOf(narrow.readEvents(widened.runId).events).artifact.redacted).toBe(true);
+      expect(completedOf((await narrow.readEvents(widened.runId)).events).artifact.redacted).toBe(true);
     } finally {
       await wide.close();
       await narrow.close();
@@ -115,14 +115,14 @@ describe('secrets', () => {
       const run = await rt.launch(t, { input: { q: 'workflows' } });
       expect(await run.result).toMatchObject({ status: 'completed', output: { ok: true } });
       expect(seen).toEqual([planted]);
-      exports.push(JSON.stringify(rt.exportRun(run.runId)));
+      exports.push(JSON.stringify(await rt.exportRun(run.runId)));
       // Every other case too, so the scan covers checkpoints, approvals and failures.
       for (const name of caseNames()) {
         const c = await loadCase(name);
         const other = await openRuntime({ dir, credentials, ...c.host });
         const h = await other.launch({ type: 'inline', template: c.template, dependencies: c.host.dependencies ?? [] }, { input: c.input });
         await h.settled();
-        exports.push(JSON.stringify(other.exportRun(h.runId)));
+        exports.push(JSON.stringify(await other.exportRun(h.runId)));
         await other.close();
       }
     } finally {

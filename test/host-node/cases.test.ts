@@ -23,10 +23,10 @@ describe('test/cases on the Node host', () => {
         expect(outcome.error?.code).toBe(c.expected.errorCode);
         expect((outcome.error?.detail as any)?.error?.code).toBe((c.expected as any).nodeErrorCode);
         expect(outcome.pausedReason).toBe(c.expected.pausedReason);
-        const events = rt.readEvents(handle.runId, { limit: 10_000 }).events;
+        const events = (await rt.readEvents(handle.runId, { limit: 10_000 })).events;
         expect(events.map((e) => e.type)).toEqual(c.expected.eventTypes);
         events.forEach((e, i) => expect(e.seq).toBe(i + 1));
-        const report = rt.replay(handle.runId, { mode: 'recorded' });
+        const report = await rt.replay(handle.runId, { mode: 'recorded' });
         expect(report.identical).toBe(true);
         expect(report.unrecordedCapabilities).toEqual(c.expected.status === 'paused' ? expect.any(Array) : []);
       } finally {

@@ -105,10 +105,10 @@ describe('cancellation', () => {
       expect(signal.aborted).toBe(true);
       finishLate!({ done: true });
       await new Promise((r) => setTimeout(r, 50));
-      const types = rt.readEvents(handle.runId).events.map((e) => e.type);
+      const types = (await rt.readEvents(handle.runId)).events.map((e) => e.type);
       expect(types).toContain('capability.cancelled');
       expect(types).toContain('run.cancelled');
-      expect(rt.getRun(handle.runId).status).toBe('cancelled');
+      expect((await rt.getRun(handle.runId)).status).toBe('cancelled');
     } finally {
       await rt.close();
     }
@@ -120,13 +120,13 @@ describe('cancellation', () => {
       const t = chain('late', [{ id: 'wait', uses: 'tool.call@1', config: { tool: 'wait' } }]);
       t.spec.requires = ['tool:wait'];
       const handle = await rt.launch(t);
-      const requested = rt.readEvents(handle.runId).events.find((e) => e.type === 'capability.requested');
+      const requested = (await rt.readEvents(handle.runId)).events.find((e) => e.type === 'capability.requested');
       await rt.cancel(handle.runId);
       await rt.kernel.deliver(handle.runId, { type: 'capability-completed', invocationId: requested.payload.invocationId, ok: true, output: { late: true } });
-      const events = rt.readEvents(handle.runId).events;
+      const events = (await rt.readEvents(handle.runId)).events;
       expect(events[events.length - 1]).toMatchObject({ type: 'capability.late', payload: { invocationId: requested.payload.invocationId, reason: 'run cancelled' } });
       expect(events.filter((e) => e.type === 'run.cancelled')).toHaveLength(1);
-      expect(rt.getRun(handle.runId).status).toBe('cancelled');
+      expect((await rt.getRun(handle.runId)).status).toBe('cancelled');
     } finally {
       await rt.close();
     }
@@ -234,12 +234,12 @@ describe('restart', () => {
       const resumed = await second.resume(handle.runId, { by: 'dave' });
       // The authority is resolved again on resume and recorded with it.
       expect(consulted).toEqual([handle.runId]);
-      expect(second.getRun(handle.runId)).toMatchObject({ status: 'paused', pausedReason: 'approval' });
+      expect(await second.getRun(handle.runId)).toMatchObject({ status: 'paused', pausedReason: 'approval' });
       await second.approve(handle.runId, 'gate', { by: 'dave' });
-      const resumedEvent = second.readEvents(handle.runId).events.find((e) => e.type === 'run.resumed' && e.payload.by === 'dave');
+      const resumedEvent = (await second.readEvents(handle.runId)).events.find((e) => e.type === 'run.resumed' && e.payload.by === 'dave');
       expect(resumedEvent.payload.authority).toEqual({ id: 'ops', scopes: ['approval'] });
       expect(await resumed.result).toMatchObject({ status: 'completed', output: { sum: 2 } });
-      expect(second.replay(handle.runId, { mode: 'recorded' }).identical).toBe(true);
+      expect((await second.replay(handle.runId, { mode: 'recorded' })).identical).toBe(true);
     } finally {
       await second.close();
     }
@@ -258,7 +258,7 @@ describe('live replay', () => {
       const same = await rt.replayLive(source.runId);
       expect(same).toMatchObject({ mode: 'live', sourceRunId: source.runId, identical: true, differences: [] });
       expect(same.runId).not.toBe(source.runId);
-      expect(rt.readEvents(same.runId as string).events[0].correlation).toEqual({ liveReplayOf: source.runId, by: 'sdk' });
+      expect((await rt.readEvents(same.runId as string)).events[0].correlation).toEqual({ liveReplayOf: source.runId, by: 'sdk' });
       price = 11;
       const changed = await rt.replayLive(source.runId);
       expect(changed.identical).toBe(false);
@@ -284,34 +284,34 @@ describe('unknown outcomes after a restart', () => {
     t.spec.outputs = { sent: { source: 'output', nodeId: 'send' } };
     const first = await WorkflowRuntime.open({ dir, log: () => undefined, tools: { send: () => new Promise(() => undefined) } });
     const handle = await first.launch(t, { input: { to: ['a', 'b', 'c'] } });
-    while (first.readEvents(handle.runId).events.filter((e) => e.type === 'capability.requested').length < 3) await new Promise((r) => setTimeout(r, 5));
+    while ((await first.readEvents(handle.runId)).events.filter((e) => e.type === 'capability.requested').length < 3) await new Promise((r) => setTimeout(r, 5));
     await first.close();
 
     const sent: string[] = [];
     const second = await WorkflowRuntime.open({ dir, log: () => undefined, tools: { send: (to: string) => (sent.push(to), { to }) } });
     try {
       await (await second.resume(handle.runId, { by: 'ops' })).settled();
-      expect(second.getRun(handle.runId)).toMatchObject({ status: 'paused', pausedReason: 'needs_attention' });
-      const events = second.readEvents(handle.runId).events;
+      expect(await second.getRun(handle.runId)).toMatchObject({ status: 'paused', pausedReason: 'needs_attention' });
+      const events = (await second.readEvents(handle.runId)).events;
       expect(events.filter((e) => e.type === 'capability.abandoned')).toHaveLength(3);
       expect(sent).toEqual([]);
       await expect(second.resolve(handle.runId, 'send', { by: 'ops', succeeded: { to: 'a' } })).rejects.toMatchObject({ code: 'resolve.item-required' });
       await second.resolve(handle.runId, 'send', { by: 'ops', item: 0, succeeded: { to: 'a', checked: 'by hand' } });
       await second.resolve(handle.runId, 'send', { by: 'ops', item: 1, fail: 'bounced' });
-      expect(second.getRun(handle.runId).status).toBe('paused');
+      expect((await second.getRun(handle.runId)).status).toBe('paused');
       await second.resolve(handle.runId, 'send', { by: 'ops', item: 2, retry: true });
       const outcome = await (await second.resume(handle.runId, { by: 'ops' })).result;
       expect(sent).toEqual(['c']);
       expect(outcome.status).toBe('completed');
       expect((outcome.output as any).sent.results).toEqual([{ to: 'a', checked: 'by hand' }, null, { to: 'c' }]);
       expect((outcome.output as any).sent.failures).toEqual([{ index: 1, error: expect.objectContaining({ code: 'node.resolved-failed' }) }]);
-      const resolved = second.readEvents(handle.runId, { limit: 1000 }).events.filter((e) => e.type === 'node.resolved');
+      const resolved = (await second.readEvents(handle.runId, { limit: 1000 })).events.filter((e) => e.type === 'node.resolved');
       expect(resolved.map((e) => [e.payload.item, e.payload.resolution, e.payload.by])).toEqual([
         [0, 'succeeded', 'ops'],
         [1, 'fail', 'ops'],
         [2, 'retry', 'ops'],
       ]);
-      expect(second.replay(handle.runId, { mode: 'recorded' }).identical).toBe(true);
+      expect((await second.replay(handle.runId, { mode: 'recorded' })).identical).toBe(true);
     } finally {
       await second.close();
     }

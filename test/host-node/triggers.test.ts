@@ -21,19 +21,23 @@ describe('cron triggers', () => {
       await new Promise((r) => setTimeout(r, 100));
       const fired = [...a.list().fired, ...b.list().fired];
       const slots = new Set(fired.map((f) => f.scheduledAt));
-      const runs = rt.listRuns();
+      const runs = await rt.listRuns();
       // Two schedulers, one run per slot.
-      expect(runs.length).toBe(new Set(fired.filter((f) => rt.store.getRun(f.runId)).map((f) => f.runId)).size);
+      const stored = await Promise.all(fired.map(async (f) => ((await rt.store.getRun(f.runId)) ? f.runId : undefined)));
+      expect(runs.length).toBe(new Set(stored.filter(Boolean)).size);
       expect(runs.length).toBeLessThanOrEqual(slots.size);
       for (const f of fired) {
         expect(f.runId).toBe(triggerRunId('every-second', new Date(f.scheduledAt)));
         expect(new Date(f.scheduledAt).getMilliseconds()).toBe(0);
         expect(f.error).toBeUndefined();
       }
+      // Fired runs wait in the durable queue until a worker takes them.
       const first = runs[runs.length - 1];
-      await rt.resume(first.runId);
-      expect(rt.getRun(first.runId)).toMatchObject({ status: 'completed', output: { echoed: 'tick' } });
-      expect(rt.readEvents(first.runId).events[0].correlation).toMatchObject({ trigger: 'every-second' });
+      expect(first.status).toBe('queued');
+      const worker = await rt.startWorker();
+      expect(await rt.follow(first.runId).result).toMatchObject({ status: 'completed', output: { echoed: 'tick' } });
+      await worker.stop();
+      expect((await rt.readEvents(first.runId)).events[0].correlation).toMatchObject({ trigger: 'every-second' });
     } finally {
       a.stop();
       b.stop();

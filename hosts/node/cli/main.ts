@@ -6,6 +6,8 @@ import { join, resolve } from 'node:path';
 import type { WorkflowRuntime } from '../runtime.js';
 import { extraCommands } from './commands/index.js';
 import { resolveRunTarget, runPublished } from './commands/catalog.js';
+import { printQueued } from './queued.js';
+
 import { CliError as WorkflowError, type CliCommand } from './command.js';
 import { parseArgs, optionString, UsageError, type ParsedArgs } from './args.js';
 import { loadHostModule } from './host-module.js';
@@ -19,6 +21,7 @@ export const exitCodes = {
   cancelled: 5,
   notFound: 6,
   replayDiverged: 7,
+  conflict: 8,
   internal: 70,
 } as const;
 
@@ -45,17 +48,21 @@ commands:
   search <text> | describe <id>@<rev> --view schema|template|plan | diff <id>@<a> <id>@<b>
   migrate-template <legacy.json> [--out <file>]    convert a 0.2-protocol template
   router start --dir <state dir> --profile edge|standalone
-  serve [--config <host module>]                   a worker: resume unfinished runs, fire the module's cron triggers
+  serve [--max-runs N] [--drain-ms N]              a worker until SIGTERM/SIGINT: claims queued runs and runs whose
+                                                   owner is gone, fires the module's cron triggers
   mcp [--config <host module>]                     serve the runtime as MCP tools on stdio
   sandbox serve [--port N] [--host H] [--token-file F] [--insecure-no-auth]
 
 common options:
   --config <host module>   default ./agent-workflow.config.mjs
   --dir <state dir>        default ./.agent-workflow (or the host module's dir)
-  --no-wait                (run) return once the run is accepted
+  --store <location>       postgres://… (shared by workers) or a SQLite file (default <dir>/workflow.db);
+                           also AGENT_WORKFLOW_STORE or the host module's \`store\`
+  --no-wait                (run) commit the run to the queue for a worker and return
 
 exit codes: 0 ok, 1 run failed, 2 usage, 3 invalid template or input, 4 run paused (waiting for a
-person), 5 cancelled, 6 not found, 7 replay diverged, 70 internal error`;
+person), 5 cancelled, 6 not found, 7 replay diverged, 8 owned by another process / command not
+applied in time / conflict, 70 internal error`;
 
 export function print(kind: string, body: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify({ apiVersion: cliApiVersion, kind, ...body })}\n`);
@@ -102,7 +109,8 @@ async function openRuntime(args: ParsedArgs): Promise<WorkflowRuntime> {
   const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : undefined);
   // Loaded on demand: the router's commands must not load better-sqlite3.
   const { WorkflowRuntime } = await import('../runtime.js');
-  return WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}) });
+  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
+  return WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}) });
 }
 
 function exitFor(status: string): number {
@@ -164,12 +172,10 @@ const commands: Record<string, CliCommand> = {
           return exitCodes.invalid;
         }
         const started = Date.now();
-        const handle = await rt.launch({ type: 'inline', template, dependencies: await readDependencies(args) }, { input });
+        const noWait = args.options.has('no-wait');
+        const handle = await rt.launch({ type: 'inline', template, dependencies: await readDependencies(args) }, { input, actor: 'cli', ...(noWait ? { executionMode: 'background' as const } : {}) });
+        if (noWait) return printQueued(rt, handle.runId);
         progress(`run ${handle.runId} accepted`);
-        if (args.options.has('no-wait')) {
-          print('RunAccepted', { runId: handle.runId });
-          return exitCodes.ok;
-        }
         const outcome = await handle.settled();
         progress(`run ${handle.runId} ${outcome.status}${outcome.pausedReason ? ` (${outcome.pausedReason})` : ''} after ${Date.now() - started} ms, ${outcome.seq} events`);
         print('RunResult', { ...outcome });
@@ -186,7 +192,7 @@ const commands: Record<string, CliCommand> = {
       return withRuntime(args, async (rt) => {
         const all: unknown[] = [];
         for (let after = 0; ; ) {
-          const page = rt.readEvents(runId, { afterSeq: after, limit: 1000 });
+          const page = await rt.readEvents(runId, { afterSeq: after, limit: 1000 });
           for (const e of page.events) {
             if (format === 'jsonl') process.stdout.write(`${JSON.stringify(e)}\n`);
             else if (format === 'text') process.stdout.write(`${String(e.seq).padStart(6)} ${e.occurredAt} ${e.type.padEnd(24)} ${e.node ? `${e.node.id}${e.node.item !== undefined ? `[${e.node.item}]` : ''} #${e.node.attempt}` : ''}\n`);
@@ -206,7 +212,7 @@ const commands: Record<string, CliCommand> = {
       const status = optionString(args, 'status');
       const limit = Number(optionString(args, 'limit') ?? 50);
       return withRuntime(args, async (rt) => {
-        print('RunList', { runs: rt.listRuns({ statuses: status ? status.split(',') : undefined, limit }) });
+        print('RunList', { runs: await rt.listRuns({ statuses: status ? status.split(',') : undefined, limit }) });
         return exitCodes.ok;
       });
     },
@@ -217,7 +223,7 @@ const commands: Record<string, CliCommand> = {
       const [runId] = need(args, 1, 'run id');
       return withRuntime(args, async (rt) => {
         const handle = await rt.resume(runId, { by: 'cli' });
-        const outcome = args.options.has('no-wait') ? rt.getRun(runId) : await handle.settled();
+        const outcome = args.options.has('no-wait') ? await rt.getRun(runId) : await handle.settled();
         print('RunResult', { ...outcome });
         return exitFor(outcome.status);
       });
@@ -248,9 +254,9 @@ const commands: Record<string, CliCommand> = {
       return withRuntime(args, async (rt) => {
         const item = optionString(args, 'item');
         if (item !== undefined && !/^(0|[1-9][0-9]*)$/.test(item)) throw new UsageError('--item takes the index of a foreach item');
-        await rt.resolve(runId, nodeId, { by, ...(item !== undefined ? { item: Number(item) } : {}), ...(succeeded !== undefined ? { succeeded: readJsonArg(succeeded, '--succeeded') } : {}), ...(fail !== undefined ? { fail } : {}), ...(retry ? { retry: true } : {}) });
-        const outcome = await (await rt.resume(runId, { by })).settled();
-        print('RunResult', { ...outcome });
+        const applied = await rt.resolve(runId, nodeId, { by, ...(item !== undefined ? { item: Number(item) } : {}), ...(succeeded !== undefined ? { succeeded: readJsonArg(succeeded, '--succeeded') } : {}), ...(fail !== undefined ? { fail } : {}), ...(retry ? { retry: true } : {}) });
+        const outcome = await rt.follow(runId).settled();
+        print('RunResult', { ...outcome, commandId: applied.commandId, appliedBy: applied.appliedBy });
         return exitFor(outcome.status);
       });
     },
@@ -261,7 +267,7 @@ const commands: Record<string, CliCommand> = {
       const [runId] = need(args, 1, 'run id');
       const out = optionString(args, 'out');
       return withRuntime(args, async (rt) => {
-        const exported = rt.exportRun(runId);
+        const exported = await rt.exportRun(runId);
         const text = `${JSON.stringify(exported)}\n`;
         if (out) {
           writeFileSync(out, text);
@@ -321,23 +327,29 @@ const commands: Record<string, CliCommand> = {
   serve: {
     flags: [],
     async run(args) {
-      // A worker: resumes what a previous process left, then fires the host module's triggers.
+      // A worker until SIGTERM or SIGINT: claims queued runs and runs whose owner is gone, and
+      // fires the host module's cron triggers. A graceful stop hands back what it cannot finish.
       const host = await loadHostModule(optionString(args, 'config'));
+      const maxRuns = positiveInt(optionString(args, 'max-runs'), '--max-runs');
+      const drainMs = positiveInt(optionString(args, 'drain-ms'), '--drain-ms');
       return withRuntime(args, async (rt) => {
-        const recovered = await rt.recoverPending({ by: 'serve' });
-        progress(`agent-workflow serve: resumed ${recovered.length} run(s)`);
+        const log = (level: string, message: string) => progress(`${level}: ${message}`);
+        const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), log });
         const { TriggerScheduler } = await import('../triggers.js');
-        const scheduler = new TriggerScheduler(rt, (level, message) => progress(`${level}: ${message}`));
+        const scheduler = new TriggerScheduler(rt, log);
         for (const t of (host as { triggers?: any[] }).triggers ?? []) {
           const target = typeof t.template === 'string' ? { type: 'inline', template: readTemplate(resolve(host.configDir ?? '.', t.template)) } : (t.target ?? { type: 'inline', template: t.template });
           scheduler.add({ id: t.id, cron: t.cron, timezone: t.timezone, input: t.input, target });
         }
-        print('Serving', { recovered, triggers: scheduler.list().triggers });
-        await new Promise<void>((done) => {
-          process.once('SIGINT', () => done());
-          process.once('SIGTERM', () => done());
+        print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, triggers: scheduler.list().triggers });
+        const signal = await new Promise<string>((done) => {
+          process.once('SIGINT', () => done('SIGINT'));
+          process.once('SIGTERM', () => done('SIGTERM'));
         });
+        progress(`agent-workflow serve: ${signal}: stopping (no new claims; calls in flight may finish)`);
         scheduler.stop();
+        const stopped = await worker.stop();
+        print('Stopped', { signal, drained: stopped.drained, ...worker.stats });
         return exitCodes.ok;
       });
     },
@@ -376,11 +388,17 @@ async function decide(args: ParsedArgs, approved: boolean): Promise<number> {
   const [runId, nodeId] = need(args, 2, 'run id and node id');
   const by = optionString(args, 'by') ?? process.env.USER ?? 'cli';
   return withRuntime(args, async (rt) => {
-    await rt.approve(runId, nodeId, { by, approved, ...(optionString(args, 'comment') !== undefined ? { comment: optionString(args, 'comment') } : {}) });
-    const outcome = await (await rt.resume(runId, { by })).settled();
-    print('RunResult', { ...outcome });
+    const applied = await rt.approve(runId, nodeId, { by, approved, ...(optionString(args, 'comment') !== undefined ? { comment: optionString(args, 'comment') } : {}) });
+    const outcome = await rt.follow(runId).settled();
+    print('RunResult', { ...outcome, commandId: applied.commandId, appliedBy: applied.appliedBy });
     return exitFor(outcome.status);
   });
+}
+
+function positiveInt(value: string | undefined, what: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[1-9][0-9]*$/.test(value)) throw new UsageError(`${what} takes a positive integer`);
+  return Number(value);
 }
 
 export async function main(argv: string[]): Promise<number> {
@@ -408,6 +426,7 @@ export async function main(argv: string[]): Promise<number> {
     if (code.endsWith('not-found')) return exitCodes.notFound;
     if (code.startsWith('template.') || code.startsWith('run.input') || code.startsWith('cli.bad-json') || code === 'workflow.dependency-missing') return exitCodes.invalid;
     if (code === 'cli.internal' || code === 'engine.internal' || code === 'engine.trap') return exitCodes.internal;
+    if (code === 'store.conflict' || code === 'command.pending' || code === 'run.owned-elsewhere' || code === 'run.fenced') return exitCodes.conflict;
     return exitCodes.runFailed;
   }
 }

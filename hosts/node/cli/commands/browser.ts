@@ -18,7 +18,7 @@ async function exportTextOf(args: ParsedArgs, target: string): Promise<string> {
   const { WorkflowRuntime } = await import('../../runtime.js');
   const rt = await WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}) });
   try {
-    return `${JSON.stringify(rt.exportRun(target))}\n`;
+    return `${JSON.stringify(await rt.exportRun(target))}\n`;
   } finally {
     await rt.close();
   }

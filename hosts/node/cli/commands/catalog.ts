@@ -1,6 +1,7 @@
 // Catalog verbs of the CLI: draft put/get, publish, search, describe, diff, and the offline
 // migrate-template converter; plus the `run <id>@<rev>` target for main.ts's `run`.
 // better-sqlite3 is loaded only when a command opens the runtime (the router must not load it).
+import { printQueued } from '../queued.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseRevisionRef } from '../../catalog.js';
@@ -70,12 +71,9 @@ export function resolveRunTarget(arg: string, runtime: WorkflowRuntime): LaunchT
 
 /** Launches a published target the way `run` does a file: RunAccepted / RunResult and its exit code. */
 export async function runPublished(runtime: WorkflowRuntime, target: LaunchTarget, options: { input?: unknown; wait?: boolean } = {}): Promise<number> {
-  const handle = await runtime.launch(target, { input: options.input ?? {} });
+  const handle = await runtime.launch(target, { input: options.input ?? {}, actor: 'cli', ...(options.wait === false ? { executionMode: 'background' as const } : {}) });
+  if (options.wait === false) return printQueued(runtime, handle.runId);
   progress(`run ${handle.runId} accepted`);
-  if (options.wait === false) {
-    print('RunAccepted', { runId: handle.runId });
-    return exit.ok;
-  }
   const outcome = await handle.settled();
   progress(`run ${handle.runId} ${outcome.status}${outcome.pausedReason ? ` (${outcome.pausedReason})` : ''}, ${outcome.seq} events`);
   print('RunResult', { ...outcome });

@@ -1,0 +1,182 @@
+// The leases one process holds, kept alive by heartbeat, and the inbox of the runs it owns,
+// polled and applied in order. The kernel asks it for the lease a commit is staged under and
+// tells it which leases its commits took, kept or gave up.
+import type { InboxCommand, LeaseGrant, OperatorCommand, RunOwnership } from './ownership-store.js';
+import type { ActivationSummary, CapabilityError, HostLog } from './types.js';
+
+export interface LeaseOptions {
+  /** This process's owner id (see hosts/node/owner-id.ts). */
+  owner: string;
+  /** How long a lease lasts without a heartbeat (default 15 s). */
+  ttlMs?: number;
+  /** How often leases are renewed (default a third of `ttlMs`). */
+  heartbeatMs?: number;
+  /** How often the inbox of owned runs is read (default 100 ms). */
+  pollMs?: number;
+}
+
+export const leaseDefaults = { ttlMs: 15_000, pollMs: 100 } as const;
+
+type Apply = (runId: string, command: InboxCommand) => Promise<ActivationSummary>;
+
+export class LeaseKeeper {
+  readonly owner: string;
+  readonly ttlMs: number;
+  readonly pollMs: number;
+  private readonly heartbeatMs: number;
+  /** Leases held now: run id -> epoch. */
+  private readonly mine = new Map<string, number>();
+  /** The epoch of the last lease this process held on a run it gave up: if nobody took one since, its view of the run is current. */
+  private readonly lastEpoch = new Map<string, number>();
+  private readonly applying = new Set<number>();
+  private readonly lostListeners: ((runId: string) => void)[] = [];
+  private heartbeat: ReturnType<typeof setInterval> | undefined;
+  private poller: ReturnType<typeof setTimeout> | undefined;
+  private polling = false;
+  private stopped = false;
+
+  constructor(
+    private readonly ownership: RunOwnership,
+    options: LeaseOptions,
+    private readonly now: () => number,
+    private readonly log: HostLog,
+    private readonly apply: Apply,
+  ) {
+    this.owner = options.owner;
+    this.ttlMs = options.ttlMs ?? leaseDefaults.ttlMs;
+    this.heartbeatMs = options.heartbeatMs ?? Math.max(10, Math.floor(this.ttlMs / 3));
+    this.pollMs = options.pollMs ?? leaseDefaults.pollMs;
+  }
+
+  onLost(listener: (runId: string) => void): void {
+    this.lostListeners.push(listener);
+  }
+
+  get size(): number {
+    return this.mine.size;
+  }
+
+  held(runId: string): { owner: string; epoch: number } | undefined {
+    const epoch = this.mine.get(runId);
+    return epoch === undefined ? undefined : { owner: this.owner, epoch };
+  }
+
+  /** The lease a new run's first commit creates (epoch 1), or the one a worker claimed it with. */
+  forNewRun(runId: string, claimedEpoch?: number): { owner: string; epoch: number; expiresAt: number } {
+    return { owner: this.owner, epoch: claimedEpoch ?? 1, expiresAt: this.now() + this.ttlMs };
+  }
+
+  /**
+   * Takes a run's lease. `continued` says that nobody held the run since this process gave it
+   * up, so what this process knows of it is still current.
+   */
+  async acquire(runId: string): Promise<LeaseGrant & { continued?: boolean }> {
+    const grant = await this.ownership.acquireLease(runId, this.owner, this.ttlMs, this.now());
+    if (!grant.ok) return grant;
+    const continued = this.mine.get(runId) === grant.epoch || this.lastEpoch.get(runId) === grant.previousEpoch;
+    this.mine.set(runId, grant.epoch);
+    this.lastEpoch.delete(runId);
+    this.start();
+    return { ...grant, continued };
+  }
+
+  /** A commit under the lease landed and the run goes on here. */
+  committed(runId: string, epoch: number): void {
+    this.mine.set(runId, epoch);
+    this.start();
+  }
+
+  /** A commit under the lease landed and gave the lease up. */
+  released(runId: string, epoch: number): void {
+    this.mine.delete(runId);
+    this.lastEpoch.set(runId, epoch);
+    if (this.lastEpoch.size > 10_000) this.lastEpoch.delete(this.lastEpoch.keys().next().value as string);
+  }
+
+  /** The lease is lost (fenced): forget it. */
+  drop(runId: string): void {
+    this.mine.delete(runId);
+    this.lastEpoch.delete(runId);
+  }
+
+  refuse(refusals: readonly { id: number; error: { code: string; message: string } }[]): Promise<void> {
+    return Promise.resolve(this.ownership.refuseCommands(refusals, this.owner, this.now()));
+  }
+
+  /** Records, through the run's inbox, the outcome of a call that ended after this process lost the run. */
+  async postLateOutcome(runId: string, outcome: { invocationId: string; ok: boolean; output?: unknown; error?: CapabilityError }): Promise<void> {
+    const command: OperatorCommand = { type: 'late-outcome', invocationId: outcome.invocationId, ok: outcome.ok, ...(outcome.ok ? { output: outcome.output ?? null } : { error: outcome.error ?? { code: 'capability.failed', message: 'the capability failed' } }), by: this.owner };
+    await this.ownership.postCommand(runId, command, this.now());
+  }
+
+  private start(): void {
+    if (this.stopped) return;
+    if (!this.heartbeat) {
+      this.heartbeat = setInterval(() => void this.renew(), this.heartbeatMs);
+      this.heartbeat.unref?.();
+    }
+    if (!this.poller) this.schedulePoll();
+  }
+
+  private schedulePoll(): void {
+    if (this.stopped) return;
+    this.poller = setTimeout(() => void this.poll(), this.pollMs);
+    this.poller.unref?.();
+  }
+
+  private async renew(): Promise<void> {
+    if (this.mine.size === 0) return;
+    try {
+      const lost = await this.ownership.renewLeases(this.owner, new Map(this.mine), this.ttlMs, this.now());
+      for (const runId of lost) {
+        if (!this.mine.has(runId)) continue;
+        this.drop(runId);
+        for (const l of this.lostListeners) l(runId);
+      }
+    } catch (err) {
+      this.log('warn', `lease heartbeat failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** Reads the inbox of the runs this process owns now (also called right after posting one). */
+  async poll(): Promise<void> {
+    if (this.polling || this.stopped) return;
+    this.polling = true;
+    if (this.poller) clearTimeout(this.poller);
+    this.poller = undefined;
+    try {
+      if (this.mine.size === 0) return;
+      const commands = await this.ownership.pendingCommands([...this.mine.keys()], 256);
+      for (const c of commands) {
+        if (this.applying.has(c.id) || !this.mine.has(c.runId)) continue;
+        this.applying.add(c.id);
+        this.apply(c.runId, c)
+          .catch((err) => this.log('info', `inbox command ${c.id} of run ${c.runId} (${c.command.type}) was refused: ${(err as Error).message}`))
+          .finally(() => this.applying.delete(c.id));
+      }
+    } catch (err) {
+      this.log('warn', `reading the inbox failed: ${(err as Error).message}`);
+    } finally {
+      this.polling = false;
+      if (this.mine.size > 0) this.schedulePoll();
+    }
+  }
+
+  /** Stops heartbeats and polling and gives every lease up. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.poller) clearTimeout(this.poller);
+    this.heartbeat = undefined;
+    this.poller = undefined;
+    const held = [...this.mine];
+    this.mine.clear();
+    for (const [runId, epoch] of held) {
+      try {
+        await this.ownership.releaseLease(runId, this.owner, epoch);
+      } catch (err) {
+        this.log('warn', `releasing the lease of ${runId} failed: ${(err as Error).message}`);
+      }
+    }
+  }
+}

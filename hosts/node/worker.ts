@@ -1,0 +1,133 @@
+// A worker: claims queued runs and runs whose owner is gone, and runs them in this process, up
+// to `maxRuns` owned at once. Any number of workers may share one store (SQLite on one machine,
+// PostgreSQL across machines); the store's claim decides who gets what.
+//
+// Stop order (`stop()`): stop claiming -> let calls in flight finish for up to `drainMs` ->
+// abort what is left and give every lease up (the next owner reissues safe calls and surfaces
+// the others as needs_attention) -> leave the worker list.
+import { hostname } from 'node:os';
+import type { ClaimedRun } from '../core/ownership-store.js';
+import type { HostLog } from '../core/types.js';
+import type { ExecutionPlan } from '../core/types.js';
+import type { WorkflowRuntime } from './runtime.js';
+
+export interface WorkerOptions {
+  /** Runs owned at once, at most (default 64). */
+  maxRuns?: number;
+  /** How often the store is asked for work when the last claim found none (default 50 ms). */
+  idlePollMs?: number;
+  /** How long a graceful stop waits for calls in flight (default 10 s). */
+  drainMs?: number;
+  log?: HostLog;
+}
+
+export interface WorkerStats {
+  owner: string;
+  started: number;
+  takenOver: number;
+  claimErrors: number;
+}
+
+export class Worker {
+  private readonly maxRuns: number;
+  private readonly idlePollMs: number;
+  private readonly drainMs: number;
+  private readonly log: HostLog;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private presence: ReturnType<typeof setInterval> | undefined;
+  private claiming: Promise<void> | undefined;
+  private stopped = false;
+  private readonly startedAt = Date.now();
+  readonly stats: WorkerStats;
+
+  constructor(
+    private readonly runtime: WorkflowRuntime,
+    options: WorkerOptions = {},
+  ) {
+    this.maxRuns = options.maxRuns ?? 64;
+    this.idlePollMs = options.idlePollMs ?? 50;
+    this.drainMs = options.drainMs ?? 10_000;
+    this.log = options.log ?? (() => undefined);
+    this.stats = { owner: runtime.ownerId, started: 0, takenOver: 0, claimErrors: 0 };
+  }
+
+  private get owned(): number {
+    return this.runtime.kernel.leases?.size ?? 0;
+  }
+
+  start(): void {
+    const ownership = this.runtime.store.ownership;
+    const beat = () =>
+      Promise.resolve(ownership.heartbeatWorker({ owner: this.runtime.ownerId, startedAt: this.startedAt, heartbeatAt: Date.now(), info: `${hostname()} pid ${process.pid}` })).catch((err) =>
+        this.log('warn', `worker heartbeat failed: ${(err as Error).message}`),
+      );
+    void beat();
+    this.presence = setInterval(beat, Math.max(50, Math.floor((this.runtime.kernel.leases?.ttlMs ?? 15_000) / 3)));
+    this.schedule(0);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.claiming = this.claimOnce().then((found) => this.schedule(found ? 0 : this.idlePollMs));
+    }, ms);
+  }
+
+  /** One claim; answers whether it found work. */
+  private async claimOnce(): Promise<boolean> {
+    const room = this.maxRuns - this.owned;
+    if (room <= 0 || this.stopped) return false;
+    const leases = this.runtime.kernel.leases!;
+    let claimed: ClaimedRun[];
+    try {
+      claimed = await this.runtime.store.ownership.claim(this.runtime.ownerId, Math.min(room, 32), leases.ttlMs, this.runtime.kernel.now());
+    } catch (err) {
+      this.stats.claimErrors += 1;
+      this.log('warn', `claiming work failed: ${(err as Error).message}`);
+      return false;
+    }
+    for (const c of claimed) void this.run(c);
+    return claimed.length > 0;
+  }
+
+  private async run(c: ClaimedRun): Promise<void> {
+    const kernel = this.runtime.kernel;
+    try {
+      if (c.kind === 'start' && c.launch) {
+        this.stats.started += 1;
+        const plan = JSON.parse(new TextDecoder().decode(c.launch.plan)) as ExecutionPlan;
+        await kernel.launch({
+          runId: c.runId,
+          plan,
+          templateKey: c.launch.templateKey,
+          input: c.launch.input,
+          // The authority is resolved again when the run starts, not when it was queued.
+          authority: this.runtime.authorityOf(c.runId, plan),
+          ...(c.launch.timeoutMs !== undefined ? { timeoutMs: c.launch.timeoutMs } : {}),
+          ...(c.launch.correlation !== undefined ? { correlation: c.launch.correlation } : {}),
+          actor: c.launch.actor ?? 'worker',
+          epoch: c.epoch,
+        });
+      } else {
+        this.stats.takenOver += 1;
+        kernel.claimed(c.runId, c.epoch);
+        const plan = await this.runtime.planOfRun(c.runId);
+        await kernel.resume(c.runId, 'worker', this.runtime.authorityOf(c.runId, plan));
+        void kernel.leases?.poll();
+      }
+    } catch (err) {
+      this.log('warn', `run ${c.runId} (${c.kind}) failed to start here: ${(err as { code?: string }).code ?? ''} ${(err as Error).message}`);
+    }
+  }
+
+  /** Graceful stop: no new claims, calls in flight finish (or are handed back at `drainMs`). */
+  async stop(): Promise<{ drained: boolean }> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.presence) clearInterval(this.presence);
+    await this.claiming;
+    const drained = await this.runtime.kernel.drain(this.drainMs);
+    await Promise.resolve(this.runtime.store.ownership.removeWorker(this.runtime.ownerId)).catch(() => undefined);
+    return { drained };
+  }
+}
