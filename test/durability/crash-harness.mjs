@@ -72,7 +72,7 @@ export function isSafe(effect, tool, effects) {
  */
 async function settleAttention(rt, runId, effectsLog, tally) {
   const events = allEvents(rt.store, runId);
-  const view = rt.replay(runId, { mode: 'inspect' });
+  const view = await rt.replay(runId, { mode: 'inspect' });
   for (const [nodeId, node] of Object.entries(view.nodes)) {
     if (node.status !== 'needs-attention') continue;
     const abandoned = events.filter((e) => e.type === 'capability.abandoned' && e.node.id === nodeId).map((e) => e.payload.invocationId);
@@ -148,7 +148,7 @@ export async function recoverAndCheck({ dir, scenario, plans, reference }) {
         continue;
       }
       if (reference && JSON.stringify(outcome.output) !== JSON.stringify(reference[r.runId])) violations.push(`${r.runId}: output ${JSON.stringify(outcome.output)} differs from the crash-free run's ${JSON.stringify(reference[r.runId])}`);
-      const replay = rt.replay(r.runId, { mode: 'recorded' });
+      const replay = await rt.replay(r.runId, { mode: "recorded" });
       tally.replayed += 1;
       if (replay.identical === true) tally.replayIdentical += 1;
       else violations.push(`${r.runId}: recorded replay diverged at ${JSON.stringify(replay.firstDivergence)}`);
