@@ -3,14 +3,19 @@ export const engineVersion = '0.1.0';
 
 /**
  * Behaviour flags that affect replay. A plan records the flags it was compiled with; an engine
- * refuses (needs_attention) a run whose flags it does not support.
+ * refuses (needs_attention) a run whose flags it does not support. A run is decided by the flags
+ * of its plan, so a run recorded before a flag existed replays with the behaviour it had.
  *
  * - `ids-v2`: invocation and event ids from a fast non-cryptographic hash (before: SHA-256).
+ * - `clock-v2`: the run clock never goes backwards: an activation's time is the later of the
+ *   host's `now` and the time of the run's previous activation.
  */
-export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2'] as const;
+export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'clock-v2'] as const;
 
 /** The flags a plan compiled by this engine records. */
-export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2'] as const;
+export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'clock-v2'] as const;
+
+export type EngineFlag = (typeof supportedFlags)[number];
 
 /** The schema version of events and checkpoints written by this engine. */
 export const eventSchemaVersion = 1;
