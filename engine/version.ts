@@ -14,11 +14,15 @@ export const engineVersion = '0.1.0';
  *   `failurePolicy: continue` failed its own output check live, and not after a restart).
  * - `clock-v2`: the run clock never goes backwards: an activation's time is the later of the
  *   host's `now` and the time of the run's previous activation.
+ * - `inputs-v2`: `default`s of `spec.inputSchema` are applied to the run input before it is
+ *   validated, and `run.accepted` records the input with them.
+ * - `bindings-v2`: a binding to a path that a completed node's output does not have fails the
+ *   node (`binding.missing`) instead of leaving the input out.
  */
-export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2'] as const;
+export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2'] as const;
 
 /** The flags a plan compiled by this engine records. */
-export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2'] as const;
+export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2'] as const;
 
 export type EngineFlag = (typeof supportedFlags)[number];
 

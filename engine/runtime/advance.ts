@@ -7,7 +7,7 @@ import { capabilityCovers, impliedCapability, nodeDefinitions } from '../protoco
 import type { NodeSpec } from '../protocol/template.js';
 import type { Effect, ErrorInfo, Invocation } from '../state/types.js';
 import type { Activation, GatewayRequest } from './activation.js';
-import { evaluateCondition, resolveBinding, resolveInputs } from './bindings.js';
+import { evaluateCondition, missingBinding, resolveBinding, resolveInputs } from './bindings.js';
 
 const activeStatuses = new Set(['running', 'waiting', 'retry-wait', 'needs-attention']);
 
@@ -138,6 +138,15 @@ export function wakeAt(a: Activation): number | undefined {
 export function startNode(a: Activation, spec: NodeSpec, attempt: number): void {
   const config = (spec.config ?? {}) as Record<string, any>;
   const timeoutAt = spec.timeoutMs !== undefined ? a.now + spec.timeoutMs : undefined;
+  // A condition may test whether a path exists (`exists`, `not-exists`): its operands may be absent.
+  if (spec.uses !== 'core.condition@1' && spec.inputs !== undefined && a.has('bindings-v2')) {
+    const missing = missingBinding(spec.inputs, a.run, `node ${spec.id}`);
+    if (missing) {
+      a.emit('node.started', {}, { id: spec.id, attempt });
+      failNode(a, spec.id, missing);
+      return;
+    }
+  }
   switch (spec.uses) {
     case 'core.start@1':
       a.emit('node.started', {}, { id: spec.id, attempt });
@@ -464,6 +473,11 @@ function completeRun(a: Activation): void {
   const ends = a.graph.order.filter((id) => a.graph.nodes.get(id)!.uses === 'core.end@1' && a.run.nodes[id].status === 'completed');
   if (ends.length === 0) {
     failRun(a, { code: 'run.no-end-reached', message: 'every path to a core.end@1 node was skipped' });
+    return;
+  }
+  const missing = spec.outputs && a.has('bindings-v2') ? missingBinding(spec.outputs, a.run, 'the run output') : undefined;
+  if (missing) {
+    failRun(a, missing);
     return;
   }
   const output: Json = spec.outputs ? resolveInputs(spec.outputs, a.run) : (a.run.nodes[ends[0]].output ?? null);

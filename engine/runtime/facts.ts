@@ -7,7 +7,7 @@ import type { Activation, Fact } from './activation.js';
 import { abandonUnknown, advance, cancelRun, commitOutput, failNode, isTerminal, requestFor, resolveUnknownItem, retryUnknownItems, settleItemAndContinue, stageRequest, startNode } from './advance.js';
 import { resolveInputs } from './bindings.js';
 import { jsonProblem } from '../json.js';
-import { checkAgainst } from '../compiler/schemas.js';
+import { applyDefaultsAndCheck, checkAgainst } from '../compiler/schemas.js';
 
 export function applyFacts(a: Activation): void {
   for (const fact of a.request.facts) applyFact(a, fact);
@@ -42,8 +42,13 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
   if (a.state) throw new EngineError('engine.run-exists', `run ${a.request.runId} already exists`);
   const template = a.graph.template;
   const inputProblem = jsonProblem(fact.input);
-  const size = inputProblem ? 0 : JSON.stringify(fact.input ?? null).length;
-  const schemaProblems = inputProblem || template.spec.inputSchema === undefined ? [] : checkAgainst(template.spec.inputSchema, fact.input);
+  const schema = template.spec.inputSchema;
+  // With `inputs-v2` the schema's defaults are part of the input: applied (to a copy) before it
+  // is validated, and recorded in `run.accepted`, so replay and every node read the same input.
+  const withDefaults = !inputProblem && schema !== undefined && a.has('inputs-v2');
+  const input: Json = withDefaults ? (JSON.parse(JSON.stringify(fact.input ?? null)) as Json) : fact.input;
+  const schemaProblems = inputProblem || schema === undefined ? [] : withDefaults ? applyDefaultsAndCheck(schema, input) : checkAgainst(schema, input);
+  const size = inputProblem ? 0 : JSON.stringify(input ?? null).length;
   if (inputProblem || size > limits.runInputBytesMax || schemaProblems.length > 0) {
     throw new EngineError(
       'run.input-invalid',
@@ -58,7 +63,7 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
   const timeoutMs = fact.timeoutMs ?? template.spec.policies?.timeoutMs;
   if (fact.correlation !== undefined && a.correlation === undefined) a.correlation = fact.correlation;
   a.emit('run.accepted', {
-    input: fact.input,
+    input,
     authority: fact.authority as unknown as Json,
     templateKey: a.templateKey,
     planHash: a.plan.planHash,
