@@ -3,14 +3,28 @@ export const engineVersion = '0.1.0';
 
 /**
  * Behaviour flags that affect replay. A plan records the flags it was compiled with; an engine
- * refuses (needs_attention) a run whose flags it does not support.
+ * refuses (needs_attention) a run whose flags it does not support. A run is decided by the flags
+ * of its plan, so a run recorded before a flag existed replays with the behaviour it had.
  *
  * - `ids-v2`: invocation and event ids from a fast non-cryptographic hash (before: SHA-256).
+ * - `effects-v2`: a call whose effect is `unknown` is never retried on a time limit (the node
+ *   becomes needs-attention, as after a crash) nor on an error without `retryable: true`.
+ * - `errors-v2`: errors the engine builds from a capability's error carry no `undefined`
+ *   members, so the state holds exactly what the journal holds (before: a foreach with
+ *   `failurePolicy: continue` failed its own output check live, and not after a restart).
+ * - `clock-v2`: the run clock never goes backwards: an activation's time is the later of the
+ *   host's `now` and the time of the run's previous activation.
+ * - `inputs-v2`: `default`s of `spec.inputSchema` are applied to the run input before it is
+ *   validated, and `run.accepted` records the input with them.
+ * - `bindings-v2`: a binding to a path that a completed node's output does not have fails the
+ *   node (`binding.missing`) instead of leaving the input out.
  */
-export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2'] as const;
+export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2'] as const;
 
 /** The flags a plan compiled by this engine records. */
-export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2'] as const;
+export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2'] as const;
+
+export type EngineFlag = (typeof supportedFlags)[number];
 
 /** The schema version of events and checkpoints written by this engine. */
 export const eventSchemaVersion = 1;

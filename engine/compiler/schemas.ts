@@ -63,3 +63,23 @@ export function checkAgainst(schema: unknown, value: unknown): SchemaProblem[] {
   const validate = compileSchema(schema);
   return validate(value) ? [] : describeErrors(validate.errors);
 }
+
+// A second instance for the run input: it writes the schema's `default`s into the value it
+// validates (ajv `useDefaults`), so it must only ever see a copy the engine owns.
+const ajvWithDefaults = new Ajv({ allErrors: true, strict: false, logger: false, validateFormats: false, useDefaults: true });
+const withDefaults = new Map<string, ValidateFunction>();
+
+/**
+ * Applies the schema's `default`s to `value` in place (missing properties, also nested), then
+ * validates it. The caller passes a copy: the value is changed even when it does not validate.
+ */
+export function applyDefaultsAndCheck(schema: unknown, value: unknown): SchemaProblem[] {
+  const key = digestOf(schema);
+  let validate = withDefaults.get(key);
+  if (!validate) {
+    validate = ajvWithDefaults.compile(schema as object);
+    if (withDefaults.size >= cacheSizeMax) withDefaults.delete(withDefaults.keys().next().value as string);
+    withDefaults.set(key, validate);
+  }
+  return validate(value) ? [] : describeErrors(validate.errors);
+}

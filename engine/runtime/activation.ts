@@ -7,7 +7,7 @@ import { derivedId, derivedIdV1, eventId } from '../hash.js';
 import type { Json } from '../json.js';
 import { reduce } from '../state/reduce.js';
 import type { EventEnvelope, RunState } from '../state/types.js';
-import { eventSchemaVersion } from '../version.js';
+import { eventSchemaVersion, type EngineFlag } from '../version.js';
 
 export interface ScriptLimits {
   fuel: number;
@@ -77,6 +77,11 @@ export class Activation {
   correlation: Json | undefined;
   /** Nodes whose incoming edges changed in this activation: the only ones that may become ready. */
   readonly candidates = new Set<string>();
+  /**
+   * The run clock of this activation (ms): with `clock-v2`, the later of the host's `now` and
+   * the time of the run's previous activation, so time inside a run never goes backwards.
+   */
+  readonly now: number;
 
   constructor(
     public state: RunState | undefined,
@@ -91,10 +96,13 @@ export class Activation {
     this.deriveId = v2 ? derivedId : derivedIdV1;
     this.eventIdOf = v2 ? eventId : (runId, seq) => derivedIdV1('ev', runId, seq);
     this.correlation = request.correlation ?? state?.correlation;
+    const clock = state?.clock;
+    this.now = clock !== undefined && request.now < clock && plan.flags.includes('clock-v2') ? clock : request.now;
   }
 
-  get now(): number {
-    return this.request.now;
+  /** Whether the run's plan was compiled with a behaviour flag (see engine/version.ts). */
+  has(flag: EngineFlag): boolean {
+    return this.plan.flags.includes(flag);
   }
 
   get run(): RunState {
@@ -117,7 +125,7 @@ export class Activation {
       };
       const origin = { actor: this.request.actor ?? 'engine', activation: this.number };
       this.envelope = {
-        occurredAt: new Date(this.request.now).toISOString(),
+        occurredAt: new Date(this.now).toISOString(),
         workflow,
         workflowJson: JSON.stringify(workflow),
         originJson: JSON.stringify(origin),

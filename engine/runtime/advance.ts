@@ -7,7 +7,7 @@ import { capabilityCovers, impliedCapability, nodeDefinitions } from '../protoco
 import type { NodeSpec } from '../protocol/template.js';
 import type { Effect, ErrorInfo, Invocation } from '../state/types.js';
 import type { Activation, GatewayRequest } from './activation.js';
-import { evaluateCondition, resolveBinding, resolveInputs } from './bindings.js';
+import { evaluateCondition, missingBinding, resolveBinding, resolveInputs } from './bindings.js';
 
 const activeStatuses = new Set(['running', 'waiting', 'retry-wait', 'needs-attention']);
 
@@ -60,13 +60,67 @@ function processDeadlines(a: Activation): void {
   for (const id of timedNodes(a)) {
     const node = a.run.nodes[id];
     if ((node.status === 'running' || node.status === 'waiting') && node.timeoutAt !== undefined && a.now >= node.timeoutAt) {
-      cancelInvocations(a, (inv) => inv.nodeId === id, 'node timed out');
-      failNode(a, id, { code: 'node.timeout', message: `node ${id} passed its time limit`, retryable: true });
+      timeOut(a, id);
     } else if (node.status === 'retry-wait' && node.retryAt !== undefined && a.now >= node.retryAt) {
       startNode(a, a.graph.nodes.get(id)!, node.attempt + 1);
     }
     if (isTerminal(a)) return;
   }
+}
+
+/**
+ * A node passed its time limit. A time limit says nothing about whether a call took effect, so
+ * with `effects-v2` only safe work (read-only or idempotent) is cancelled and may be retried:
+ *
+ * | node                                   | in flight          | decision                                             |
+ * | -------------------------------------- | ------------------ | ---------------------------------------------------- |
+ * | a call                                 | safe or nothing    | cancel, fail `node.timeout` (retryable)              |
+ * | a call                                 | effect `unknown`   | abandon the call (its outcome is unknown), abort it, |
+ * |                                        |                    | node needs-attention: an operator resolves it        |
+ * | foreach whose body is safe             | any                | cancel the items, fail `node.timeout` (retryable)    |
+ * | foreach whose body's effect is unknown | any                | cancel the items, fail `node.timeout`, never retried |
+ *
+ * A foreach is never retried on a guess because its retry runs every item again, those that
+ * took effect included; its items in flight are cancelled with the run failing, as before.
+ */
+function timeOut(a: Activation, id: string): void {
+  const message = `node ${id} passed its time limit`;
+  if (!a.has('effects-v2')) {
+    cancelInvocations(a, (inv) => inv.nodeId === id, 'node timed out');
+    failNode(a, id, { code: 'node.timeout', message, retryable: true });
+    return;
+  }
+  const spec = a.graph.nodes.get(id)!;
+  if (spec.uses === 'core.foreach@1') {
+    const body = (spec.config as Record<string, any>).body as { uses: string; config: Record<string, any> };
+    const safe = effectOf(spec, body.uses, body.config ?? {}) !== 'unknown';
+    cancelInvocations(a, (inv) => inv.nodeId === id, 'node timed out');
+    failNode(a, id, { code: 'node.timeout', message: safe ? message : `${message}; its items have effects that are not known to be safe to repeat, so it is not retried`, retryable: safe });
+    return;
+  }
+  const unknown = Object.values(a.run.inflight).filter((inv) => inv.nodeId === id && inv.effect === 'unknown');
+  if (unknown.length === 0) {
+    cancelInvocations(a, (inv) => inv.nodeId === id, 'node timed out');
+    failNode(a, id, { code: 'node.timeout', message, retryable: true });
+    return;
+  }
+  for (const inv of unknown) abandonUnknown(a, inv, `node ${id} passed its time limit before the outcome was recorded; it is unknown whether the call took effect`, 'timeout');
+}
+
+/**
+ * The outcome of a call with an unknown effect is unknown (a restart, a time limit): record
+ * that, and let an operator decide. The call is aborted when this host still runs it; whatever
+ * it returns afterwards is `capability.late` evidence.
+ */
+export function abandonUnknown(a: Activation, inv: Invocation, reason: string, cause: 'restart' | 'timeout'): void {
+  const ref = { id: inv.nodeId, attempt: inv.attempt, invocationId: inv.invocationId, item: inv.item };
+  a.emit('capability.abandoned', { invocationId: inv.invocationId, reason }, ref);
+  const evidence: Record<string, Json> = { kind: inv.kind, name: inv.name, effect: inv.effect, requestedSeq: inv.requestedSeq };
+  if (cause === 'timeout') {
+    evidence.reason = cause;
+    a.cancels.push({ invocationId: inv.invocationId, reason });
+  }
+  a.emit('node.needs-attention', { invocationId: inv.invocationId, item: inv.item, evidence }, { id: inv.nodeId, attempt: a.run.nodes[inv.nodeId].attempt });
 }
 
 /** The next time this run wants an activation without any new fact. */
@@ -84,6 +138,15 @@ export function wakeAt(a: Activation): number | undefined {
 export function startNode(a: Activation, spec: NodeSpec, attempt: number): void {
   const config = (spec.config ?? {}) as Record<string, any>;
   const timeoutAt = spec.timeoutMs !== undefined ? a.now + spec.timeoutMs : undefined;
+  // A condition may test whether a path exists (`exists`, `not-exists`): its operands may be absent.
+  if (spec.uses !== 'core.condition@1' && spec.inputs !== undefined && a.has('bindings-v2')) {
+    const missing = missingBinding(spec.inputs, a.run, `node ${spec.id}`);
+    if (missing) {
+      a.emit('node.started', {}, { id: spec.id, attempt });
+      failNode(a, spec.id, missing);
+      return;
+    }
+  }
   switch (spec.uses) {
     case 'core.start@1':
       a.emit('node.started', {}, { id: spec.id, attempt });
@@ -255,7 +318,11 @@ function startItem(a: Activation, spec: NodeSpec, index: number, itemAttempt: nu
   stageRequest(a, requestFor(a, spec, body.uses, body.config, invocationId, itemAttempt, input, index));
 }
 
-export function settleItem(a: Activation, spec: NodeSpec, index: number, itemAttempt: number, outcome: { ok: true; output: Json } | { ok: false; error: ErrorInfo }, fromUnknown = false): void {
+/**
+ * Settles one foreach item. `unknownEffect`: the outcome is the error of a call whose effect is
+ * `unknown`, which (with `effects-v2`) is retried only when the error says `retryable: true`.
+ */
+export function settleItem(a: Activation, spec: NodeSpec, index: number, itemAttempt: number, outcome: { ok: true; output: Json } | { ok: false; error: ErrorInfo }, fromUnknown = false, unknownEffect = false): void {
   const ref = { id: spec.id, attempt: itemAttempt, item: index };
   let result = outcome;
   if (result.ok) {
@@ -266,7 +333,7 @@ export function settleItem(a: Activation, spec: NodeSpec, index: number, itemAtt
     a.emit('node.item-committed', { index, output: result.output, fromUnknown: fromUnknown || undefined }, ref);
   } else {
     const retry = spec.retry;
-    const canRetry = retry !== undefined && itemAttempt < retry.maxAttempts && isRetryable(result.error, retry.retryOn);
+    const canRetry = retry !== undefined && itemAttempt < retry.maxAttempts && isRetryable(a, result.error, retry.retryOn, unknownEffect && outcome.ok === false);
     a.emit('node.item-failed', { index, error: result.error as unknown as Json, final: !canRetry, fromUnknown: fromUnknown || undefined }, ref);
     if (canRetry) {
       startItem(a, spec, index, itemAttempt + 1);
@@ -280,8 +347,8 @@ export function settleItem(a: Activation, spec: NodeSpec, index: number, itemAtt
 }
 
 /** An item's outcome came back from the gateway: settle it, then start what may start. */
-export function settleItemAndContinue(a: Activation, spec: NodeSpec, index: number, itemAttempt: number, outcome: { ok: true; output: Json } | { ok: false; error: ErrorInfo }): void {
-  settleItem(a, spec, index, itemAttempt, outcome);
+export function settleItemAndContinue(a: Activation, spec: NodeSpec, index: number, itemAttempt: number, outcome: { ok: true; output: Json } | { ok: false; error: ErrorInfo }, unknownEffect = false): void {
+  settleItem(a, spec, index, itemAttempt, outcome, false, unknownEffect);
   if (a.run.nodes[spec.id].status === 'running') dispatchItems(a, spec);
 }
 
@@ -292,8 +359,14 @@ function finishForeachIfDone(a: Activation, id: string): void {
   commitOutput(a, id, { results: f.results, failures: f.failures as unknown as Json });
 }
 
-function isRetryable(error: ErrorInfo, retryOn: string[] | undefined): boolean {
+/**
+ * Whether a retry policy may start another attempt after `error`. An error that came back from a
+ * call whose effect is `unknown` proves that nothing happened only when the tool says so
+ * (`retryable: true`); with `effects-v2` any other such error is final.
+ */
+function isRetryable(a: Activation, error: ErrorInfo, retryOn: string[] | undefined, unknownEffect: boolean): boolean {
   if (error.retryable === false) return false;
+  if (unknownEffect && error.retryable !== true && a.has('effects-v2')) return false;
   return retryOn === undefined || retryOn.includes(error.code);
 }
 
@@ -335,12 +408,15 @@ function skipNode(a: Activation, id: string): void {
   }
 }
 
-/** A node failed: retry it when its policy allows, else fail the run. */
-export function failNode(a: Activation, id: string, error: ErrorInfo): void {
+/**
+ * A node failed: retry it when its policy allows, else fail the run. `unknownEffect`: `error` came
+ * back from a call whose effect is `unknown` (see `isRetryable`).
+ */
+export function failNode(a: Activation, id: string, error: ErrorInfo, options: { unknownEffect?: boolean } = {}): void {
   const spec = a.graph.nodes.get(id)!;
   const node = a.run.nodes[id];
   const retry = spec.retry;
-  if (retry && node.attempt < retry.maxAttempts && isRetryable(error, retry.retryOn) && (node.status === 'running' || node.status === 'waiting')) {
+  if (retry && node.attempt < retry.maxAttempts && isRetryable(a, error, retry.retryOn, options.unknownEffect === true) && (node.status === 'running' || node.status === 'waiting')) {
     const backoff = Math.min((retry.backoffMs ?? 0) * Math.pow(retry.backoffMultiplier ?? 2, node.attempt - 1), limits.retryBackoffMsMax);
     a.emit('node.retry-scheduled', { error: error as unknown as Json, retryAt: a.now + Math.round(backoff) }, { id, attempt: node.attempt });
     if (backoff === 0) startNode(a, spec, node.attempt + 1);
@@ -397,6 +473,11 @@ function completeRun(a: Activation): void {
   const ends = a.graph.order.filter((id) => a.graph.nodes.get(id)!.uses === 'core.end@1' && a.run.nodes[id].status === 'completed');
   if (ends.length === 0) {
     failRun(a, { code: 'run.no-end-reached', message: 'every path to a core.end@1 node was skipped' });
+    return;
+  }
+  const missing = spec.outputs && a.has('bindings-v2') ? missingBinding(spec.outputs, a.run, 'the run output') : undefined;
+  if (missing) {
+    failRun(a, missing);
     return;
   }
   const output: Json = spec.outputs ? resolveInputs(spec.outputs, a.run) : (a.run.nodes[ends[0]].output ?? null);

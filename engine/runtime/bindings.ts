@@ -3,7 +3,7 @@
 import { canonicalJson } from '../hash.js';
 import { getPointer, type Json } from '../json.js';
 import type { Binding } from '../protocol/template.js';
-import type { RunState } from '../state/types.js';
+import type { ErrorInfo, RunState } from '../state/types.js';
 
 export function resolveBinding(binding: Binding, state: RunState): Json | undefined {
   switch (binding.source) {
@@ -19,6 +19,29 @@ export function resolveBinding(binding: Binding, state: RunState): Json | undefi
     default:
       return undefined;
   }
+}
+
+/**
+ * A binding to an output path that the upstream node completed without. With `bindings-v2` that
+ * is an error of the node (`binding.missing`), not an absent value: the node would otherwise run
+ * on an input that silently lost a member. A node that did not complete (skipped on a branch not
+ * taken) still leaves its bindings out, which is how joins after a condition work.
+ */
+export function missingBinding(bindings: Record<string, Binding> | undefined, state: RunState, owner: string): ErrorInfo | undefined {
+  for (const [name, binding] of Object.entries(bindings ?? {})) {
+    if (binding.source !== 'output') continue;
+    const node = state.nodes[binding.nodeId];
+    if (!node || node.status !== 'completed') continue;
+    const path = binding.path ?? '';
+    if (getPointer(node.output, path) !== undefined) continue;
+    return {
+      code: 'binding.missing',
+      message: `${owner}: input ${JSON.stringify(name)} is bound to ${binding.nodeId}${path || '/'}, which the output of ${binding.nodeId} does not have`,
+      retryable: false,
+      detail: { input: name, nodeId: binding.nodeId, path },
+    };
+  }
+  return undefined;
 }
 
 /** The input object of a node: each named binding resolved; unresolvable ones are left out. */

@@ -2,12 +2,12 @@
 import { EngineError } from '../errors.js';
 import type { Json } from '../json.js';
 import { limits } from '../limits.js';
-import type { ErrorInfo } from '../state/types.js';
+import type { ErrorInfo, Invocation } from '../state/types.js';
 import type { Activation, Fact } from './activation.js';
-import { advance, cancelRun, commitOutput, failNode, isTerminal, requestFor, resolveUnknownItem, retryUnknownItems, settleItemAndContinue, stageRequest, startNode } from './advance.js';
+import { abandonUnknown, advance, cancelRun, commitOutput, failNode, isTerminal, requestFor, resolveUnknownItem, retryUnknownItems, settleItemAndContinue, stageRequest, startNode } from './advance.js';
 import { resolveInputs } from './bindings.js';
 import { jsonProblem } from '../json.js';
-import { checkAgainst } from '../compiler/schemas.js';
+import { applyDefaultsAndCheck, checkAgainst } from '../compiler/schemas.js';
 
 export function applyFacts(a: Activation): void {
   for (const fact of a.request.facts) applyFact(a, fact);
@@ -42,8 +42,13 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
   if (a.state) throw new EngineError('engine.run-exists', `run ${a.request.runId} already exists`);
   const template = a.graph.template;
   const inputProblem = jsonProblem(fact.input);
-  const size = inputProblem ? 0 : JSON.stringify(fact.input ?? null).length;
-  const schemaProblems = inputProblem || template.spec.inputSchema === undefined ? [] : checkAgainst(template.spec.inputSchema, fact.input);
+  const schema = template.spec.inputSchema;
+  // With `inputs-v2` the schema's defaults are part of the input: applied (to a copy) before it
+  // is validated, and recorded in `run.accepted`, so replay and every node read the same input.
+  const withDefaults = !inputProblem && schema !== undefined && a.has('inputs-v2');
+  const input: Json = withDefaults ? (JSON.parse(JSON.stringify(fact.input ?? null)) as Json) : fact.input;
+  const schemaProblems = inputProblem || schema === undefined ? [] : withDefaults ? applyDefaultsAndCheck(schema, input) : checkAgainst(schema, input);
+  const size = inputProblem ? 0 : JSON.stringify(input ?? null).length;
   if (inputProblem || size > limits.runInputBytesMax || schemaProblems.length > 0) {
     throw new EngineError(
       'run.input-invalid',
@@ -58,7 +63,7 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
   const timeoutMs = fact.timeoutMs ?? template.spec.policies?.timeoutMs;
   if (fact.correlation !== undefined && a.correlation === undefined) a.correlation = fact.correlation;
   a.emit('run.accepted', {
-    input: fact.input,
+    input,
     authority: fact.authority as unknown as Json,
     templateKey: a.templateKey,
     planHash: a.plan.planHash,
@@ -76,7 +81,7 @@ function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capabili
     ? fact.artifact
       ? { ok: true, artifact: fact.artifact as unknown as Json }
       : { ok: true, output: fact.output ?? null }
-    : { ok: false, error: normaliseError(fact.error) as unknown as Json };
+    : { ok: false, error: normaliseError(a, fact.error) as unknown as Json };
   if (!inv) {
     // Evidence only: a duplicate, a completion after cancellation, or after the run ended.
     a.emit('capability.late', { invocationId: fact.invocationId, reason: isTerminal(a) ? `run ${a.run.status}` : 'not in flight', ...outcome });
@@ -86,11 +91,11 @@ function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capabili
   a.emit('capability.completed', { invocationId: inv.invocationId, ...outcome }, ref);
   const spec = a.graph.nodes.get(inv.nodeId)!;
   if (inv.item !== undefined) {
-    settleItemFromFact(a, inv.nodeId, inv.item, inv.attempt, fact);
+    settleItemFromFact(a, inv, fact);
     return;
   }
   if (!fact.ok) {
-    failNode(a, inv.nodeId, normaliseError(fact.error));
+    failNode(a, inv.nodeId, normaliseError(a, fact.error), { unknownEffect: inv.effect === 'unknown' });
     return;
   }
   const config = (spec.config ?? {}) as Record<string, any>;
@@ -104,16 +109,25 @@ function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capabili
   commitOutput(a, inv.nodeId, fact.output ?? null, spec.uses === 'agent.run@1' ? config.outputSchema : undefined);
 }
 
-function settleItemFromFact(a: Activation, nodeId: string, index: number, itemAttempt: number, fact: Extract<Fact, { type: 'capability-completed' }>): void {
-  settleItemAndContinue(a, a.graph.nodes.get(nodeId)!, index, itemAttempt, fact.ok ? { ok: true, output: fact.output ?? null } : { ok: false, error: normaliseError(fact.error) });
+function settleItemFromFact(a: Activation, inv: Invocation, fact: Extract<Fact, { type: 'capability-completed' }>): void {
+  const outcome = fact.ok ? ({ ok: true, output: fact.output ?? null } as const) : ({ ok: false, error: normaliseError(a, fact.error) } as const);
+  settleItemAndContinue(a, a.graph.nodes.get(inv.nodeId)!, inv.item!, inv.attempt, outcome, inv.effect === 'unknown');
 }
 
-function normaliseError(error: { code?: unknown; message?: unknown; retryable?: unknown } | undefined): ErrorInfo {
-  return {
+/**
+ * A capability's error as the engine records and decides on it. With `errors-v2` a `retryable`
+ * that is not a boolean is left out rather than kept as `undefined`: the state must hold exactly
+ * what the journal's JSON holds, or a value that passed live would differ after a rebuild (a
+ * foreach's `failures` failed its own output check live and not after a restart).
+ */
+function normaliseError(a: Activation, error: { code?: unknown; message?: unknown; retryable?: unknown } | undefined): ErrorInfo {
+  const info: ErrorInfo = {
     code: typeof error?.code === 'string' && error.code.length > 0 ? error.code : 'capability.failed',
     message: typeof error?.message === 'string' ? error.message.slice(0, limits.errorMessageCharsMax) : 'the capability failed',
-    retryable: error?.retryable === false ? false : error?.retryable === true ? true : undefined,
   };
+  if (typeof error?.retryable === 'boolean') info.retryable = error.retryable;
+  else if (!a.has('errors-v2')) info.retryable = undefined;
+  return info;
 }
 
 function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>): void {
@@ -125,7 +139,6 @@ function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>
   for (const inv of Object.values(a.run.inflight)) {
     const declared = fact.effects?.[`${inv.kind}:${inv.name}`];
     const safe = inv.effect === 'read-only' || inv.effect === 'idempotent' || declared === 'read-only' || declared === 'idempotent';
-    const ref = { id: inv.nodeId, attempt: inv.attempt, invocationId: inv.invocationId, item: inv.item };
     if (safe) {
       const spec = a.graph.nodes.get(inv.nodeId)!;
       const config = (spec.uses === 'core.foreach@1' ? (spec.config as Record<string, any>).body.config : spec.config ?? {}) as Record<string, any>;
@@ -134,8 +147,7 @@ function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>
       stageRequest(a, requestFor(a, spec, uses, config, inv.invocationId, inv.attempt, input, inv.item), true);
       continue;
     }
-    a.emit('capability.abandoned', { invocationId: inv.invocationId, reason: 'the host restarted before the outcome was recorded; it is unknown whether the call took effect' }, ref);
-    a.emit('node.needs-attention', { invocationId: inv.invocationId, item: inv.item, evidence: { kind: inv.kind, name: inv.name, effect: inv.effect, requestedSeq: inv.requestedSeq } }, { id: inv.nodeId, attempt: a.run.nodes[inv.nodeId].attempt });
+    abandonUnknown(a, inv, 'the host restarted before the outcome was recorded; it is unknown whether the call took effect', 'restart');
   }
 }
 

@@ -26,6 +26,7 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
       status: 'queued',
       seq: event.seq,
       activation: event.origin.activation,
+      clock: Date.parse(event.occurredAt),
       lastCheckpointSeq: 0,
       input: p.input,
       authority: p.authority as Authority,
@@ -42,6 +43,11 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
   if (!state) return illegal(state, event, 'arrived before run.accepted');
   if (event.seq !== state.seq + 1) illegal(state, event, `is out of order: expected seq ${state.seq + 1}`);
   state.seq = event.seq;
+  // Every event of one activation has the same time: read it once per activation.
+  if (event.origin.activation !== state.activation || state.clock === undefined) {
+    const at = Date.parse(event.occurredAt);
+    if (state.clock === undefined || at > state.clock) state.clock = at;
+  }
   state.activation = event.origin.activation;
 
   const run = runTransitions[event.type];

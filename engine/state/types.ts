@@ -66,6 +66,11 @@ export interface RunState {
   seq: number;
   /** Ordinal of the activation that committed the latest events. */
   activation: number;
+  /**
+   * The run clock: the latest `occurredAt` of the run's events, in ms. With `clock-v2` an
+   * activation never takes an earlier time. Absent from checkpoints written before it existed.
+   */
+  clock?: number;
   lastCheckpointSeq: number;
   input: Json;
   authority: Authority;

@@ -145,7 +145,9 @@ describe('time limits and retries', () => {
       },
     });
     try {
-      const t = chain('timeout', [{ id: 'hang', uses: 'tool.call@1', config: { tool: 'hang' }, timeoutMs: 30 }]);
+      // Idempotent: a time limit of a call with an unknown effect makes the node need attention
+      // instead (test/host-node/unknown-outcomes.test.ts).
+      const t = chain('timeout', [{ id: 'hang', uses: 'tool.call@1', config: { tool: 'hang', idempotent: true }, timeoutMs: 30 }]);
       t.spec.requires = ['tool:hang'];
       const outcome = await (await rt.launch(t)).result;
       expect(outcome.status).toBe('failed');
@@ -174,7 +176,8 @@ describe('time limits and retries', () => {
       tools: {
         shaky: (_: unknown, ctx: { attempt: number }) => {
           seen.push(ctx.attempt);
-          throw Object.assign(new Error(ctx.attempt === 1 ? 'rate limited' : 'bad request'), { code: ctx.attempt === 1 ? 'http.429' : 'http.400' });
+          // The tool's own typed errors: a call with an unknown effect is retried only on `retryable: true`.
+          throw Object.assign(new Error(ctx.attempt === 1 ? 'rate limited' : 'bad request'), { code: ctx.attempt === 1 ? 'http.429' : 'http.400', retryable: true });
         },
       },
     });
