@@ -4,6 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { newRunId } from '../core/ids.js';
+import { assertRunInput, assertTemplateJson } from '../core/json-input.js';
 import { approvalFact, pendingInvocation } from '../core/operator.js';
 import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { assertPortableId } from '../core/store.js';
@@ -42,6 +43,8 @@ export interface LaunchOptions {
   authority?: Authority;
   timeoutMs?: number;
   correlation?: unknown;
+  /** Who launched the run, recorded as the origin actor of `run.accepted` (default `sdk`). */
+  actor?: 'sdk' | 'cli' | 'mcp' | 'trigger' | 'operator';
 }
 
 export interface WorkflowRunHandle {
@@ -112,6 +115,7 @@ export class WorkflowRuntime {
   }
 
   validate(template: unknown): ValidationReport {
+    assertTemplateJson(template);
     return this.engine.validate(typeof template === 'string' ? template : JSON.stringify(template));
   }
 
@@ -129,6 +133,8 @@ export class WorkflowRuntime {
    * calls; `inline` compiles the given template (development); both pin the same kind of plan.
    */
   async launch(target: LaunchTarget | Record<string, unknown>, options: LaunchOptions = {}): Promise<WorkflowRunHandle> {
+    assertRunInput(options.input ?? {});
+    await this.engine.ready();
     const kind = (target as { type?: string }).type;
     const t = kind === 'inline' || kind === 'plan' || kind === 'published' ? (target as LaunchTarget) : ({ type: 'inline', template: target } as LaunchTarget);
     let plan: ExecutionPlan;
@@ -147,7 +153,7 @@ export class WorkflowRuntime {
     const workflowId = plan.templates[templateKey].template.metadata.id as string;
     const authority = this.resolveAuthority({ runId, workflowId, ...(options.authority ? { requested: options.authority } : {}) });
     try {
-      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor: 'sdk' });
+      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor: options.actor ?? 'sdk' });
     } catch (err) {
       throw asError(err);
     }
