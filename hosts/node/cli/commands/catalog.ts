@@ -70,7 +70,7 @@ export function resolveRunTarget(arg: string, runtime: WorkflowRuntime): LaunchT
 
 /** Launches a published target the way `run` does a file: RunAccepted / RunResult and its exit code. */
 export async function runPublished(runtime: WorkflowRuntime, target: LaunchTarget, options: { input?: unknown; wait?: boolean } = {}): Promise<number> {
-  const handle = await runtime.launch(target, { input: options.input ?? {} });
+  const handle = await runtime.launch(target, { input: options.input ?? {}, actor: 'cli' });
   progress(`run ${handle.runId} accepted`);
   if (options.wait === false) {
     print('RunAccepted', { runId: handle.runId });
