@@ -385,7 +385,7 @@ export async function main(argv: string[]): Promise<number> {
     return exitCodes.ok;
   }
   if (name === 'help') {
-    const text = commandUsage(rest[0]);
+    const text = commandUsage(asksForHelp(rest.slice(0, 1)) ? 'help' : rest[0]);
     if (text === undefined) {
       process.stderr.write(`agent-workflow: unknown command ${JSON.stringify(rest[0])}\n${overviewUsage()}\n`);
       return exitCodes.usage;
