@@ -2,8 +2,14 @@
 // during a call and handed back to the caller, which commits first and dispatches after.
 //
 // A trap kills a component instance. Every call is guarded: on a trap the instance is marked
-// dead, the host logs it, and `revive()` builds a fresh instance (hot runs are rebuilt from the
-// journal on their next activation).
+// dead, the host logs it, and a fresh instance is built at once in the background (hot runs are
+// rebuilt from the journal on their next activation). A synchronous call that comes before the
+// fresh instance is ready fails with `engine.reviving`; `ready()` waits for it.
+//
+// Requests are serialised before they cross: a value that is not JSON fails with a typed error
+// and never kills the instance. Templates nested deeper than the engine's parser can take are
+// refused the same way (`assertTemplateJson`).
+import { assertTemplateJson } from './json-input.js';
 import type { CommitEntry, RunTail } from './store.js';
 import type { ActivationSummary, ExecutionPlan, GatewayRequest, HostLog, ValidationReport } from './types.js';
 
@@ -55,6 +61,24 @@ export class EngineTrapError extends Error {
   }
 }
 
+/** A fresh instance is being built after a trap; the call may be retried once `ready()` resolves. */
+export class EngineRevivingError extends Error {
+  readonly code = 'engine.reviving';
+  constructor(message: string) {
+    super(message);
+    this.name = 'EngineRevivingError';
+  }
+}
+
+/** A request that cannot be serialised to JSON; it never reached the engine. */
+function encodeRequest(name: string, request: unknown): string {
+  try {
+    return JSON.stringify(request);
+  } catch (err) {
+    throw new EngineCallError('engine.request-not-json', `the ${name} request cannot be serialised to JSON: ${err instanceof Error ? err.message : String(err)}`, undefined);
+  }
+}
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -68,6 +92,8 @@ export class EngineInstance {
   private exports: any;
   private staged: StagedWork = { commits: [], requests: [], cancels: [] };
   private instantiations = 0;
+  /** The instantiation under way (the first one, or the one started by a trap). */
+  private reviving: Promise<void> | undefined;
   /** Plans this component instance has loaded, by hash, with their JSON bytes for the store. */
   private readonly plans = new Map<string, Uint8Array>();
   /** The plan of the run being started by the current activation. */
@@ -88,8 +114,24 @@ export class EngineInstance {
     return this.exports === undefined;
   }
 
-  /** Builds a fresh component instance (after a trap, or the first time). */
-  async revive(): Promise<void> {
+  /**
+   * Builds a fresh component instance (after a trap, or the first time). Concurrent callers
+   * share one instantiation; a live instance is left as it is.
+   */
+  revive(): Promise<void> {
+    if (this.exports !== undefined) return Promise.resolve();
+    this.reviving ??= this.instantiate().finally(() => {
+      this.reviving = undefined;
+    });
+    return this.reviving;
+  }
+
+  /** Resolves when the instance is live (at once, unless it is being rebuilt after a trap). */
+  ready(): Promise<void> {
+    return this.revive();
+  }
+
+  private async instantiate(): Promise<void> {
     if (this.instantiations > 0) this.host.log('warn', 'engine: re-instantiating the component after a trap; hot runs will be reloaded from the journal');
     this.plans.clear();
     const root = await this.loader.instantiate((p) => this.loader.getCoreModule(p), this.imports());
@@ -174,7 +216,11 @@ export class EngineInstance {
   }
 
   private call<T>(name: string, fn: (e: any) => T): T {
-    if (this.exports === undefined) throw new EngineTrapError(`the engine instance is dead; call revive() before ${name}`);
+    if (this.exports === undefined) {
+      // A failed instantiation leaves nothing under way: start another one.
+      this.revive().catch(() => undefined);
+      throw new EngineRevivingError(`the engine is being re-instantiated after a trap; retry ${name} once ready() resolves`);
+    }
     try {
       return fn(this.exports);
     } catch (err) {
@@ -194,6 +240,9 @@ export class EngineInstance {
       this.exports = undefined;
       const message = err instanceof Error ? err.message : String(err);
       this.host.log('error', `engine: the component trapped in ${name}: ${message}; the instance was discarded`);
+      // Rebuilt at once, so every entry point (not only the kernel's activations) finds a live
+      // instance again; a failure is logged and retried by the next call.
+      this.revive().catch((reviveErr) => this.host.log('error', `engine: re-instantiation failed: ${reviveErr instanceof Error ? reviveErr.message : String(reviveErr)}`));
       throw new EngineTrapError(`the engine trapped in ${name}: ${message}`);
     }
   }
@@ -228,12 +277,14 @@ export class EngineInstance {
     try {
       let out: string;
       try {
-        out = this.call('activate', (e) => e.activate(JSON.stringify(request)));
+        const text = encodeRequest('activate', request);
+        out = this.call('activate', (e) => e.activate(text));
       } catch (err) {
         // The engine evicted the plan from its cache: send it once more.
         if (!(plan && err instanceof EngineCallError && err.code === 'engine.plan-unknown')) throw err;
         this.takeStaged();
-        out = this.call('activate', (e) => e.activate(JSON.stringify({ ...rest, plan })));
+        const text = encodeRequest('activate', { ...rest, plan });
+        out = this.call('activate', (e) => e.activate(text));
       }
       return { summary: JSON.parse(out) as ActivationSummary, ...this.takeStaged() };
     } catch (err) {
@@ -255,14 +306,19 @@ export class EngineInstance {
 
   validate(template: string | Uint8Array): ValidationReport {
     const text = typeof template === 'string' ? template : decoder.decode(template);
+    assertTemplateJson(text);
     return JSON.parse(this.call('validate', (e) => e.validate(text))) as ValidationReport;
   }
 
   compile(request: { root: { template: unknown; revision?: number }; dependencies?: { template: unknown; revision: number }[] }): ExecutionPlan {
-    return JSON.parse(this.call('compile', (e) => e.compile(JSON.stringify(request)))) as ExecutionPlan;
+    assertTemplateJson(request.root.template);
+    for (const d of request.dependencies ?? []) assertTemplateJson(d.template);
+    const text = encodeRequest('compile', request);
+    return JSON.parse(this.call('compile', (e) => e.compile(text))) as ExecutionPlan;
   }
 
   replay(request: { mode: 'inspect' | 'recorded'; plan: ExecutionPlan; editedPlan?: ExecutionPlan; events: unknown[]; artifacts?: Record<string, string> }): Record<string, unknown> {
-    return JSON.parse(this.call('replay', (e) => e.replay(JSON.stringify(request))));
+    const text = encodeRequest('replay', request);
+    return JSON.parse(this.call('replay', (e) => e.replay(text)));
   }
 }

@@ -1,5 +1,6 @@
 // `@gm-hz/agent-dag-workflow/core`: the host-independent pieces, for building another host.
-export { EngineInstance, EngineCallError, EngineTrapError, type ComponentLoader, type EngineHostImports, type ScriptLimits } from './engine-instance.js';
+export { EngineInstance, EngineCallError, EngineRevivingError, EngineTrapError, type ComponentLoader, type EngineHostImports, type ScriptLimits } from './engine-instance.js';
+export { assertRunInput, assertTemplateJson, jsonInputLimits, jsonValueProblem, JsonInputError } from './json-input.js';
 export { Kernel, KernelError, type KernelOptions, type RunOutcome } from './kernel.js';
 export { StoreError, assertPortableId, portableIdPattern, type JournalStore, type CommitEntry, type RunTail, type RunRecord, type EventPage, type CommitRejection } from './store.js';
 export { outcomeOfThrown, type Gateway, type GatewayContext } from './gateway.js';

@@ -2,7 +2,7 @@
 // one transaction, however many activations it holds (group commit); each entry is guarded by a
 // compare-and-set on the run's last seq.
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { accessSync, closeSync, constants as fsConstants, copyFileSync, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
@@ -31,12 +31,96 @@ function splitEvents(bytes: Uint8Array): Buffer[] {
   return out;
 }
 
-/** Opens (creating or upgrading) a store, applying pending migrations in one transaction each. */
-export function openDatabase(file: string, options: SqliteStoreOptions = {}): Database {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
-  const existed = file !== ':memory:' && existsSync(file);
-  const db = new BetterSqlite3(file);
+/** A store file this program cannot or must not use; the message names the file and the fix. */
+export class StoreFileError extends Error {
+  constructor(
+    readonly code: 'store.not-a-store' | 'store.corrupt' | 'store.permission-denied' | 'store.full' | 'store.io',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'StoreFileError';
+  }
+}
+
+/** The first 16 bytes of every SQLite database file. */
+const sqliteHeader = Buffer.from('SQLite format 3\0', 'latin1');
+
+/**
+ * Translates a failure to reach or use the store file into a typed StoreError that names the
+ * file: what a person must fix (permissions, disk space, a foreign file) is in the code.
+ */
+export function storeOpenError(err: unknown, file: string): unknown {
+  if (err instanceof StoreError || err instanceof StoreFileError) return err;
+  const code = String((err as { code?: unknown }).code ?? '');
+  const message = (err as Error).message ?? String(err);
+  if (['EACCES', 'EPERM', 'EROFS', 'SQLITE_READONLY', 'SQLITE_PERM', 'SQLITE_AUTH'].includes(code) || code.startsWith('SQLITE_READONLY_')) {
+    return new StoreFileError('store.permission-denied', `cannot write the store ${file}: permission denied (${code}: ${message}); give this user read and write access to the file and its folder`);
+  }
+  if (code === 'ENOSPC' || code === 'SQLITE_FULL' || code === 'EDQUOT') return new StoreFileError('store.full', `the disk holding the store ${file} is full (${code}: ${message}); free space and retry`);
+  if (code === 'SQLITE_NOTADB') return new StoreFileError('store.not-a-store', `${file} is not a SQLite database (${message}); it was left untouched`);
+  if (code === 'SQLITE_CORRUPT' || code.startsWith('SQLITE_CORRUPT_')) return new StoreFileError('store.corrupt', `the store ${file} is corrupt (${message}); restore it from a backup`);
+  if (code === 'SQLITE_CANTOPEN') return new StoreFileError('store.io', `cannot open the store ${file} (${message})`);
+  return err;
+}
+
+/** Refuses what this program must not open as its store: a file that is not SQLite, or permissions it lacks. */
+function checkStoreFile(file: string): void {
+  const dir = dirname(file);
   try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, fsConstants.W_OK | fsConstants.X_OK);
+    if (!existsSync(file)) return;
+    accessSync(file, fsConstants.R_OK | fsConstants.W_OK);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') {
+      throw new StoreFileError('store.permission-denied', `cannot use the store ${file}: permission denied on ${(err as { path?: string }).path ?? dir} (${code}); give this user read and write access to the file and its folder`);
+    }
+    throw storeOpenError(err, file);
+  }
+  const size = statSync(file).size;
+  // A zero-byte file is not a database SQLite would write: refuse it rather than initialise it
+  // (a first open that was interrupted left it, or something else owns the name).
+  if (size === 0) {
+    throw new StoreFileError('store.not-a-store', `${file} is an empty file, not a store; it was left untouched (delete it to start a new store there)`);
+  }
+  const head = Buffer.alloc(sqliteHeader.length);
+  const fd = openSync(file, 'r');
+  try {
+    readSync(fd, head, 0, head.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (!head.equals(sqliteHeader)) throw new StoreFileError('store.not-a-store', `${file} is not a SQLite database (its first bytes are not the SQLite header); it was left untouched`);
+}
+
+/** A SQLite database that holds someone else's tables and not our schema is not ours to migrate. */
+function checkSchemaOwner(db: Database, file: string): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").pluck().all() as string[];
+  if (tables.length === 0) return;
+  if (version === 0 || !tables.includes('runs')) {
+    const shown = tables.slice(0, 5).join(', ') + (tables.length > 5 ? ', …' : '');
+    throw new StoreFileError('store.not-a-store', `${file} is a SQLite database without this program's schema (user_version ${version}, tables: ${shown}); it was left untouched`);
+  }
+}
+
+/**
+ * Opens (creating or upgrading) a store, applying pending migrations in one transaction each.
+ * Only a path that does not exist is created; an existing file must be one of our stores.
+ */
+export function openDatabase(file: string, options: SqliteStoreOptions = {}): Database {
+  if (file !== ':memory:') checkStoreFile(file);
+  const existed = file !== ':memory:' && existsSync(file);
+  let db: Database;
+  try {
+    db = new BetterSqlite3(file);
+  } catch (err) {
+    throw storeOpenError(err, file);
+  }
+  try {
+    // Before any pragma that writes: a foreign database is refused unchanged.
+    if (existed) checkSchemaOwner(db, file);
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${options.durability === 'normal' ? 'NORMAL' : 'FULL'}`);
     db.pragma('foreign_keys = ON');
@@ -45,7 +129,7 @@ export function openDatabase(file: string, options: SqliteStoreOptions = {}): Da
     return db;
   } catch (err) {
     db.close();
-    throw err;
+    throw storeOpenError(err, file);
   }
 }
 

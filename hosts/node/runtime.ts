@@ -4,6 +4,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { newRunId } from '../core/ids.js';
+import { assertRunInput, assertTemplateJson } from '../core/json-input.js';
 import { pendingInvocationOf } from '../core/operator.js';
 import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { leaseDefaults } from '../core/leases.js';
@@ -66,8 +67,8 @@ export interface LaunchOptions {
   /** At most `concurrencyLimit` (default 1) active runs per key; the others wait in FIFO order. Implies `background`. */
   concurrencyKey?: string;
   concurrencyLimit?: number;
-  /** Who launched it, recorded in `run.accepted`'s origin (default `sdk`). */
-  actor?: string;
+  /** Who launched the run, recorded as the origin actor of `run.accepted` (default `sdk`). */
+  actor?: 'sdk' | 'cli' | 'mcp' | 'trigger' | 'operator' | 'worker';
 }
 
 /** What an operator action did: the command, who applied it, and the run's outcome then. */
@@ -170,6 +171,7 @@ export class WorkflowRuntime {
   }
 
   validate(template: unknown): ValidationReport {
+    assertTemplateJson(template);
     return this.engine.validate(typeof template === 'string' ? template : JSON.stringify(template));
   }
 
@@ -187,6 +189,8 @@ export class WorkflowRuntime {
    * calls; `inline` compiles the given template (development); both pin the same kind of plan.
    */
   async launch(target: LaunchTarget | Record<string, unknown>, options: LaunchOptions = {}): Promise<WorkflowRunHandle> {
+    assertRunInput(options.input ?? {});
+    await this.engine.ready();
     const kind = (target as { type?: string }).type;
     const t = kind === 'inline' || kind === 'plan' || kind === 'published' ? (target as LaunchTarget) : ({ type: 'inline', template: target } as LaunchTarget);
     let plan: ExecutionPlan;

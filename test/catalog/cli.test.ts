@@ -50,7 +50,7 @@ describe('catalog CLI', () => {
     expect(r.code).toBe(0);
     expect(r.out[0]).toMatchObject({ apiVersion: 'agent-workflow.cli/v1', kind: 'WorkflowDraft', draft: { id: 'cli-wf', draftRevision: 1, updatedBy: 'tester' } });
     r = await cli(cwd, 'draft', 'put', file);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(8);
     expect(r.out[0]).toMatchObject({ kind: 'Error', error: { code: 'catalog.draft-conflict' } });
 
     r = await verb('publish', [], 'cli-wf', '--expected', '1', '--dir', dir, '--by', 'tester');

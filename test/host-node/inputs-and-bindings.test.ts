@@ -106,12 +106,9 @@ describe('a rejected approval', () => {
     }
   });
 
-  // The host's `outcomeFromStore` (hosts/core/kernel.ts) rebuilds the outcome from the last
-  // eight events and keeps the `run.paused` it meets there, so `reject()` and `getRun()` report
-  // pausedReason approval on a failed run. The engine's summary is right (above); this test
-  // documents the host bug and is expected to fail until the host reports pausedReason only for
-  // a paused run. Turn `it.fails` into `it` with that host change.
-  it.fails('is reported without a paused reason by reject() and getRun()', async () => {
+  // The host reads the outcome projection the engine's summary leaves with each commit, so a
+  // failed run never reports the pausedReason of an earlier pause.
+  it('is reported without a paused reason by reject() and getRun()', async () => {
     const rt = await openRuntime();
     try {
       const template = chain('reject-me', [{ id: 'gate', uses: 'human.approval@1' }]);

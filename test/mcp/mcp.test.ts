@@ -13,7 +13,7 @@ let client: Client;
 beforeAll(async () => {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [cli, 'mcp', '--dir', tempDir('adw-mcp-'), '--config', example('echo/agent-workflow.config.mjs')],
+    args: [cli, 'mcp', '--profile', 'invoke,author,operator', '--dir', tempDir('adw-mcp-'), '--config', example('echo/agent-workflow.config.mjs')],
     stderr: 'ignore',
   });
   client = new Client({ name: 'test', version: '1.0.0' });
@@ -32,7 +32,10 @@ const call = async (name: string, args: Record<string, unknown>) => {
 describe('MCP server', () => {
   it('lists its tools', async () => {
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['cancel_run', 'decide_approval', 'get_run', 'list_runs', 'read_events', 'replay_run', 'resolve_node', 'run_workflow', 'validate_template']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'cancel_run', 'decide_approval', 'describe_workflow', 'diff_revisions', 'get_draft', 'get_run', 'list_runs', 'publish_workflow',
+      'put_draft', 'read_events', 'replay_run', 'resolve_node', 'run_workflow', 'search_workflows', 'validate_template',
+    ]);
   });
 
   it('validates, runs, inspects and replays a workflow', async () => {
@@ -46,6 +49,7 @@ describe('MCP server', () => {
 
     const events = await call('read_events', { runId: run.value.runId, limit: 3 });
     expect(events.value.events.map((e: { type: string }) => e.type)).toEqual(['run.accepted', 'run.started', 'node.started']);
+    expect(events.value.events[0].origin.actor).toBe('mcp');
     expect(events.value.more).toBe(true);
     expect((await call('get_run', { runId: run.value.runId })).value).toMatchObject({ status: 'completed', lastSeq: run.value.seq });
     expect((await call('replay_run', { runId: run.value.runId, mode: 'recorded' })).value).toMatchObject({ identical: true });

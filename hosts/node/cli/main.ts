@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // agent-workflow: the command line of the Node host. Machine output is versioned JSON / JSONL on
 // stdout; progress for people goes to stderr. Exit codes are listed in `exitCodes`.
-import { readFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, existsSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { WorkflowRuntime } from '../runtime.js';
 import { extraCommands } from './commands/index.js';
 import { resolveRunTarget, runPublished } from './commands/catalog.js';
@@ -10,61 +11,15 @@ import { printQueued } from './queued.js';
 
 import { CliError as WorkflowError, type CliCommand } from './command.js';
 import { parseArgs, optionString, UsageError, type ParsedArgs } from './args.js';
+import { exitCodeForError, exitCodes } from './exit-codes.js';
 import { loadHostModule } from './host-module.js';
+import { commandUsage, overviewUsage, usageTable } from './usage.js';
 
-export const exitCodes = {
-  ok: 0,
-  runFailed: 1,
-  usage: 2,
-  invalid: 3,
-  paused: 4,
-  cancelled: 5,
-  notFound: 6,
-  replayDiverged: 7,
-  conflict: 8,
-  internal: 70,
-} as const;
+export { exitCodes };
 
 const cliApiVersion = 'agent-workflow.cli/v1';
 
-const usage = `usage: agent-workflow <command> [options]
-
-commands:
-  validate <template.json>                         check a template; every error with code and JSON pointer
-  run <template.json | id@revision> [--input <json|file>] [--deps <dir>]
-                                                   run a template (deps: <id>@<rev>.json of called workflows)
-  trace <run-id> [--format jsonl|json|text]        print every event of a run
-  runs [--status <s>] [--limit N]                  list runs, newest first
-  resume <run-id>                                  resume a run (after a crash, or to re-check authority)
-  cancel <run-id> [--reason <text>]                cancel a run
-  approve <run-id> <node-id> [--by <name>] [--comment <text>]
-  reject <run-id> <node-id> [--by <name>] [--comment <text>]
-  resolve <run-id> <node-id> --succeeded <output.json> | --retry | --fail <reason> [--item N] [--by <name>]
-  export <run-id> [--out <file>]                   write a self-contained journal export
-  replay <run-id> | --from <export.json> [--mode inspect|recorded|live] [--template <edited.json>]
-  replay <run-id|file> --web                      open the browser replay page (also: replay-web)
-  draft put <file> | draft get <id>                edit a mutable draft (compare-and-set)
-  publish <id> --expected <draft-revision>         publish an immutable revision
-  search <text> | describe <id>@<rev> --view schema|template|plan | diff <id>@<a> <id>@<b>
-  migrate-template <legacy.json> [--out <file>]    convert a 0.2-protocol template
-  router start --dir <state dir> --profile edge|standalone
-  serve [--max-runs N] [--drain-ms N]              a worker until SIGTERM/SIGINT: claims queued runs and runs whose
-                                                   owner is gone, fires the module's cron triggers
-  mcp [--config <host module>]                     serve the runtime as MCP tools on stdio
-  sandbox serve [--port N] [--host H] [--token-file F] [--insecure-no-auth]
-
-common options:
-  --config <host module>   default ./agent-workflow.config.mjs
-  --dir <state dir>        default ./.agent-workflow (or the host module's dir)
-  --store <location>       postgres://… (shared by workers) or a SQLite file (default <dir>/workflow.db);
-                           also AGENT_WORKFLOW_STORE or the host module's \`store\`
-  --no-wait                (run) commit the run to the queue for a worker and return
-
-exit codes: 0 ok, 1 run failed, 2 usage, 3 invalid template or input, 4 run paused (waiting for a
-person), 5 cancelled, 6 not found, 7 replay diverged, 8 owned by another process / command not
-applied in time / conflict, 70 internal error`;
-
-export function print(kind: string, body: Record<string, unknown>): void {
+function print(kind: string, body: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify({ apiVersion: cliApiVersion, kind, ...body })}\n`);
 }
 
@@ -72,12 +27,27 @@ function progress(message: string): void {
   process.stderr.write(`${message}\n`);
 }
 
+let stdinTakenBy: string | undefined;
+
+/** All of stdin, for the one option given as `-`. */
+function readStdin(what: string): string {
+  if (stdinTakenBy !== undefined) throw new UsageError(`${what} - cannot read stdin: ${stdinTakenBy} - already does`);
+  stdinTakenBy = what;
+  try {
+    return readFileSync(0, 'utf8');
+  } catch (err) {
+    throw new WorkflowError('cli.bad-json', `${what} -: cannot read stdin: ${(err as Error).message}`);
+  }
+}
+
+/** A JSON option: `-` reads stdin, an existing file is read, anything else is inline JSON. */
 function readJsonArg(value: string, what: string): unknown {
-  const text = existsSync(value) ? readFileSync(value, 'utf8') : value;
+  const fromStdin = value === '-';
+  const text = fromStdin ? readStdin(what) : existsSync(value) ? readFileSync(value, 'utf8') : value;
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new WorkflowError('cli.bad-json', `${what} is neither a readable file nor valid JSON: ${(err as Error).message}`);
+    throw new WorkflowError('cli.bad-json', fromStdin ? `${what} -: stdin is not valid JSON: ${(err as Error).message}` : `${what} is neither a readable file nor valid JSON: ${(err as Error).message}`);
   }
 }
 
@@ -358,10 +328,16 @@ const commands: Record<string, CliCommand> = {
     flags: [],
     async run(args) {
       // stdout is the MCP channel from here on: progress goes to stderr only.
+      const { serveMcp, parseMcpProfiles } = await import('../mcp.js');
+      let profiles: ReturnType<typeof parseMcpProfiles>;
+      try {
+        profiles = parseMcpProfiles(optionString(args, 'profile'));
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
       return withRuntime(args, async (rt) => {
-        const { serveMcp } = await import('../mcp.js');
-        const server = await serveMcp(rt);
-        progress('agent-workflow: MCP server on stdio');
+        const server = await serveMcp(rt, undefined, { profiles });
+        progress(`agent-workflow: MCP server on stdio (profiles: ${profiles.join(', ')})`);
         await new Promise<void>((resolve) => {
           server.server.onclose = () => resolve();
           process.once('SIGINT', () => resolve());
@@ -401,49 +377,88 @@ function positiveInt(value: string | undefined, what: string): number | undefine
   return Number(value);
 }
 
-export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
-    process.stderr.write(`${usage}\n`);
-    return name ? exitCodes.ok : exitCodes.usage;
+/** `--help` or `-h` among a command's arguments (before a `--`). */
+function asksForHelp(argv: readonly string[]): boolean {
+  for (const arg of argv) {
+    if (arg === '--') return false;
+    if (arg === '--help' || arg === '-h') return true;
   }
-  const command = commands[name];
-  if (!command) {
-    process.stderr.write(`agent-workflow: unknown command ${JSON.stringify(name)}\n${usage}\n`);
+  return false;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  for (const name of Object.keys(commands)) if (!usageTable[name]) throw new Error(`command ${name} has no entry in the usage table (usage.ts)`);
+  const [name, ...rest] = argv;
+  if (!name) {
+    process.stderr.write(`${overviewUsage()}\n`);
     return exitCodes.usage;
+  }
+  if (name === '--help' || name === '-h' || (name === 'help' && rest.length === 0)) {
+    process.stdout.write(`${overviewUsage()}\n`);
+    return exitCodes.ok;
+  }
+  if (name === 'help') {
+    const text = commandUsage(asksForHelp(rest.slice(0, 1)) ? 'help' : rest[0]);
+    if (text === undefined) {
+      process.stderr.write(`agent-workflow: unknown command ${JSON.stringify(rest[0])}\n${overviewUsage()}\n`);
+      return exitCodes.usage;
+    }
+    process.stdout.write(`${text}\n`);
+    return exitCodes.ok;
+  }
+  const command = Object.prototype.hasOwnProperty.call(commands, name) ? commands[name] : undefined;
+  if (!command) {
+    process.stderr.write(`agent-workflow: unknown command ${JSON.stringify(name)}\n${overviewUsage()}\n`);
+    return exitCodes.usage;
+  }
+  if (asksForHelp(rest)) {
+    process.stdout.write(`${commandUsage(name)}\n`);
+    return exitCodes.ok;
   }
   try {
     return await command.run(parseArgs(rest, command.flags));
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`agent-workflow: ${err.message}\n`);
+      process.stderr.write(`agent-workflow: ${err.message}\n(agent-workflow ${name} --help for its usage)\n`);
       return exitCodes.usage;
     }
-    const e = err as { code?: string; message?: string; detail?: unknown };
-    const code = e.code ?? 'cli.internal';
-    print('Error', { error: { code, message: e.message ?? String(err), ...(e.detail !== undefined ? { detail: e.detail } : {}) } });
-    progress(`agent-workflow: ${code}: ${e.message ?? String(err)}`);
-    if (code.endsWith('not-found')) return exitCodes.notFound;
-    if (code.startsWith('template.') || code.startsWith('run.input') || code.startsWith('cli.bad-json') || code === 'workflow.dependency-missing') return exitCodes.invalid;
-    if (code === 'cli.internal' || code === 'engine.internal' || code === 'engine.trap') return exitCodes.internal;
-    if (code === 'store.conflict' || code === 'command.pending' || code === 'run.owned-elsewhere' || code === 'run.fenced') return exitCodes.conflict;
-    return exitCodes.runFailed;
+    const e = err as { code?: unknown; message?: string; detail?: unknown };
+    const code = typeof e.code === 'string' ? e.code : 'cli.internal';
+    const message = e.message ?? String(err);
+    print('Error', { error: { code, message, ...(e.detail !== undefined ? { detail: e.detail } : {}) } });
+    progress(`agent-workflow: ${code}: ${message}`);
+    return exitCodeForError(code, message);
   }
 }
 
-// A reader that stops early (`trace … | head`) is not an error.
-process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') process.exit(exitCodes.ok);
-  throw err;
-});
+/**
+ * True when this file is the program node was started with (the bin, perhaps through npm's
+ * symlink), false when another module imports it: importing the `./cli` export runs nothing.
+ */
+function startedAsProgram(): boolean {
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return realpathSync(script) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
 
-main(process.argv.slice(2)).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err) => {
-    process.stderr.write(`agent-workflow: internal error: ${(err as Error).stack ?? String(err)}\n`);
-    process.exitCode = exitCodes.internal;
-  },
-);
+if (startedAsProgram()) {
+  // A reader that stops early (`trace … | head`) is not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(exitCodes.ok);
+    throw err;
+  });
 
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err) => {
+      process.stderr.write(`agent-workflow: internal error: ${(err as Error).stack ?? String(err)}\n`);
+      process.exitCode = exitCodes.internal;
+    },
+  );
+}

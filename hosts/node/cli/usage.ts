@@ -1,0 +1,91 @@
+// The usage table: the one source of `agent-workflow --help`, `agent-workflow help <command>`
+// and `agent-workflow <command> --help`. Every command of the CLI has an entry (main.ts asserts it).
+import { exitCodeLines } from './exit-codes.js';
+
+export interface CommandUsage {
+  /** Argument lines after `agent-workflow <name>`; the first is the short form. */
+  synopsis: string[];
+  summary: string;
+  /** Options of this command beyond the common ones: [option, what it does]. */
+  options?: [string, string][];
+}
+
+const inputOptions: [string, string][] = [['--input <json|file|->', 'the run input: inline JSON, a file, or - for stdin (default {})']];
+
+export const usageTable: Record<string, CommandUsage> = {
+  validate: { synopsis: ['<template.json>'], summary: 'check a template; every error with code and JSON pointer' },
+  run: {
+    synopsis: ['<template.json | id@revision> [--input <json|file|->] [--deps <dir>] [--no-wait]'],
+    summary: 'run a template or a published revision and print the result',
+    options: [...inputOptions, ['--deps <dir>', '<id>@<rev>.json templates that workflow.call@1 nodes call'], ['--no-wait', 'commit the run to the durable queue and return; a worker (serve) runs it']],
+  },
+  trace: { synopsis: ['<run-id> [--format jsonl|json|text]'], summary: 'print every event of a run' },
+  runs: { synopsis: ['[--status <s>[,<s>…]] [--limit N]'], summary: 'list runs, newest first' },
+  resume: { synopsis: ['<run-id> [--no-wait]'], summary: 'resume a run (after a crash, or to re-check authority)' },
+  cancel: { synopsis: ['<run-id> [--reason <text>]'], summary: 'cancel a run and every call it has in flight' },
+  approve: { synopsis: ['<run-id> <node-id> [--by <name>] [--comment <text>]'], summary: 'approve a waiting human.approval@1 node' },
+  reject: { synopsis: ['<run-id> <node-id> [--by <name>] [--comment <text>]'], summary: 'reject a waiting human.approval@1 node' },
+  resolve: {
+    synopsis: ['<run-id> <node-id> --succeeded <json|file|-> | --retry | --fail <reason> [--item N] [--by <name>]'],
+    summary: 'settle a node whose outcome is unknown after a crash',
+    options: [['--succeeded <json|file|->', 'the output it produced: inline JSON, a file, or - for stdin']],
+  },
+  export: { synopsis: ['<run-id> [--out <file>]'], summary: 'write a self-contained journal export' },
+  replay: {
+    synopsis: ['<run-id> | --from <export.json> [--mode inspect|recorded|live] [--template <edited.json>]', '<run-id|file> --web'],
+    summary: 'inspect or replay a run; --web opens the browser replay page',
+  },
+  'replay-web': { synopsis: ['<run-id|export.json> [--port N] [--host H]'], summary: 'serve the browser replay page for a run' },
+  draft: { synopsis: ['put <file> [--expected <draft-revision>]', 'get <id>'], summary: 'edit a mutable draft (compare-and-set)' },
+  publish: { synopsis: ['<id> --expected <draft-revision>'], summary: 'publish an immutable revision of a draft' },
+  search: { synopsis: ['<text>'], summary: 'search the catalog' },
+  describe: { synopsis: ['<id>@<rev> [--view schema|template|plan]'], summary: 'describe a published revision' },
+  diff: { synopsis: ['<id>@<a> <id>@<b>'], summary: 'semantic diff of two revisions' },
+  'migrate-template': { synopsis: ['<legacy.json> [--out <file>]'], summary: 'convert a 0.2-protocol template' },
+  router: { synopsis: ['start --dir <state dir> --profile edge|standalone'], summary: 'the router host: the same engine on small machines' },
+  serve: {
+    synopsis: ['[--max-runs N] [--drain-ms N] [--config <host module>]'],
+    summary: "a worker until SIGTERM/SIGINT: claims queued runs and runs whose owner is gone, fires the host module's cron triggers; a graceful stop lets calls in flight finish for --drain-ms (default 10000) and hands the rest back",
+  },
+  mcp: {
+    synopsis: ['[--config <host module>] [--profile invoke[,author][,operator]]'],
+    summary: 'serve the runtime as MCP tools on stdio',
+    options: [['--profile <list>', 'tool sets to expose, fixed at start (default invoke): invoke = search, describe, run, get, trace; author = node list, validate, drafts, diff, publish; operator = approvals, resolve, cancel']],
+  },
+  sandbox: { synopsis: ['serve [--port N] [--host H] [--token-file F] [--insecure-no-auth]'], summary: 'the script evaluation service' },
+  help: { synopsis: ['[<command>]'], summary: 'this text, or the usage of one command' },
+};
+
+const commonOptions: [string, string][] = [
+  ['--config <host module>', 'default ./agent-workflow.config.mjs'],
+  ['--dir <state dir>', "default ./.agent-workflow (or the host module's dir)"],
+  ['--store <location>', "postgres://… (one database shared by every worker) or a SQLite file (default <dir>/workflow.db); also AGENT_WORKFLOW_STORE or the host module's `store`"],
+  ['-h, --help', 'the usage of the command'],
+];
+
+function optionLines(options: [string, string][]): string[] {
+  return options.map(([o, d]) => `  ${o.padEnd(28)} ${d}`);
+}
+
+const exitCodeText = ['exit codes:', ...exitCodeLines.map((l) => `  ${l}`)].join('\n');
+
+/** The overview: every command, the common options and the exit codes. */
+export function overviewUsage(): string {
+  const lines: string[] = ['usage: agent-workflow <command> [options]', '       agent-workflow <command> --help', '', 'commands:'];
+  for (const [name, u] of Object.entries(usageTable)) {
+    lines.push(`  ${name} ${u.synopsis[0]}`);
+    lines.push(`      ${u.summary}`);
+  }
+  return [...lines, '', 'common options:', ...optionLines(commonOptions), '', exitCodeText].join('\n');
+}
+
+/** The usage of one command, or undefined when there is no such command. */
+export function commandUsage(name: string): string | undefined {
+  const u = Object.prototype.hasOwnProperty.call(usageTable, name) ? usageTable[name] : undefined;
+  if (!u) return undefined;
+  const lines = u.synopsis.map((s, i) => `${i === 0 ? 'usage:' : '      '} agent-workflow ${name} ${s}`);
+  lines.push('', u.summary);
+  if (u.options) lines.push('', 'options:', ...optionLines(u.options));
+  lines.push('', 'common options:', ...optionLines(commonOptions), '', exitCodeText);
+  return lines.join('\n');
+}
