@@ -16,11 +16,12 @@
 import { DefaultIntrinsics, RELEASE_SYNC, newQuickJSWASMModuleFromVariant, newVariant } from 'quickjs-emscripten';
 import type { CustomizeVariantOptions, QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant, QuickJSWASMModule } from 'quickjs-emscripten';
 import { runtimePoisoningCodes, scriptError, type ScriptError } from './errors.js';
-import { checkInput, checkSourceShape, lineCount, memoryInUse, readResult } from './guest-results.js';
+import { checkInput, checkSourceShape, lineCount, readResult } from './guest-results.js';
 import * as L from './limits.js';
 import { locatePollCounter, writePollCounter } from './poll-counter.js';
 import { preludeSource } from './prelude.js';
 import { defaultScriptLimits, isScriptError, resolveScriptLimits, type ScriptLimits } from './script-limits.js';
+import { evaluationCeilingBytes, MemoryGuard } from './wasm-memory.js';
 
 export type { ScriptError } from './errors.js';
 export { defaultScriptLimits, resolveScriptLimits, type ScriptLimits } from './script-limits.js';
@@ -65,6 +66,12 @@ export interface ScriptEvaluatorDiagnostics {
   wasmMemoryBytes: number;
 }
 
+/** A loaded QuickJS module and the guard on its linear memory. */
+interface LoadedModule {
+  quickjs: QuickJSWASMModule;
+  guard: MemoryGuard;
+}
+
 const intrinsics = { ...DefaultIntrinsics, Date: false };
 const emptyInput = 'null';
 
@@ -88,13 +95,11 @@ interface Instance {
 type HandlerMode = 'count' | 'drain' | 'setup';
 
 export class ScriptEvaluator {
-  private module: QuickJSWASMModule | undefined;
-  private spare: QuickJSWASMModule | undefined;
+  private module: LoadedModule | undefined;
+  private spare: LoadedModule | undefined;
   private spareLoading = false;
   private instance: Instance | undefined;
   private disposed = false;
-  /** QuickJS heap in use by a fresh instance; added to every memory limit so scripts get what they ask for. */
-  private baselineBytes = 0;
   private mode: HandlerMode = 'count';
   private fuelUsed = 0;
   private fuelLimit = 0;
@@ -119,8 +124,7 @@ export class ScriptEvaluator {
     // A spare module is kept loaded so that a module discarded after a host
     // failure can be replaced synchronously, inside `evaluate`.
     [evaluator.module, evaluator.spare] = await Promise.all([evaluator.loadModule(), evaluator.loadModule()]);
-    const instance = evaluator.ensureInstance();
-    evaluator.baselineBytes = memoryInUse(instance.runtime, instance.context);
+    evaluator.ensureInstance();
     return evaluator;
   }
 
@@ -135,7 +139,7 @@ export class ScriptEvaluator {
     return {
       pollCounterReset: instance?.counterAddress !== undefined ? 'direct' : 'loop',
       evaluationsOnContext: instance?.evaluations ?? 0,
-      wasmMemoryBytes: this.module?.getWasmMemory().buffer.byteLength ?? 0,
+      wasmMemoryBytes: this.module?.guard.bytes ?? 0,
     };
   }
 
@@ -151,12 +155,15 @@ export class ScriptEvaluator {
 
     let outcome = this.runOnce(source, inputJson, resolved, false);
     // Heap exhaustion depends slightly on what earlier evaluations left in a
-    // reused runtime (atoms, uncollected cycles). Re-run on a fresh runtime so
-    // the verdict is the one every fresh host would reach.
+    // reused runtime and module (atoms, allocator fragmentation). Re-run on a
+    // fresh module (a fresh runtime when no spare is ready) so the verdict is
+    // the one every fresh host would reach.
     if (!outcome.ok && outcome.error.code === 'script.memory' && outcome.warm) {
+      this.useSpareModule();
       outcome = this.runOnce(source, inputJson, resolved, false);
     }
-    if (!outcome.ok && outcome.error.code === 'script.memory') this.swapModuleIfSpare();
+    // Linear memory never shrinks: a module that grew is dropped now, not kept for later scripts.
+    if ((this.module?.guard.bytes ?? 0) > L.wasmMemoryBytesRetainMax) this.useSpareModule();
     return outcome.ok ? { ok: true, output: outcome.output, fuelUsed: outcome.fuelUsed } : { ok: false, error: outcome.error };
   }
 
@@ -185,7 +192,7 @@ export class ScriptEvaluator {
     if (this.disposed) throw new Error('ScriptEvaluator used after dispose()');
   }
 
-  private async loadModule(): Promise<QuickJSWASMModule> {
+  private async loadModule(): Promise<LoadedModule> {
     const base = await this.loadVariant();
     const wasmMemory = new WebAssembly.Memory({
       initial: L.wasmMemoryBytesInitial / L.wasmPageBytes,
@@ -194,7 +201,7 @@ export class ScriptEvaluator {
     const module = await newQuickJSWASMModuleFromVariant(newVariant(base, { ...this.variantOptions, wasmMemory }));
     // The bound on linear memory is the sandbox's last line against heap bugs; never run without it.
     if (module.getWasmMemory() !== wasmMemory) throw new Error('the QuickJS variant did not use the bounded WebAssembly.Memory');
-    return module;
+    return { quickjs: module, guard: new MemoryGuard(wasmMemory) };
   }
 
   /** Loads a spare module in the background, so a discarded one can be replaced synchronously. */
@@ -212,11 +219,14 @@ export class ScriptEvaluator {
     );
   }
 
-  /** After a heap failure the module's linear memory may have grown for good; replace it when it grew a lot. */
-  private swapModuleIfSpare(): void {
-    const grown = (this.module?.getWasmMemory().buffer.byteLength ?? 0) > L.wasmMemoryBytesRetainMax;
-    if (grown && this.spare) {
-      this.dropInstance();
+  /**
+   * Replaces the current module with the spare (a fresh module at its initial
+   * size) when one is ready; the old module and its grown memory are dropped.
+   * Without a spare only the runtime is dropped.
+   */
+  private useSpareModule(): void {
+    this.dropInstance();
+    if (this.spare) {
       this.module = this.spare;
       this.spare = undefined;
     }
@@ -232,7 +242,8 @@ export class ScriptEvaluator {
       this.spare = undefined;
       this.prepareSpare();
     }
-    const runtime = module.newRuntime();
+    module.guard.disarm();
+    const runtime = module.quickjs.newRuntime();
     let context: QuickJSContext | undefined;
     try {
       runtime.setMaxStackSize(L.stackBytesMax);
@@ -248,7 +259,7 @@ export class ScriptEvaluator {
       const drain = context.getProp(fns, 2);
       fns.dispose();
       const instance: Instance = {
-        runtime, context, compile, exec, drain, evaluations: 0, counterFresh: false, counterAddress: undefined, memory: module.getWasmMemory(),
+        runtime, context, compile, exec, drain, evaluations: 0, counterFresh: false, counterAddress: undefined, memory: module.guard.memory,
       };
       if (this.pollCounterMode === 'auto') {
         instance.counterAddress = locatePollCounter({
@@ -331,7 +342,11 @@ export class ScriptEvaluator {
     compileOnly: boolean,
   ): ({ ok: true; output: string; fuelUsed: number } | { ok: false; error: ScriptError }) & { warm: boolean } {
     let instance: Instance;
+    const ceilingBytes = evaluationCeilingBytes(limits.memoryBytes);
     try {
+      // A module grown past this evaluation's ceiling by an earlier one would
+      // give this script more memory than it asked for: use a fresh one.
+      if ((this.module?.guard.bytes ?? 0) > ceilingBytes && this.spare) this.useSpareModule();
       instance = this.ensureInstance();
     } catch {
       this.prepareSpare();
@@ -339,13 +354,14 @@ export class ScriptEvaluator {
     }
     const warm = instance.evaluations > 0;
     const { context, runtime } = instance;
+    const guard = this.module!.guard;
     const handles: QuickJSHandle[] = [];
     try {
       this.fuelUsed = 0;
       this.fuelLimit = limits.fuel;
       this.fuelExhausted = false;
       instance.evaluations++;
-      runtime.setMemoryLimit(this.baselineBytes + limits.memoryBytes);
+      guard.arm(ceilingBytes);
       runtime.setMaxStackSize(limits.stackBytes);
       // Compiling runs no script code unless the source closes its wrapper
       // (prelude.ts); it is metered like the run, from a reset counter when
@@ -387,14 +403,19 @@ export class ScriptEvaluator {
         }
       }
       for (const h of handles) h.dispose();
+      guard.disarm();
+      // A bare null thrown when QuickJS failed to allocate its own error, not a script's "throw null".
+      if (!outcome.ok && outcome.error.code === 'script.runtime' && outcome.error.message === 'uncaught null' && guard.refused) {
+        outcome = { ok: false, error: scriptError('script.memory', 'InternalError: out of memory') };
+      }
       // Promise jobs left behind (async code, import()) would run in a later
       // evaluation's time or pile up; a fresh runtime discards them.
       if (!outcome.ok && runtimePoisoningCodes.has(outcome.error.code)) this.dropInstance();
       else if (runtime.hasPendingJob()) this.dropInstance();
       else if (instance.evaluations >= L.evaluationsPerContextMax) this.dropInstance();
-      else runtime.setMemoryLimit(-1);
       return { ...outcome, warm };
     } catch (e) {
+      guard.disarm();
       // A host-side failure (wasm trap, host stack overflow) may leave the
       // module inconsistent: discard the whole module, not just the runtime.
       this.instance = undefined;

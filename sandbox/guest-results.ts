@@ -1,5 +1,5 @@
 /** Host-side checks on what goes into the guest and reading what comes back. */
-import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from 'quickjs-emscripten';
+import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
 import { scriptError, type ScriptError } from './errors.js';
 import { scanJsonText, utf8ByteLength } from './json-text.js';
 import * as L from './limits.js';
@@ -9,16 +9,6 @@ export function lineCount(source: string): number {
   let lines = 1;
   for (let i = source.indexOf('\n'); i !== -1; i = source.indexOf('\n', i + 1)) lines++;
   return lines;
-}
-
-export function memoryInUse(runtime: QuickJSRuntime, context: QuickJSContext): number {
-  const handle = runtime.computeMemoryUsage();
-  try {
-    const usage = context.dump(handle) as { malloc_size?: number };
-    return typeof usage.malloc_size === 'number' ? usage.malloc_size : 0;
-  } finally {
-    handle.dispose();
-  }
 }
 
 export function checkSourceShape(source: unknown): ScriptError | undefined {
