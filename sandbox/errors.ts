@@ -21,6 +21,8 @@ export const scriptErrorCodes = [
   'script.not-json',
   /** The input is not valid JSON text, or too large, or too deep, or holds a non-finite number. */
   'script.input-invalid',
+  /** The source nests brackets deeper than sourceDepthMax (refused before parsing). */
+  'script.too-deep',
   /** The source is too long, or the limits asked for are out of range. */
   'script.request-invalid',
   /** The sandbox itself failed (the module was discarded); retrying may succeed. */

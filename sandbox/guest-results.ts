@@ -4,6 +4,7 @@ import { scriptError, type ScriptError } from './errors.js';
 import { scanJsonText, utf8ByteLength } from './json-text.js';
 import * as L from './limits.js';
 import { scriptLineOffset } from './prelude.js';
+import { sourceNestsDeeperThan } from './source-depth.js';
 
 export function lineCount(source: string): number {
   let lines = 1;
@@ -14,6 +15,9 @@ export function lineCount(source: string): number {
 export function checkSourceShape(source: unknown): ScriptError | undefined {
   if (typeof source !== 'string') return scriptError('script.request-invalid', 'source must be a string');
   if (source.length > L.sourceCharsMax) return scriptError('script.request-invalid', `source is longer than ${L.sourceCharsMax} characters`);
+  if (sourceNestsDeeperThan(source, L.sourceDepthMax)) {
+    return scriptError('script.too-deep', `source nests brackets deeper than ${L.sourceDepthMax} levels`);
+  }
   return undefined;
 }
 

@@ -56,6 +56,14 @@ export const inputDepthMax = 64;
 
 /** UTF-16 code units of a script's source text. */
 export const sourceCharsMax = 256 * 1024;
+/**
+ * Bracket nesting depth of a script's source (`( [ { ${`, counted before
+ * parsing; see source-depth.ts). QuickJS's parser overflowed the host's native
+ * stack at ~1 000 levels on Node's main thread and at ~320 levels called from
+ * inside the engine's WebAssembly import; 100 leaves a margin of three and is
+ * far beyond what scripts nest (output is limited to 64 levels anyway).
+ */
+export const sourceDepthMax = 100;
 
 /** Characters kept of a script's error message. */
 export const errorMessageCharsMax = 1_024;
