@@ -11,6 +11,8 @@ export const scriptErrorCodes = [
   'script.forbidden',
   /** The fuel budget ran out (interrupt-handler calls). */
   'script.fuel',
+  /** The wall-clock failsafe ended the evaluation (fuel failed to; not deterministic, see limits.ts). */
+  'script.wall-time',
   /** The QuickJS heap limit was reached (or a string/array grew past its engine limit). */
   'script.memory',
   /** The QuickJS stack limit was reached. */

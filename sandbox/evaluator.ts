@@ -55,6 +55,12 @@ export interface ScriptEvaluatorOptions {
    * QuickJS memory). Both give the same fuel counts.
    */
   pollCounterReset?: 'auto' | 'loop';
+  /**
+   * Milliseconds of a monotonic clock, read by the wall-clock failsafe
+   * (default `performance.now`, or `Date.now` where there is none). Only the
+   * failsafe reads it; fuel never depends on time.
+   */
+  clock?: () => number;
 }
 
 export interface ScriptEvaluatorDiagnostics {
@@ -101,15 +107,22 @@ export class ScriptEvaluator {
   private instance: Instance | undefined;
   private disposed = false;
   private mode: HandlerMode = 'count';
+  /** Interrupt-handler calls of the current evaluation. */
   private fuelUsed = 0;
+  /** Units of built-in work charged in the current evaluation (builtin-bounds.ts). */
+  private builtinUnits = 0;
   private fuelLimit = 0;
   private fuelExhausted = false;
+  /** Clock reading past which the current evaluation is ended (script.wall-time). */
+  private deadline = Number.POSITIVE_INFINITY;
+  private wallTimeExceeded = false;
 
   private constructor(
     private readonly loadVariant: VariantLoader,
     private readonly defaults: ScriptLimits,
     private readonly pollCounterMode: 'auto' | 'loop',
     private readonly variantOptions: VariantOptions,
+    private readonly clock: () => number,
   ) {}
 
   static async create(options: ScriptEvaluatorOptions = {}): Promise<ScriptEvaluator> {
@@ -120,6 +133,7 @@ export class ScriptEvaluator {
       defaults,
       options.pollCounterReset ?? 'auto',
       options.variantOptions ?? {},
+      options.clock ?? defaultClock,
     );
     // A spare module is kept loaded so that a module discarded after a host
     // failure can be replaced synchronously, inside `evaluate`.
@@ -251,7 +265,11 @@ export class ScriptEvaluator {
       runtime.setInterruptHandler(() => this.onInterrupt());
       context = runtime.newContext({ intrinsics });
       this.mode = 'setup';
-      const evaluated = context.evalCode(preludeSource, 'prelude.js');
+      const setup = context.unwrapResult(context.evalCode(preludeSource, 'prelude.js'));
+      const charge = context.newFunction('charge', (units) => (this.onCharge(context!.getNumber(units)) ? context!.true : context!.false));
+      const evaluated = context.callFunction(setup, context.undefined, charge);
+      charge.dispose();
+      setup.dispose();
       this.mode = 'count';
       const fns = context.unwrapResult(evaluated);
       const compile = context.getProp(fns, 0);
@@ -310,11 +328,25 @@ export class ScriptEvaluator {
     if (this.mode === 'drain') return true;
     if (this.mode === 'setup') return false;
     this.fuelUsed++;
-    if (this.fuelUsed > this.fuelLimit) {
-      this.fuelExhausted = true;
-      return true;
-    }
-    return false;
+    return this.mustStop();
+  }
+
+  /** Built-in work reported by the prelude; answers whether the evaluation must stop. */
+  private onCharge(units: number): boolean {
+    if (this.mode !== 'count' || !Number.isFinite(units)) return this.mode === 'count';
+    this.builtinUnits += units;
+    return units > 0 ? this.mustStop() : this.fuelExhausted || this.wallTimeExceeded;
+  }
+
+  private totalFuel(): number {
+    return this.fuelUsed + Math.max(0, Math.floor(this.builtinUnits / L.builtinUnitsPerFuel));
+  }
+
+  private mustStop(): boolean {
+    if (this.totalFuel() > this.fuelLimit) this.fuelExhausted = true;
+    // The failsafe: fuel decides, the clock only ends what fuel failed to.
+    if (this.clock() > this.deadline) this.wallTimeExceeded = true;
+    return this.fuelExhausted || this.wallTimeExceeded;
   }
 
   /** Leaves QuickJS's per-context poll counter at its reset value, so fuel counts from the same phase every time. */
@@ -358,8 +390,11 @@ export class ScriptEvaluator {
     const handles: QuickJSHandle[] = [];
     try {
       this.fuelUsed = 0;
+      this.builtinUnits = 0;
       this.fuelLimit = limits.fuel;
       this.fuelExhausted = false;
+      this.wallTimeExceeded = false;
+      this.deadline = this.clock() + L.wallTimeMsBase + limits.fuel * L.wallTimeMsPerFuel;
       instance.evaluations++;
       guard.arm(ceilingBytes);
       runtime.setMaxStackSize(limits.stackBytes);
@@ -388,10 +423,11 @@ export class ScriptEvaluator {
           // Count the run's fuel from the same phase every time, whatever compiling used.
           this.resetPollCounter(instance);
           this.fuelUsed = 0;
+          this.builtinUnits = 0;
           handles.push(context.newString(inputJson), context.newNumber(limits.outputBytes));
           const result = context.callFunction(instance.exec, context.undefined, ...handles.slice(1));
           instance.counterFresh = false;
-          const fuelUsed = this.fuelUsed;
+          const fuelUsed = this.totalFuel();
           if (result.error) {
             outcome = { ok: false, error: this.classifyThrown(context, result.error) };
             result.error.dispose();
@@ -404,6 +440,14 @@ export class ScriptEvaluator {
       }
       for (const h of handles) h.dispose();
       guard.disarm();
+      // A script may catch the error a built-in throws when fuel runs out and
+      // return before the next poll: the budget decides the outcome, not the script.
+      if (this.wallTimeExceeded) {
+        outcome = { ok: false, error: scriptError('script.wall-time', 'the evaluation passed its wall-clock failsafe') };
+        instance.counterFresh = false;
+      } else if (this.fuelExhausted && (outcome.ok || outcome.error.code !== 'script.fuel')) {
+        outcome = { ok: false, error: scriptError('script.fuel', `fuel exhausted (limit ${this.fuelLimit})`) };
+      }
       // A bare null thrown when QuickJS failed to allocate its own error, not a script's "throw null".
       if (!outcome.ok && outcome.error.code === 'script.runtime' && outcome.error.message === 'uncaught null' && guard.refused) {
         outcome = { ok: false, error: scriptError('script.memory', 'InternalError: out of memory') };
@@ -428,6 +472,7 @@ export class ScriptEvaluator {
   }
 
   private classifyThrown(context: QuickJSContext, error: QuickJSHandle): ScriptError {
+    if (this.wallTimeExceeded) return scriptError('script.wall-time', 'the evaluation passed its wall-clock failsafe');
     if (this.fuelExhausted) return scriptError('script.fuel', `fuel exhausted (limit ${this.fuelLimit})`);
     let message = '';
     try {
@@ -443,4 +488,7 @@ export class ScriptEvaluator {
 }
 
 class SandboxUnavailable extends Error {}
+
+const defaultClock: () => number =
+  typeof globalThis.performance?.now === 'function' ? () => globalThis.performance.now() : () => Date.now();
 

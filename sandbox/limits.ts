@@ -14,6 +14,30 @@ export const syntaxCheckFuel = 2;
 /** Hard ceiling on the fuel one evaluation may ask for. */
 export const fuelMax = 100_000;
 
+/**
+ * Work inside C built-ins (see builtin-bounds.ts), in units of one character
+ * compared or produced or one array element visited. Measured on this
+ * machine (Node 20, quickjs-emscripten 0.32.0): one fuel (10 000 polls of
+ * an empty loop) took ~131 µs, String.prototype.indexOf ~2.7 ns per
+ * character compared, so one fuel is ~48 000 units; 32 768 charges built-ins
+ * somewhat more than interpreted code for the same time.
+ */
+export const builtinUnitsPerFuel = 32_768;
+/** A built-in call whose worst case reaches this many units is charged before it runs (~3 ms of work at most runs unpaid). */
+export const builtinUnitsPrecheck = 1 << 20;
+/** Smaller calls are summed in the guest and passed to the host in steps of this many units. */
+export const builtinUnitsFlush = 32_768;
+
+/**
+ * Wall-clock failsafe of one evaluation: wallTimeMsBase + fuel * wallTimeMsPerFuel.
+ * Fuel is the bound; this only ends an evaluation that fuel failed to stop
+ * (script.wall-time, not deterministic). One fuel took ~0.13 ms idle and
+ * ~0.7 ms at load average 10 on 2 cores, so 2 ms per fuel leaves a margin of
+ * about three under load before a correct evaluation could be cut short.
+ */
+export const wallTimeMsBase = 1_000;
+export const wallTimeMsPerFuel = 2;
+
 /** QuickJS heap bytes a script may allocate (runtime accounting, not wasm pages). */
 export const memoryBytesDefault = 32 * 1024 * 1024;
 export const memoryBytesMin = 1 * 1024 * 1024;

@@ -17,12 +17,17 @@
  * drain() loops until the host's interrupt handler stops it; the host uses it
  * to reset QuickJS's per-context poll counter so fuel is counted from the
  * same phase in every evaluation.
+ *
+ * The source is a function expression; the host calls it once with its
+ * `charge(units) -> exhausted` function (builtin-bounds.ts), which only the
+ * prelude's closures can reach.
  */
+import { builtinBoundsSource } from './builtin-bounds.js';
 
 /** Lines that the Function constructor and our prologue put before line 1 of a script. */
 export const scriptLineOffset = 3;
 
-export const preludeSource = String.raw`(function () {
+export const preludeSource = String.raw`(function (charge) {
   "use strict";
   const G = globalThis;
   const O = Object;
@@ -65,6 +70,10 @@ export const preludeSource = String.raw`(function () {
     defProp(proto, "constructor", { value: stub });
     if (i === 0) defProp(G, "Function", { value: stub, writable: true, configurable: true });
   }
+
+  // Built-ins whose work can exceed what fuel sees pay for it (builtin-bounds.ts).
+  const bounds = (${builtinBoundsSource})(charge);
+  const boundsReset = bounds[0], boundsFlush = bounds[1];
 
   // Freezing prototypes turns "obj.toString = f" into an error (the override
   // mistake); turn the commonly shadowed ones into accessors that define an
@@ -228,6 +237,7 @@ export const preludeSource = String.raw`(function () {
 
   const exec = (entry, inputText, outputUnitsMax) => {
     let phase = 1;
+    boundsReset();
     try {
       const input = jsonParse(inputText);
       phase = 2;
@@ -240,8 +250,10 @@ export const preludeSource = String.raw`(function () {
       return text;
     } catch (e) {
       return describe(e, phase);
+    } finally {
+      boundsFlush();
     }
   };
   const drain = () => { for (;;) { /* stopped by the host's interrupt handler */ } };
   return [compile, exec, drain];
-})()`;
+})`;

@@ -77,7 +77,8 @@ export const adversarialCases: AdversarialCase[] = [
   // 1e5 proxies and handlers take more than 8 MiB of linear memory: test the stack with the default memory.
   { name: 'long Proxy chain', source: 'let p = {}; for (let i = 0; i < 1e5; i++) p = new Proxy(p, {}); return Object.keys(p)', limits: { fuel: 300 }, expect: { code: 'script.stack' } },
   { name: 'long prototype chain', source: 'let p = {}; for (let i = 0; i < 1e5; i++) p = Object.create(p); return p.missing === undefined', limits: small, expect: { ok: 'true' } },
-  { name: 'huge output', source: 'return "x".repeat(2e6)', limits: small, expect: { code: 'script.output-too-large' } },
+  // repeat pays ~8 units per character produced (builtin-bounds.ts): 2e6 characters are ~490 fuel.
+  { name: 'huge output', source: 'return "x".repeat(2e6)', limits: { ...small, fuel: 1000 }, expect: { code: 'script.output-too-large' } },
   { name: 'exponential shared-structure output', source: 'let a = [1]; for (let i = 0; i < 40; i++) a = [a, a]; return a', limits: small, expect: { code: 'script.fuel' } },
   { name: 'deeply nested input', source: 'return 1', input: '['.repeat(100) + ']'.repeat(100), expect: { code: 'script.input-invalid' } },
   { name: 'sort with a throwing comparator', source: 'return [3, 1, 2].sort(() => { throw new Error("cmp") })', expect: { code: 'script.runtime' } },

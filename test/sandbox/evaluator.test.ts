@@ -208,7 +208,7 @@ describe('recovery after resource failures', () => {
     await expect(ScriptEvaluator.create({ loadVariant: () => newVariant(RELEASE_SYNC, {}) })).rejects.toThrow(/bounded WebAssembly.Memory/);
   });
   it('keeps linear memory near the heap limit after a heap bomb', () => {
-    const r = ev.evaluate('let s = []; for (;;) s.push("x".repeat(1000) + s.length)', 'null', { memoryBytes: 8 * 1024 * 1024 });
+    const r = ev.evaluate('let s = []; for (;;) s.push("x".repeat(1000) + s.length)', 'null', { memoryBytes: 8 * 1024 * 1024, fuel: 100_000 });
     expect(r.ok ? 'ok' : r.error.code).toBe('script.memory');
     expect(ev.diagnostics().wasmMemoryBytes).toBeLessThanOrEqual(64 * 1024 * 1024);
   });
