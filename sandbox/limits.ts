@@ -99,6 +99,17 @@ export const evaluationsPerContextMax = 10_000;
 
 /** Request body bytes accepted by POST /v1/evaluate. */
 export const requestBodyBytesMax = 2 * 1024 * 1024;
+/**
+ * Copies of a request body the main thread may hold at once while a request
+ * is admitted: the received chunks, the joined buffer, the decoded string, the
+ * parsed request (and the re-serialised input). Bodies are accounted at this
+ * multiple against the main thread's margin (serviceMainRssMarginBytes).
+ */
+export const requestBodyCopies = 4;
+/** Body bytes (times requestBodyCopies) held by admitted requests at once, without an RSS cap. */
+export const requestBodyBytesHeldMaxDefault = 128 * 1024 * 1024;
+/** After refusing a request without reading its body, the socket is closed at once and destroyed after this long. */
+export const refusedSocketLingerMs = 1_000;
 /** Worker threads in the service pool. */
 export const serviceWorkersDefault = 2;
 export const serviceWorkersMax = 64;
