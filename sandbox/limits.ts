@@ -38,15 +38,19 @@ export const builtinUnitsFlush = 32_768;
 export const wallTimeMsBase = 1_000;
 export const wallTimeMsPerFuel = 2;
 
-/** QuickJS heap bytes a script may allocate (runtime accounting, not wasm pages). */
+/**
+ * Linear memory an evaluation may grow its module by, beyond the module's
+ * initial wasmMemoryBytesInitial (wasm-memory.ts): QuickJS's own accounting
+ * counts 8 bytes per allocation under Emscripten and bounds nothing.
+ */
 export const memoryBytesDefault = 32 * 1024 * 1024;
 export const memoryBytesMin = 1 * 1024 * 1024;
 export const memoryBytesMax = 256 * 1024 * 1024;
 
 /**
- * Linear memory of one QuickJS module instance. It sits above memoryBytesMax
- * so that QuickJS's own (deterministic) accounting fails first; the wasm cap
- * is the backstop that keeps a heap bug from taking host memory.
+ * Maximum linear memory of one QuickJS module instance. It sits above the
+ * largest per-evaluation ceiling (wasmMemoryBytesInitial + memoryBytesMax), so
+ * the evaluation's ceiling always fails first; this is the backstop.
  */
 export const wasmMemoryBytesMax = memoryBytesMax + 64 * 1024 * 1024;
 /** A module whose linear memory grew past this is replaced after a heap failure (memory never shrinks). */
