@@ -11,6 +11,8 @@ export const scriptErrorCodes = [
   'script.forbidden',
   /** The fuel budget ran out (interrupt-handler calls). */
   'script.fuel',
+  /** The wall-clock failsafe ended the evaluation (fuel failed to; not deterministic, see limits.ts). */
+  'script.wall-time',
   /** The QuickJS heap limit was reached (or a string/array grew past its engine limit). */
   'script.memory',
   /** The QuickJS stack limit was reached. */
@@ -21,6 +23,8 @@ export const scriptErrorCodes = [
   'script.not-json',
   /** The input is not valid JSON text, or too large, or too deep, or holds a non-finite number. */
   'script.input-invalid',
+  /** The source nests brackets deeper than sourceDepthMax (refused before parsing). */
+  'script.too-deep',
   /** The source is too long, or the limits asked for are out of range. */
   'script.request-invalid',
   /** The sandbox itself failed (the module was discarded); retrying may succeed. */

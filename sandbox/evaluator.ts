@@ -16,11 +16,12 @@
 import { DefaultIntrinsics, RELEASE_SYNC, newQuickJSWASMModuleFromVariant, newVariant } from 'quickjs-emscripten';
 import type { CustomizeVariantOptions, QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant, QuickJSWASMModule } from 'quickjs-emscripten';
 import { runtimePoisoningCodes, scriptError, type ScriptError } from './errors.js';
-import { checkInput, checkSourceShape, lineCount, memoryInUse, readResult } from './guest-results.js';
+import { checkInput, checkSourceShape, lineCount, readResult } from './guest-results.js';
 import * as L from './limits.js';
 import { locatePollCounter, writePollCounter } from './poll-counter.js';
 import { preludeSource } from './prelude.js';
 import { defaultScriptLimits, isScriptError, resolveScriptLimits, type ScriptLimits } from './script-limits.js';
+import { evaluationCeilingBytes, MemoryGuard } from './wasm-memory.js';
 
 export type { ScriptError } from './errors.js';
 export { defaultScriptLimits, resolveScriptLimits, type ScriptLimits } from './script-limits.js';
@@ -54,6 +55,12 @@ export interface ScriptEvaluatorOptions {
    * QuickJS memory). Both give the same fuel counts.
    */
   pollCounterReset?: 'auto' | 'loop';
+  /**
+   * Milliseconds of a monotonic clock, read by the wall-clock failsafe
+   * (default `performance.now`, or `Date.now` where there is none). Only the
+   * failsafe reads it; fuel never depends on time.
+   */
+  clock?: () => number;
 }
 
 export interface ScriptEvaluatorDiagnostics {
@@ -63,6 +70,12 @@ export interface ScriptEvaluatorDiagnostics {
   evaluationsOnContext: number;
   /** Current size of the module's linear memory. */
   wasmMemoryBytes: number;
+}
+
+/** A loaded QuickJS module and the guard on its linear memory. */
+interface LoadedModule {
+  quickjs: QuickJSWASMModule;
+  guard: MemoryGuard;
 }
 
 const intrinsics = { ...DefaultIntrinsics, Date: false };
@@ -88,23 +101,28 @@ interface Instance {
 type HandlerMode = 'count' | 'drain' | 'setup';
 
 export class ScriptEvaluator {
-  private module: QuickJSWASMModule | undefined;
-  private spare: QuickJSWASMModule | undefined;
+  private module: LoadedModule | undefined;
+  private spare: LoadedModule | undefined;
   private spareLoading = false;
   private instance: Instance | undefined;
   private disposed = false;
-  /** QuickJS heap in use by a fresh instance; added to every memory limit so scripts get what they ask for. */
-  private baselineBytes = 0;
   private mode: HandlerMode = 'count';
+  /** Interrupt-handler calls of the current evaluation. */
   private fuelUsed = 0;
+  /** Units of built-in work charged in the current evaluation (builtin-bounds.ts). */
+  private builtinUnits = 0;
   private fuelLimit = 0;
   private fuelExhausted = false;
+  /** Clock reading past which the current evaluation is ended (script.wall-time). */
+  private deadline = Number.POSITIVE_INFINITY;
+  private wallTimeExceeded = false;
 
   private constructor(
     private readonly loadVariant: VariantLoader,
     private readonly defaults: ScriptLimits,
     private readonly pollCounterMode: 'auto' | 'loop',
     private readonly variantOptions: VariantOptions,
+    private readonly clock: () => number,
   ) {}
 
   static async create(options: ScriptEvaluatorOptions = {}): Promise<ScriptEvaluator> {
@@ -115,12 +133,12 @@ export class ScriptEvaluator {
       defaults,
       options.pollCounterReset ?? 'auto',
       options.variantOptions ?? {},
+      options.clock ?? defaultClock,
     );
     // A spare module is kept loaded so that a module discarded after a host
     // failure can be replaced synchronously, inside `evaluate`.
     [evaluator.module, evaluator.spare] = await Promise.all([evaluator.loadModule(), evaluator.loadModule()]);
-    const instance = evaluator.ensureInstance();
-    evaluator.baselineBytes = memoryInUse(instance.runtime, instance.context);
+    evaluator.ensureInstance();
     return evaluator;
   }
 
@@ -135,7 +153,7 @@ export class ScriptEvaluator {
     return {
       pollCounterReset: instance?.counterAddress !== undefined ? 'direct' : 'loop',
       evaluationsOnContext: instance?.evaluations ?? 0,
-      wasmMemoryBytes: this.module?.getWasmMemory().buffer.byteLength ?? 0,
+      wasmMemoryBytes: this.module?.guard.bytes ?? 0,
     };
   }
 
@@ -151,12 +169,15 @@ export class ScriptEvaluator {
 
     let outcome = this.runOnce(source, inputJson, resolved, false);
     // Heap exhaustion depends slightly on what earlier evaluations left in a
-    // reused runtime (atoms, uncollected cycles). Re-run on a fresh runtime so
-    // the verdict is the one every fresh host would reach.
+    // reused runtime and module (atoms, allocator fragmentation). Re-run on a
+    // fresh module (a fresh runtime when no spare is ready) so the verdict is
+    // the one every fresh host would reach.
     if (!outcome.ok && outcome.error.code === 'script.memory' && outcome.warm) {
+      this.useSpareModule();
       outcome = this.runOnce(source, inputJson, resolved, false);
     }
-    if (!outcome.ok && outcome.error.code === 'script.memory') this.swapModuleIfSpare();
+    // Linear memory never shrinks: a module that grew is dropped now, not kept for later scripts.
+    if ((this.module?.guard.bytes ?? 0) > L.wasmMemoryBytesRetainMax) this.useSpareModule();
     return outcome.ok ? { ok: true, output: outcome.output, fuelUsed: outcome.fuelUsed } : { ok: false, error: outcome.error };
   }
 
@@ -185,7 +206,7 @@ export class ScriptEvaluator {
     if (this.disposed) throw new Error('ScriptEvaluator used after dispose()');
   }
 
-  private async loadModule(): Promise<QuickJSWASMModule> {
+  private async loadModule(): Promise<LoadedModule> {
     const base = await this.loadVariant();
     const wasmMemory = new WebAssembly.Memory({
       initial: L.wasmMemoryBytesInitial / L.wasmPageBytes,
@@ -194,7 +215,7 @@ export class ScriptEvaluator {
     const module = await newQuickJSWASMModuleFromVariant(newVariant(base, { ...this.variantOptions, wasmMemory }));
     // The bound on linear memory is the sandbox's last line against heap bugs; never run without it.
     if (module.getWasmMemory() !== wasmMemory) throw new Error('the QuickJS variant did not use the bounded WebAssembly.Memory');
-    return module;
+    return { quickjs: module, guard: new MemoryGuard(wasmMemory) };
   }
 
   /** Loads a spare module in the background, so a discarded one can be replaced synchronously. */
@@ -212,11 +233,14 @@ export class ScriptEvaluator {
     );
   }
 
-  /** After a heap failure the module's linear memory may have grown for good; replace it when it grew a lot. */
-  private swapModuleIfSpare(): void {
-    const grown = (this.module?.getWasmMemory().buffer.byteLength ?? 0) > L.wasmMemoryBytesRetainMax;
-    if (grown && this.spare) {
-      this.dropInstance();
+  /**
+   * Replaces the current module with the spare (a fresh module at its initial
+   * size) when one is ready; the old module and its grown memory are dropped.
+   * Without a spare only the runtime is dropped.
+   */
+  private useSpareModule(): void {
+    this.dropInstance();
+    if (this.spare) {
       this.module = this.spare;
       this.spare = undefined;
     }
@@ -232,7 +256,8 @@ export class ScriptEvaluator {
       this.spare = undefined;
       this.prepareSpare();
     }
-    const runtime = module.newRuntime();
+    module.guard.disarm();
+    const runtime = module.quickjs.newRuntime();
     let context: QuickJSContext | undefined;
     try {
       runtime.setMaxStackSize(L.stackBytesMax);
@@ -240,7 +265,11 @@ export class ScriptEvaluator {
       runtime.setInterruptHandler(() => this.onInterrupt());
       context = runtime.newContext({ intrinsics });
       this.mode = 'setup';
-      const evaluated = context.evalCode(preludeSource, 'prelude.js');
+      const setup = context.unwrapResult(context.evalCode(preludeSource, 'prelude.js'));
+      const charge = context.newFunction('charge', (units) => (this.onCharge(context!.getNumber(units)) ? context!.true : context!.false));
+      const evaluated = context.callFunction(setup, context.undefined, charge);
+      charge.dispose();
+      setup.dispose();
       this.mode = 'count';
       const fns = context.unwrapResult(evaluated);
       const compile = context.getProp(fns, 0);
@@ -248,7 +277,7 @@ export class ScriptEvaluator {
       const drain = context.getProp(fns, 2);
       fns.dispose();
       const instance: Instance = {
-        runtime, context, compile, exec, drain, evaluations: 0, counterFresh: false, counterAddress: undefined, memory: module.getWasmMemory(),
+        runtime, context, compile, exec, drain, evaluations: 0, counterFresh: false, counterAddress: undefined, memory: module.guard.memory,
       };
       if (this.pollCounterMode === 'auto') {
         instance.counterAddress = locatePollCounter({
@@ -299,11 +328,25 @@ export class ScriptEvaluator {
     if (this.mode === 'drain') return true;
     if (this.mode === 'setup') return false;
     this.fuelUsed++;
-    if (this.fuelUsed > this.fuelLimit) {
-      this.fuelExhausted = true;
-      return true;
-    }
-    return false;
+    return this.mustStop();
+  }
+
+  /** Built-in work reported by the prelude; answers whether the evaluation must stop. */
+  private onCharge(units: number): boolean {
+    if (this.mode !== 'count' || !Number.isFinite(units)) return this.mode === 'count';
+    this.builtinUnits += units;
+    return units > 0 ? this.mustStop() : this.fuelExhausted || this.wallTimeExceeded;
+  }
+
+  private totalFuel(): number {
+    return this.fuelUsed + Math.max(0, Math.floor(this.builtinUnits / L.builtinUnitsPerFuel));
+  }
+
+  private mustStop(): boolean {
+    if (this.totalFuel() > this.fuelLimit) this.fuelExhausted = true;
+    // The failsafe: fuel decides, the clock only ends what fuel failed to.
+    if (this.clock() > this.deadline) this.wallTimeExceeded = true;
+    return this.fuelExhausted || this.wallTimeExceeded;
   }
 
   /** Leaves QuickJS's per-context poll counter at its reset value, so fuel counts from the same phase every time. */
@@ -331,7 +374,11 @@ export class ScriptEvaluator {
     compileOnly: boolean,
   ): ({ ok: true; output: string; fuelUsed: number } | { ok: false; error: ScriptError }) & { warm: boolean } {
     let instance: Instance;
+    const ceilingBytes = evaluationCeilingBytes(limits.memoryBytes);
     try {
+      // A module grown past this evaluation's ceiling by an earlier one would
+      // give this script more memory than it asked for: use a fresh one.
+      if ((this.module?.guard.bytes ?? 0) > ceilingBytes && this.spare) this.useSpareModule();
       instance = this.ensureInstance();
     } catch {
       this.prepareSpare();
@@ -339,13 +386,17 @@ export class ScriptEvaluator {
     }
     const warm = instance.evaluations > 0;
     const { context, runtime } = instance;
+    const guard = this.module!.guard;
     const handles: QuickJSHandle[] = [];
     try {
       this.fuelUsed = 0;
+      this.builtinUnits = 0;
       this.fuelLimit = limits.fuel;
       this.fuelExhausted = false;
+      this.wallTimeExceeded = false;
+      this.deadline = this.clock() + L.wallTimeMsBase + limits.fuel * L.wallTimeMsPerFuel;
       instance.evaluations++;
-      runtime.setMemoryLimit(this.baselineBytes + limits.memoryBytes);
+      guard.arm(ceilingBytes);
       runtime.setMaxStackSize(limits.stackBytes);
       // Compiling runs no script code unless the source closes its wrapper
       // (prelude.ts); it is metered like the run, from a reset counter when
@@ -372,10 +423,11 @@ export class ScriptEvaluator {
           // Count the run's fuel from the same phase every time, whatever compiling used.
           this.resetPollCounter(instance);
           this.fuelUsed = 0;
+          this.builtinUnits = 0;
           handles.push(context.newString(inputJson), context.newNumber(limits.outputBytes));
           const result = context.callFunction(instance.exec, context.undefined, ...handles.slice(1));
           instance.counterFresh = false;
-          const fuelUsed = this.fuelUsed;
+          const fuelUsed = this.totalFuel();
           if (result.error) {
             outcome = { ok: false, error: this.classifyThrown(context, result.error) };
             result.error.dispose();
@@ -387,14 +439,27 @@ export class ScriptEvaluator {
         }
       }
       for (const h of handles) h.dispose();
+      guard.disarm();
+      // A script may catch the error a built-in throws when fuel runs out and
+      // return before the next poll: the budget decides the outcome, not the script.
+      if (this.wallTimeExceeded) {
+        outcome = { ok: false, error: scriptError('script.wall-time', 'the evaluation passed its wall-clock failsafe') };
+        instance.counterFresh = false;
+      } else if (this.fuelExhausted && (outcome.ok || outcome.error.code !== 'script.fuel')) {
+        outcome = { ok: false, error: scriptError('script.fuel', `fuel exhausted (limit ${this.fuelLimit})`) };
+      }
+      // A bare null thrown when QuickJS failed to allocate its own error, not a script's "throw null".
+      if (!outcome.ok && outcome.error.code === 'script.runtime' && outcome.error.message === 'uncaught null' && guard.refused) {
+        outcome = { ok: false, error: scriptError('script.memory', 'InternalError: out of memory') };
+      }
       // Promise jobs left behind (async code, import()) would run in a later
       // evaluation's time or pile up; a fresh runtime discards them.
       if (!outcome.ok && runtimePoisoningCodes.has(outcome.error.code)) this.dropInstance();
       else if (runtime.hasPendingJob()) this.dropInstance();
       else if (instance.evaluations >= L.evaluationsPerContextMax) this.dropInstance();
-      else runtime.setMemoryLimit(-1);
       return { ...outcome, warm };
     } catch (e) {
+      guard.disarm();
       // A host-side failure (wasm trap, host stack overflow) may leave the
       // module inconsistent: discard the whole module, not just the runtime.
       this.instance = undefined;
@@ -407,6 +472,7 @@ export class ScriptEvaluator {
   }
 
   private classifyThrown(context: QuickJSContext, error: QuickJSHandle): ScriptError {
+    if (this.wallTimeExceeded) return scriptError('script.wall-time', 'the evaluation passed its wall-clock failsafe');
     if (this.fuelExhausted) return scriptError('script.fuel', `fuel exhausted (limit ${this.fuelLimit})`);
     let message = '';
     try {
@@ -422,4 +488,7 @@ export class ScriptEvaluator {
 }
 
 class SandboxUnavailable extends Error {}
+
+const defaultClock: () => number =
+  typeof globalThis.performance?.now === 'function' ? () => globalThis.performance.now() : () => Date.now();
 

@@ -1,9 +1,10 @@
 /** Host-side checks on what goes into the guest and reading what comes back. */
-import type { QuickJSContext, QuickJSHandle, QuickJSRuntime } from 'quickjs-emscripten';
+import type { QuickJSContext, QuickJSHandle } from 'quickjs-emscripten';
 import { scriptError, type ScriptError } from './errors.js';
 import { scanJsonText, utf8ByteLength } from './json-text.js';
 import * as L from './limits.js';
 import { scriptLineOffset } from './prelude.js';
+import { sourceNestsDeeperThan } from './source-depth.js';
 
 export function lineCount(source: string): number {
   let lines = 1;
@@ -11,19 +12,12 @@ export function lineCount(source: string): number {
   return lines;
 }
 
-export function memoryInUse(runtime: QuickJSRuntime, context: QuickJSContext): number {
-  const handle = runtime.computeMemoryUsage();
-  try {
-    const usage = context.dump(handle) as { malloc_size?: number };
-    return typeof usage.malloc_size === 'number' ? usage.malloc_size : 0;
-  } finally {
-    handle.dispose();
-  }
-}
-
 export function checkSourceShape(source: unknown): ScriptError | undefined {
   if (typeof source !== 'string') return scriptError('script.request-invalid', 'source must be a string');
   if (source.length > L.sourceCharsMax) return scriptError('script.request-invalid', `source is longer than ${L.sourceCharsMax} characters`);
+  if (sourceNestsDeeperThan(source, L.sourceDepthMax)) {
+    return scriptError('script.too-deep', `source nests brackets deeper than ${L.sourceDepthMax} levels`);
+  }
   return undefined;
 }
 

@@ -14,15 +14,43 @@ export const syntaxCheckFuel = 2;
 /** Hard ceiling on the fuel one evaluation may ask for. */
 export const fuelMax = 100_000;
 
-/** QuickJS heap bytes a script may allocate (runtime accounting, not wasm pages). */
+/**
+ * Work inside C built-ins (see builtin-bounds.ts), in units of one character
+ * compared or produced or one array element visited. Measured on this
+ * machine (Node 20, quickjs-emscripten 0.32.0): one fuel (10 000 polls of
+ * an empty loop) took ~131 µs, String.prototype.indexOf ~2.7 ns per
+ * character compared, so one fuel is ~48 000 units; 32 768 charges built-ins
+ * somewhat more than interpreted code for the same time.
+ */
+export const builtinUnitsPerFuel = 32_768;
+/** A built-in call whose worst case reaches this many units is charged before it runs (~3 ms of work at most runs unpaid). */
+export const builtinUnitsPrecheck = 1 << 20;
+/** Smaller calls are summed in the guest and passed to the host in steps of this many units. */
+export const builtinUnitsFlush = 32_768;
+
+/**
+ * Wall-clock failsafe of one evaluation: wallTimeMsBase + fuel * wallTimeMsPerFuel.
+ * Fuel is the bound; this only ends an evaluation that fuel failed to stop
+ * (script.wall-time, not deterministic). One fuel took ~0.13 ms idle and
+ * ~0.7 ms at load average 10 on 2 cores, so 2 ms per fuel leaves a margin of
+ * about three under load before a correct evaluation could be cut short.
+ */
+export const wallTimeMsBase = 1_000;
+export const wallTimeMsPerFuel = 2;
+
+/**
+ * Linear memory an evaluation may grow its module by, beyond the module's
+ * initial wasmMemoryBytesInitial (wasm-memory.ts): QuickJS's own accounting
+ * counts 8 bytes per allocation under Emscripten and bounds nothing.
+ */
 export const memoryBytesDefault = 32 * 1024 * 1024;
 export const memoryBytesMin = 1 * 1024 * 1024;
 export const memoryBytesMax = 256 * 1024 * 1024;
 
 /**
- * Linear memory of one QuickJS module instance. It sits above memoryBytesMax
- * so that QuickJS's own (deterministic) accounting fails first; the wasm cap
- * is the backstop that keeps a heap bug from taking host memory.
+ * Maximum linear memory of one QuickJS module instance. It sits above the
+ * largest per-evaluation ceiling (wasmMemoryBytesInitial + memoryBytesMax), so
+ * the evaluation's ceiling always fails first; this is the backstop.
  */
 export const wasmMemoryBytesMax = memoryBytesMax + 64 * 1024 * 1024;
 /** A module whose linear memory grew past this is replaced after a heap failure (memory never shrinks). */
@@ -56,6 +84,14 @@ export const inputDepthMax = 64;
 
 /** UTF-16 code units of a script's source text. */
 export const sourceCharsMax = 256 * 1024;
+/**
+ * Bracket nesting depth of a script's source (`( [ { ${`, counted before
+ * parsing; see source-depth.ts). QuickJS's parser overflowed the host's native
+ * stack at ~1 000 levels on Node's main thread and at ~320 levels called from
+ * inside the engine's WebAssembly import; 100 leaves a margin of three and is
+ * far beyond what scripts nest (output is limited to 64 levels anyway).
+ */
+export const sourceDepthMax = 100;
 
 /** Characters kept of a script's error message. */
 export const errorMessageCharsMax = 1_024;
@@ -67,6 +103,17 @@ export const evaluationsPerContextMax = 10_000;
 
 /** Request body bytes accepted by POST /v1/evaluate. */
 export const requestBodyBytesMax = 2 * 1024 * 1024;
+/**
+ * Copies of a request body the main thread may hold at once while a request
+ * is admitted: the received chunks, the joined buffer, the decoded string, the
+ * parsed request (and the re-serialised input). Bodies are accounted at this
+ * multiple against the main thread's margin (serviceMainRssMarginBytes).
+ */
+export const requestBodyCopies = 4;
+/** Body bytes (times requestBodyCopies) held by admitted requests at once, without an RSS cap. */
+export const requestBodyBytesHeldMaxDefault = 128 * 1024 * 1024;
+/** After refusing a request without reading its body, the socket is closed at once and destroyed after this long. */
+export const refusedSocketLingerMs = 1_000;
 /** Worker threads in the service pool. */
 export const serviceWorkersDefault = 2;
 export const serviceWorkersMax = 64;

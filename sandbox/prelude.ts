@@ -17,12 +17,17 @@
  * drain() loops until the host's interrupt handler stops it; the host uses it
  * to reset QuickJS's per-context poll counter so fuel is counted from the
  * same phase in every evaluation.
+ *
+ * The source is a function expression; the host calls it once with its
+ * `charge(units) -> exhausted` function (builtin-bounds.ts), which only the
+ * prelude's closures can reach.
  */
+import { builtinBoundsSource } from './builtin-bounds.js';
 
 /** Lines that the Function constructor and our prologue put before line 1 of a script. */
 export const scriptLineOffset = 3;
 
-export const preludeSource = String.raw`(function () {
+export const preludeSource = String.raw`(function (charge) {
   "use strict";
   const G = globalThis;
   const O = Object;
@@ -65,6 +70,10 @@ export const preludeSource = String.raw`(function () {
     defProp(proto, "constructor", { value: stub });
     if (i === 0) defProp(G, "Function", { value: stub, writable: true, configurable: true });
   }
+
+  // Built-ins whose work can exceed what fuel sees pay for it (builtin-bounds.ts).
+  const bounds = (${builtinBoundsSource})(charge);
+  const boundsReset = bounds[0], boundsFlush = bounds[1];
 
   // Freezing prototypes turns "obj.toString = f" into an error (the override
   // mistake); turn the commonly shadowed ones into accessors that define an
@@ -122,17 +131,19 @@ export const preludeSource = String.raw`(function () {
   const reject = (message) => { throw new Reject("script.not-json", "output is not JSON: " + message); };
 
   // Serialisation is JSON.stringify's own single pass (so getters and proxies
-  // are read once), with a replacer that turns every value JSON.stringify
-  // would silently drop or change into an error: undefined, functions,
-  // symbols, bigints, non-finite numbers, and objects that are neither plain
-  // objects nor plain arrays (Map, class instances, boxed primitives, ...).
-  // Array holes arrive as undefined and are refused too. toJSON methods,
-  // getters and proxy traps run as JSON.stringify runs them.
+  // are read once), with a replacer that turns into an error every value
+  // JSON.stringify would silently drop or change other than undefined:
+  // functions, symbols, bigints, non-finite numbers, and objects that are
+  // neither plain objects nor plain arrays (Map, class instances, boxed
+  // primitives, ...). undefined is left to JSON.stringify, which drops an
+  // undefined member and writes null for undefined in an array (and for a
+  // hole); only an undefined result as a whole is refused (in exec). toJSON
+  // methods, getters and proxy traps run as JSON.stringify runs them.
   const replacer = (key, v) => {
     switch (typeof v) {
       case "string": case "boolean": return v;
       case "number": if (!numIsFinite(v)) reject("non-finite number " + StringC(v)); return v;
-      case "undefined": reject("undefined");
+      case "undefined": return v;
       case "function": reject("a function");
       case "symbol": reject("a symbol");
       case "bigint": reject("a bigint");
@@ -173,7 +184,10 @@ export const preludeSource = String.raw`(function () {
       if (phase === 3) return ["script.not-json", "output could not be serialised: " + text, line];
       return ["script.runtime", text, line];
     }
-    if (e === null) return ["script.memory", "out of memory", 0];
+    // QuickJS may report an allocation failure inside its own out-of-memory
+    // path as a thrown null; the host tells that apart from "throw null" by
+    // whether the module's memory refused to grow (evaluator.ts).
+    if (e === null) return ["script.runtime", "uncaught null", 0];
     const t = typeof e;
     if (t === "string" || t === "number" || t === "boolean") return ["script.runtime", "uncaught " + clip(StringC(e)), 0];
     return ["script.runtime", "uncaught non-Error value (" + t + ")", 0];
@@ -223,6 +237,7 @@ export const preludeSource = String.raw`(function () {
 
   const exec = (entry, inputText, outputUnitsMax) => {
     let phase = 1;
+    boundsReset();
     try {
       const input = jsonParse(inputText);
       phase = 2;
@@ -230,12 +245,15 @@ export const preludeSource = String.raw`(function () {
       if (entry[1] && typeof result === "function") result = apply(result, undefined, [input]);
       phase = 3;
       const text = jsonStringify(result, replacer);
+      if (text === undefined) reject("undefined");
       if (text.length > outputUnitsMax) return ["script.output-too-large", "output is larger than " + outputUnitsMax + " bytes", 0];
       return text;
     } catch (e) {
       return describe(e, phase);
+    } finally {
+      boundsFlush();
     }
   };
   const drain = () => { for (;;) { /* stopped by the host's interrupt handler */ } };
   return [compile, exec, drain];
-})()`;
+})`;

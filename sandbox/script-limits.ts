@@ -5,7 +5,7 @@ import * as L from './limits.js';
 export interface ScriptLimits {
   /** Interrupt-handler calls (one per ~10 000 interpreter polls). */
   fuel: number;
-  /** QuickJS heap bytes available to the script. */
+  /** Linear memory the evaluation may grow its module by (beyond its initial 16 MiB). */
   memoryBytes: number;
   /** QuickJS stack bytes (at most 64 KiB, see limits.ts). */
   stackBytes: number;

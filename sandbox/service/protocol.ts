@@ -17,10 +17,14 @@
  */
 import type { ScriptError } from '../errors.js';
 import type { ScriptLimits, ScriptOutcome } from '../evaluator.js';
+import { scanJsonText } from '../json-text.js';
+import * as L from '../limits.js';
 
 export const serviceErrorCodes = [
   'service.request-invalid',
   'service.limit-exceeded',
+  'service.input-invalid',
+  'service.overloaded',
   'service.unauthorized',
   'service.not-found',
   'service.method-not-allowed',
@@ -52,6 +56,12 @@ const limitKeys: readonly (keyof ScriptLimits)[] = ['fuel', 'memoryBytes', 'stac
  * lowered, because a lower limit could change the outcome.
  */
 export function parseEvaluateRequest(bodyText: string, defaults: ScriptLimits, maxima: ScriptLimits): EvaluateJob | ServiceFailure {
+  // Only `input` can nest: bound it before JSON.parse and JSON.stringify recurse
+  // over it (the body object adds one level), and refuse numbers JSON cannot
+  // carry back (1e999 would become null when re-serialised).
+  const problem = scanJsonText(bodyText, L.inputDepthMax + 1);
+  if (problem?.reason === 'too-deep') return inputInvalid(`input is nested deeper than ${L.inputDepthMax} levels`);
+  if (problem?.reason === 'non-finite') return inputInvalid(problem.detail.replace('input holds', 'the request holds'));
   let body: unknown;
   try {
     body = JSON.parse(bodyText);
@@ -86,6 +96,10 @@ export function parseEvaluateRequest(bodyText: string, defaults: ScriptLimits, m
     }
   }
   return { source: b.source, inputJson, limits };
+}
+
+function inputInvalid(message: string): ServiceFailure {
+  return { status: 400, code: 'service.input-invalid', message };
 }
 
 function invalid(message: string): ServiceFailure {

@@ -36,6 +36,13 @@ export interface SandboxServiceOptions {
   maxLimits?: Partial<ScriptLimits>;
   requestBodyBytesMax?: number;
   /**
+   * Body bytes, times requestBodyCopies, that admitted requests may hold at
+   * once (default: the main thread's margin under an RSS cap, else
+   * requestBodyBytesHeldMaxDefault). A request that would pass it is refused
+   * with 503 before its body is read; one that could never fit, with 413.
+   */
+  requestBodyBytesHeldMax?: number;
+  /**
    * RSS cap of the service process. Split into a budget per worker that bounds
    * each worker's V8 heap and the linear memory of its QuickJS modules, and
    * the largest `memoryBytes` a request may ask for (see planMemoryBudget).
@@ -109,6 +116,9 @@ export async function startSandboxService(options: SandboxServiceOptions = {}): 
     throw e;
   }
 
+  const heldMax = options.requestBodyBytesHeldMax ?? (budget ? L.serviceMainRssMarginBytes : L.requestBodyBytesHeldMaxDefault);
+  let held = 0;
+
   let closing = false;
   const server = createServer((req, res) => {
     void handle(req, res).catch(() => {
@@ -121,6 +131,11 @@ export async function startSandboxService(options: SandboxServiceOptions = {}): 
   // Longer than clients' usual idle reuse window, so the server rarely closes
   // a socket a client is about to reuse.
   server.keepAliveTimeout = 10_000;
+  // "Expect: 100-continue": invite the body only from an authorised client.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (token === undefined || bearerMatches(req.headers.authorization, token)) res.writeContinue();
+    server.emit('request', req, res);
+  });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0];
@@ -133,20 +148,35 @@ export async function startSandboxService(options: SandboxServiceOptions = {}): 
     if (req.method !== method) return fail(res, { status: 405, code: 'service.method-not-allowed', message: `use ${method}` });
     if (token !== undefined && !bearerMatches(req.headers.authorization, token)) {
       res.setHeader('WWW-Authenticate', 'Bearer');
-      return fail(res, { status: 401, code: 'service.unauthorized', message: 'missing or wrong bearer token' });
+      return refuseUnread(req, res, { status: 401, code: 'service.unauthorized', message: 'missing or wrong bearer token' });
     }
     if (path === '/v1/stats') {
       return send(res, 200, JSON.stringify({ ok: true, ...pool.stats(), rssBytes: process.memoryUsage.rss(), memoryBudget: budget ?? null }));
     }
-    if (closing) return fail(res, { status: 503, code: 'service.shutting-down', message: 'shutting down' });
+    if (closing) return refuseUnread(req, res, { status: 503, code: 'service.shutting-down', message: 'shutting down' });
     const type = req.headers['content-type'] ?? '';
     if (!/^application\/json\b/i.test(type)) {
-      return fail(res, { status: 415, code: 'service.unsupported-media-type', message: 'send application/json' });
+      return refuseUnread(req, res, { status: 415, code: 'service.unsupported-media-type', message: 'send application/json' });
     }
-    const body = await readBody(req, bodyBytesMax);
+    // Account the body against the main thread's budget before reading it
+    // (a body without Content-Length is accounted at the largest size allowed).
+    const declared = req.headers['content-length'] === undefined ? bodyBytesMax : Number(req.headers['content-length']);
+    const tooLarge = { status: 413, code: 'service.body-too-large', message: `request body is larger than ${bodyBytesMax} bytes` } as const;
+    if (!(declared <= bodyBytesMax)) return refuseUnread(req, res, tooLarge);
+    const cost = Math.max(declared, 1) * L.requestBodyCopies;
+    if (cost > heldMax) return refuseUnread(req, res, { ...tooLarge, message: `request body is larger than this service can hold (${Math.floor(heldMax / L.requestBodyCopies)} bytes)` });
+    if (held + cost > heldMax) {
+      res.setHeader('Retry-After', '1');
+      return refuseUnread(req, res, { status: 503, code: 'service.overloaded', message: 'too many request bodies held; retry' });
+    }
+    held += cost;
+    res.once('close', () => {
+      held -= cost;
+    });
+    const body = await readBody(req, Math.min(bodyBytesMax, declared));
     if (body === undefined) {
       res.setHeader('Connection', 'close');
-      return fail(res, { status: 413, code: 'service.body-too-large', message: `request body is larger than ${bodyBytesMax} bytes` });
+      return fail(res, tooLarge);
     }
     const job = parseEvaluateRequest(body, defaults, maxima);
     if ('status' in job) return fail(res, job);
@@ -325,4 +355,20 @@ function send(res: ServerResponse, status: number, body: string): void {
 
 function fail(res: ServerResponse, failure: ServiceFailure): void {
   send(res, failure.status, formatFailure(failure));
+}
+
+/**
+ * Answers without reading the request body, then closes the connection: the
+ * socket is half-closed once the answer is written and destroyed shortly
+ * after, so a body that keeps coming is never read in full (Node would
+ * otherwise read and discard it to keep the connection alive).
+ */
+function refuseUnread(req: IncomingMessage, res: ServerResponse, failure: ServiceFailure): void {
+  res.setHeader('Connection', 'close');
+  res.once('finish', () => {
+    const socket = req.socket;
+    socket.end();
+    setTimeout(() => socket.destroy(), L.refusedSocketLingerMs).unref();
+  });
+  fail(res, failure);
 }

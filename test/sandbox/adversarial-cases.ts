@@ -51,7 +51,8 @@ export const adversarialCases: AdversarialCase[] = [
   { name: 'getter that throws', source: 'return { get x() { throw new Error("no") } }', expect: { code: 'script.not-json' } },
   { name: 'array index getter that throws', source: 'const a = [1]; Object.defineProperty(a, 0, { get() { throw new Error("g") } }); return a', expect: { code: 'script.not-json' } },
   { name: 'toJSON runs as in JSON.stringify', source: 'return { toJSON() { return 1 } }', expect: { ok: '1' } },
-  { name: 'toJSON returning undefined', source: 'return { a: { toJSON() { return undefined } } }', expect: { code: 'script.not-json' } },
+  { name: 'toJSON returning undefined drops the member', source: 'return { a: { toJSON() { return undefined } } }', expect: { ok: '{}' } },
+  { name: 'toJSON returning undefined at the top', source: 'return { toJSON() { return undefined } }', expect: { code: 'script.not-json' } },
   { name: 'getter that changes its answer is read once', source: 'let n = 0; return { get x() { n++; return n } }', expect: { ok: '{"x":1}' } },
   { name: 'cycle', source: 'const a = { b: {} }; a.b.a = a; return a', expect: { code: 'script.not-json' } },
   { name: 'NaN deep inside', source: 'return { a: [1, { b: 0 / 0 }] }', expect: { code: 'script.not-json' } },
@@ -73,9 +74,11 @@ export const adversarialCases: AdversarialCase[] = [
   { name: 'very deeply nested output', source: 'let o = 1; for (let i = 0; i < 1e5; i++) o = [o]; return o', limits: small, expect: { code: 'script.stack' } },
   { name: 'deep JSON.stringify inside the script', source: 'let o = {}; for (let i = 0; i < 1e5; i++) o = { o }; return JSON.stringify(o).length', limits: small, expect: { code: 'script.stack' } },
   { name: 'deep Array.prototype.join', source: 'let o = []; for (let i = 0; i < 1e5; i++) o = [o]; return String(o).length', limits: small, expect: { code: 'script.stack' } },
-  { name: 'long Proxy chain', source: 'let p = {}; for (let i = 0; i < 1e5; i++) p = new Proxy(p, {}); return Object.keys(p)', limits: small, expect: { code: 'script.stack' } },
+  // 1e5 proxies and handlers take more than 8 MiB of linear memory: test the stack with the default memory.
+  { name: 'long Proxy chain', source: 'let p = {}; for (let i = 0; i < 1e5; i++) p = new Proxy(p, {}); return Object.keys(p)', limits: { fuel: 300 }, expect: { code: 'script.stack' } },
   { name: 'long prototype chain', source: 'let p = {}; for (let i = 0; i < 1e5; i++) p = Object.create(p); return p.missing === undefined', limits: small, expect: { ok: 'true' } },
-  { name: 'huge output', source: 'return "x".repeat(2e6)', limits: small, expect: { code: 'script.output-too-large' } },
+  // repeat pays ~8 units per character produced (builtin-bounds.ts): 2e6 characters are ~490 fuel.
+  { name: 'huge output', source: 'return "x".repeat(2e6)', limits: { ...small, fuel: 1000 }, expect: { code: 'script.output-too-large' } },
   { name: 'exponential shared-structure output', source: 'let a = [1]; for (let i = 0; i < 40; i++) a = [a, a]; return a', limits: small, expect: { code: 'script.fuel' } },
   { name: 'deeply nested input', source: 'return 1', input: '['.repeat(100) + ']'.repeat(100), expect: { code: 'script.input-invalid' } },
   { name: 'sort with a throwing comparator', source: 'return [3, 1, 2].sort(() => { throw new Error("cmp") })', expect: { code: 'script.runtime' } },

@@ -3,13 +3,17 @@
  * the TypeScript sources with esbuild, so the tests run the same code the
  * build step ships without depending on dist/.
  */
+import { createHash } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-/** Inside the repository so that bare imports resolve from its node_modules. */
-export const buildDir = `${root}node_modules/.cache/sandbox-test`;
+/**
+ * Inside the repository so that bare imports resolve from its node_modules;
+ * one directory per checkout, since worktrees may share node_modules.
+ */
+export const buildDir = `${root}node_modules/.cache/sandbox-test-${createHash('sha256').update(root).digest('hex').slice(0, 12)}`;
 
 let built: Promise<void> | undefined;
 

@@ -48,10 +48,22 @@ describe('errors carry a stable code, the message and the script line', () => {
     expect(ev.evaluate('throw "boom"', 'null')).toEqual({ ok: false, error: { code: 'script.runtime', message: 'uncaught boom' } });
   });
   it('not-json outputs', () => {
-    for (const src of ['return undefined', 'return () => 1', 'return [1, , 3]', 'return { a: Infinity }', 'return new Map()', 'return Symbol()', 'return 1n', 'return { a: [1, { b: undefined }] }', 'return new (class A {})()']) {
+    for (const src of ['return undefined', 'return () => 1', 'return { a: () => 1 }', 'return [Symbol()]', 'return { a: Infinity }', 'return new Map()', 'return Symbol()', 'return 1n', 'return { a: [1, { b: 1n }] }', 'return new (class A {})()', 'const a = {}; a.a = a; return a']) {
       const r = ev.evaluate(src, 'null');
       expect(r.ok ? 'ok' : r.error.code, src).toBe('script.not-json');
     }
+  });
+  it('drops undefined members and writes null for undefined array elements, as JSON.stringify does', () => {
+    expect(ev.evaluate('(i) => ({ a: undefined, b: 1 })', 'null')).toEqual(ok('{"b":1}'));
+    expect(ev.evaluate('return [1, undefined, , 3]', 'null')).toEqual(ok('[1,null,null,3]'));
+    expect(ev.evaluate('return { a: [1, { b: undefined, c: { toJSON() { return undefined } } }] }', 'null')).toEqual(ok('{"a":[1,{}]}'));
+  });
+  it('"throw null" is a runtime error, evaluated once', () => {
+    ev.evaluate('return 1', 'null');
+    const before = ev.diagnostics().evaluationsOnContext;
+    expect(before).toBeGreaterThan(0);
+    expect(ev.evaluate('throw null', 'null')).toEqual({ ok: false, error: { code: 'script.runtime', message: 'uncaught null' } });
+    expect(ev.diagnostics().evaluationsOnContext).toBe(before + 1);
   });
   it('non-enumerable and symbol-keyed properties are left out, as JSON.stringify does', () => {
     expect(ev.evaluate('return Object.defineProperty({ [Symbol()]: 1, a: 1 }, "x", { value: 1 })', 'null')).toEqual(ok('{"a":1}'));
@@ -196,7 +208,7 @@ describe('recovery after resource failures', () => {
     await expect(ScriptEvaluator.create({ loadVariant: () => newVariant(RELEASE_SYNC, {}) })).rejects.toThrow(/bounded WebAssembly.Memory/);
   });
   it('keeps linear memory near the heap limit after a heap bomb', () => {
-    const r = ev.evaluate('let s = []; for (;;) s.push("x".repeat(1000) + s.length)', 'null', { memoryBytes: 8 * 1024 * 1024 });
+    const r = ev.evaluate('let s = []; for (;;) s.push("x".repeat(1000) + s.length)', 'null', { memoryBytes: 8 * 1024 * 1024, fuel: 100_000 });
     expect(r.ok ? 'ok' : r.error.code).toBe('script.memory');
     expect(ev.diagnostics().wasmMemoryBytes).toBeLessThanOrEqual(64 * 1024 * 1024);
   });

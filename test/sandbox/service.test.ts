@@ -181,11 +181,11 @@ describe('body limit, queue bound, isolation, shutdown', () => {
   }, 30_000);
 
   it('replaces a worker whose linear memory grew past the retain bound, with the same results', async () => {
-    const s = await startSandboxService({ token, workers: 1, workerUrl: workerUrl(), maxLimits });
+    const s = await startSandboxService({ token, workers: 1, workerUrl: workerUrl(), maxLimits: { ...maxLimits, memoryBytes: 64 * 1024 * 1024 } });
     const auth = { authorization: `Bearer ${token}` };
     try {
       // About 48 MiB of arrays: the module grows well past 32 MiB and succeeds.
-      const grow = JSON.stringify({ source: 'const a = []; for (let i = 0; i < 1500; i++) a.push(new Array(4096).fill(7)); return a.length', limits: { fuel: 5000 } });
+      const grow = JSON.stringify({ source: 'const a = []; for (let i = 0; i < 1500; i++) a.push(new Array(4096).fill(7)); return a.length', limits: { fuel: 5000, memoryBytes: 64 * 1024 * 1024 } });
       const first = await post(s.url, grow, auth);
       expect(JSON.parse(first.body)).toMatchObject({ ok: true, output: 1500 });
       await until(() => s.stats().replaced === 1 && s.stats().recycling === 0);
