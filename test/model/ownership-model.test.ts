@@ -8,7 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 
 const model = new URL('../../spec/ownership.pml', import.meta.url).pathname;
 const root = mkdtempSync(join(tmpdir(), 'ownership-model-'));
@@ -62,29 +62,35 @@ async function verify(name: string, defines: string[]): Promise<Run> {
   };
 }
 
-let real: Run;
-let mutant: Run;
-
-beforeAll(async () => {
-  requireTool('spin', ['-V'], 'spin');
-  requireTool('gcc', ['--version'], 'gcc');
-  [real, mutant] = await Promise.all([verify('model', []), verify('mutant', ['-DFENCING=0'])]);
-  const line = (n: string, r: Run) =>
-    `  ${n.padEnd(24)} errors ${r.errors}, ${r.states} states stored, depth ${r.depth}, pan ${r.seconds}s (wall ${r.wallSeconds.toFixed(2)}s)`;
-  console.log(`spin: spec/ownership.pml\n${line('model', real)}\n${line('mutant (-DFENCING=0)', mutant)}`);
-}, 120_000);
+// Built once, on first use, by whichever test runs first; a missing tool fails every test (a
+// failing beforeAll would only mark them skipped).
+let both: Promise<{ real: Run; mutant: Run }> | undefined;
+function runs(): Promise<{ real: Run; mutant: Run }> {
+  both ??= (async () => {
+    requireTool('spin', ['-V'], 'spin');
+    requireTool('gcc', ['--version'], 'gcc');
+    const [real, mutant] = await Promise.all([verify('model', []), verify('mutant', ['-DFENCING=0'])]);
+    const line = (n: string, r: Run) =>
+      `  ${n.padEnd(24)} errors ${r.errors}, ${r.states} states stored, depth ${r.depth}, pan ${r.seconds}s (wall ${r.wallSeconds.toFixed(2)}s)`;
+    console.log(`spin: spec/ownership.pml\n${line('model', real)}\n${line('mutant (-DFENCING=0)', mutant)}`);
+    return { real, mutant };
+  })();
+  return both;
+}
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('run ownership model (spin)', () => {
-  it('the model satisfies P1 (one committer per epoch), P2 (no automatic re-execution), P3 (late receipts wake nothing)', () => {
+  it('the model satisfies P1 (one committer per epoch), P2 (no automatic re-execution), P3 (late receipts wake nothing)', async () => {
+    const { real } = await runs();
     expect(real.errors, real.out).toBe(0);
     expect(real.complete, real.out).toBe(true);
     expect(real.states).toBeGreaterThan(100_000);
-  });
+  }, 120_000);
 
-  it('the mutant without the fencing check violates P1: spin finds a counterexample', () => {
+  it('the mutant without the fencing check violates P1: spin finds a counterexample', async () => {
+    const { mutant } = await runs();
     expect(mutant.errors, mutant.out).toBeGreaterThan(0);
     expect(mutant.out).toMatch(/assertion violated \(p1_committer==me\)/);
-  });
+  }, 120_000);
 });
