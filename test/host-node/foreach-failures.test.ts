@@ -40,7 +40,7 @@ describe('foreach failurePolicy continue', () => {
       const handle = await rt.launch(lookupTemplate(), { input: { ids: ['missing', 'slow'] } });
       const outcome = await handle.result;
       expect(outcome).toMatchObject({ status: 'completed', output: expectedOutput });
-      expect(rt.replay(handle.runId, { mode: 'recorded' })).toMatchObject({ identical: true, firstDivergence: null });
+      expect(await rt.replay(handle.runId, { mode: 'recorded' })).toMatchObject({ identical: true, firstDivergence: null });
     } finally {
       await rt.close();
     }
@@ -50,14 +50,14 @@ describe('foreach failurePolicy continue', () => {
     const dir = tempDir();
     const first = await WorkflowRuntime.open({ dir, log: () => undefined, tools: { lookup: lookup(true) } });
     const handle = await first.launch(lookupTemplate(), { input: { ids: ['missing', 'slow'] } });
-    while (!first.readEvents(handle.runId).events.some((e) => e.type === 'capability.requested' && e.payload.item === 1)) await new Promise((r) => setTimeout(r, 5));
+    while (!(await first.readEvents(handle.runId)).events.some((e) => e.type === 'capability.requested' && e.payload.item === 1)) await new Promise((r) => setTimeout(r, 5));
     await first.close();
 
     const second = await WorkflowRuntime.open({ dir, log: () => undefined, tools: { lookup: lookup(false) } });
     try {
       const outcome = await (await second.resume(handle.runId, { by: 'ops' })).result;
       expect(outcome).toMatchObject({ status: 'completed', output: expectedOutput });
-      expect(second.replay(handle.runId, { mode: 'recorded' })).toMatchObject({ identical: true, firstDivergence: null });
+      expect(await second.replay(handle.runId, { mode: 'recorded' })).toMatchObject({ identical: true, firstDivergence: null });
     } finally {
       await second.close();
     }

@@ -21,9 +21,9 @@ describe('run input', () => {
       const handle = await rt.launch(t, { input: { name: 'ada' } });
       const outcome = await handle.result;
       expect(outcome).toMatchObject({ status: 'completed', output: { text: 'hello, ada x2' } });
-      const accepted = rt.readEvents(handle.runId).events[0];
+      const accepted = (await rt.readEvents(handle.runId)).events[0];
       expect(accepted).toMatchObject({ type: 'run.accepted', payload: { input: { name: 'ada', greeting: 'hello', options: { times: 2 } } } });
-      expect(rt.replay(handle.runId, { mode: 'recorded' }).identical).toBe(true);
+      expect((await rt.replay(handle.runId, { mode: 'recorded' })).identical).toBe(true);
       // A given value is kept; validation still refuses a wrong one.
       const given = await (await rt.launch(t, { input: { name: 'bob', greeting: 'hi', options: { times: 1 } } })).result;
       expect(given.output).toEqual({ text: 'hi, bob x1' });
@@ -48,7 +48,7 @@ describe('bindings', () => {
       const error = (outcome.error?.detail as any).error;
       expect((outcome.error?.detail as any).nodeId).toBe('b');
       expect(error).toMatchObject({ code: 'binding.missing', message: expect.stringContaining('/missing'), detail: { input: 'value', nodeId: 'a', path: '/missing' } });
-      expect(rt.replay(handle.runId, { mode: 'recorded' }).identical).toBe(true);
+      expect((await rt.replay(handle.runId, { mode: 'recorded' })).identical).toBe(true);
     } finally {
       await rt.close();
     }
@@ -98,7 +98,7 @@ describe('a rejected approval', () => {
       const outcome = await handle.result;
       expect(outcome.status).toBe('failed');
       expect(outcome.pausedReason).toBeUndefined();
-      const inspected = rt.replay(handle.runId, { mode: 'inspect' }) as any;
+      const inspected = await rt.replay(handle.runId, { mode: 'inspect' }) as any;
       expect(inspected.outcome.status).toBe('failed');
       expect(inspected.outcome.pausedReason).toBeUndefined();
     } finally {
@@ -118,7 +118,7 @@ describe('a rejected approval', () => {
       const rejected = await rt.reject(handle.runId, 'gate', { by: 'bob' });
       expect(rejected.status).toBe('failed');
       expect(rejected.pausedReason).toBeUndefined();
-      expect(rt.getRun(handle.runId).pausedReason).toBeUndefined();
+      expect((await rt.getRun(handle.runId)).pausedReason).toBeUndefined();
     } finally {
       await rt.close();
     }

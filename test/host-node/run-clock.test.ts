@@ -12,8 +12,8 @@ function gated() {
   return t;
 }
 
-function times(rt: WorkflowRuntime, runId: string): number[] {
-  return rt.readEvents(runId).events.map((e) => Date.parse(e.occurredAt));
+async function times(rt: WorkflowRuntime, runId: string): Promise<number[]> {
+  return (await rt.readEvents(runId)).events.map((e) => Date.parse(e.occurredAt));
 }
 
 function expectNonDecreasing(values: number[]): void {
@@ -30,10 +30,10 @@ describe('run clock', () => {
       clock -= hour;
       await rt.approve(handle.runId, 'gate', { by: 'alice' });
       expect((await handle.result).status).toBe('completed');
-      const t = times(rt, handle.runId);
+      const t = await times(rt, handle.runId);
       expect(t[0]).toBe(Date.parse('2026-03-01T12:00:00.000Z'));
       expectNonDecreasing(t);
-      expect(rt.replay(handle.runId, { mode: 'recorded' }).identical).toBe(true);
+      expect((await rt.replay(handle.runId, { mode: 'recorded' })).identical).toBe(true);
     } finally {
       await rt.close();
     }
@@ -52,11 +52,11 @@ describe('run clock', () => {
     try {
       await second.resume(handle.runId, { by: 'ops' });
       await second.approve(handle.runId, 'gate', { by: 'alice' });
-      expect(second.getRun(handle.runId).status).toBe('completed');
-      const t = times(second, handle.runId);
+      expect((await second.getRun(handle.runId)).status).toBe('completed');
+      const t = await times(second, handle.runId);
       expectNonDecreasing(t);
       expect(Math.min(...t)).toBe(Date.parse('2026-03-01T12:00:00.000Z'));
-      expect(second.replay(handle.runId, { mode: 'recorded' }).identical).toBe(true);
+      expect((await second.replay(handle.runId, { mode: 'recorded' })).identical).toBe(true);
     } finally {
       await second.close();
     }

@@ -37,7 +37,7 @@ describe('time limits of calls with an unknown effect', () => {
       expect(paused).toMatchObject({ status: 'paused', pausedReason: 'needs_attention' });
       await pause(400);
       expect(sideEffects(log)).toHaveLength(1);
-      const events = rt.readEvents(handle.runId).events;
+      const events = (await rt.readEvents(handle.runId)).events;
       const types = events.map((e) => e.type);
       expect(types).not.toContain('node.retry-scheduled');
       expect(types).not.toContain('node.failed');
@@ -47,13 +47,13 @@ describe('time limits of calls with an unknown effect', () => {
         node: { id: 'charge' },
         payload: { invocationId: requested.payload.invocationId, evidence: { kind: 'tool', name: 'charge', effect: 'unknown', reason: 'timeout' } },
       });
-      expect(rt.getRun(handle.runId)).toMatchObject({ status: 'paused', pausedReason: 'needs_attention' });
+      expect(await rt.getRun(handle.runId)).toMatchObject({ status: 'paused', pausedReason: 'needs_attention' });
 
       await rt.resolve(handle.runId, 'charge', { by: 'ops', retry: true });
       const outcome = await handle.result;
       expect(outcome).toMatchObject({ status: 'completed', output: { receipt: { charged: true, attempt: 2 } } });
       expect(sideEffects(log)).toHaveLength(2);
-      expect(rt.replay(handle.runId, { mode: 'recorded' }).identical).toBe(true);
+      expect((await rt.replay(handle.runId, { mode: 'recorded' })).identical).toBe(true);
     } finally {
       await rt.close();
     }
@@ -79,7 +79,7 @@ describe('time limits of calls with an unknown effect', () => {
       await rt.resolve(handle.runId, 'charge', { by: 'ops', succeeded: { charged: true, checked: 'in the ledger' } });
       expect(await handle.result).toMatchObject({ status: 'completed', output: { receipt: { charged: true, checked: 'in the ledger' } } });
       expect(sideEffects(log)).toEqual(['attempt 1']);
-      expect(rt.replay(handle.runId, { mode: 'recorded' }).identical).toBe(true);
+      expect((await rt.replay(handle.runId, { mode: 'recorded' })).identical).toBe(true);
     } finally {
       await rt.close();
     }
@@ -122,7 +122,7 @@ describe('errors of calls with an unknown effect', () => {
       expect(outcome.status).toBe('failed');
       expect((outcome.error?.detail as any).error).toMatchObject({ code: 'bank.504' });
       expect(sideEffects(log)).toEqual(['attempt 1']);
-      expect(rt.readEvents(handle.runId).events.map((e) => e.type)).not.toContain('node.retry-scheduled');
+      expect((await rt.readEvents(handle.runId)).events.map((e) => e.type)).not.toContain('node.retry-scheduled');
     } finally {
       await rt.close();
     }
