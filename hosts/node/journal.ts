@@ -100,7 +100,7 @@ export class SqliteJournalStore implements SyncJournalStore {
       // `checkpoint` and `plan` are kept when the entry has none (COALESCE); a queued run gets its plan at enqueue.
       updateRun: db.prepare(
         `UPDATE runs SET status = ?, last_seq = ?, updated_at = ?, outcome = ?, wake_at = ?,
-           checkpoint = COALESCE(?, checkpoint), checkpoint_seq = CASE WHEN ? IS NULL THEN checkpoint_seq ELSE last_seq END,
+           checkpoint = COALESCE(?, checkpoint), checkpoint_seq = CASE WHEN ? IS NULL THEN checkpoint_seq ELSE ? END,
            lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END, lease_expires_at = CASE WHEN ? THEN NULL ELSE lease_expires_at END
          WHERE run_id = ?`,
       ),
@@ -148,7 +148,7 @@ export class SqliteJournalStore implements SyncJournalStore {
           this.stmt.insertRun.run(e.runId, e.status, e.lastSeq, e.checkpoint ? e.lastSeq : 0, e.checkpoint ?? null, e.plan, now, now, outcome, wakeAt, owner, e.lease?.epoch ?? 0, owner ? (e.lease?.expiresAt ?? now) : null);
         } else {
           const checkpoint = e.checkpoint ?? null;
-          this.stmt.updateRun.run(e.status, e.lastSeq, now, outcome, wakeAt, checkpoint, checkpoint, release, release, e.runId);
+          this.stmt.updateRun.run(e.status, e.lastSeq, now, outcome, wakeAt, checkpoint, checkpoint, e.lastSeq, release, release, e.runId);
         }
         for (let i = 0; i < lines.length; i++) this.stmt.insertEvent.run(e.runId, e.expectedSeq + 1 + i, lines[i]);
         for (const id of e.appliedCommands ?? []) this.stmt.markApplied.run(now, e.lease?.owner ?? null, id, e.runId);
