@@ -259,7 +259,14 @@ export class PgOwnership implements RunOwnership {
       // the oldest waiting run of a key cannot start, no later one of that key may).
       const window = await rows<{ run_id: string; concurrency_key: string | null }>(c, {
         name: `${s}.queuedWindow`,
-        text: `SELECT r.run_id, r.concurrency_key FROM ${s}.runs r WHERE r.status = 'queued' AND ${claimable} ORDER BY r.queued_at, r.run_id LIMIT $3`,
+        // Of each key, only its `concurrency_limit` oldest waiting runs (the only ones that could
+        // start): a backlog of one key must not fill the window and starve the runs behind it.
+        text: `SELECT run_id, concurrency_key FROM (
+                 SELECT r.run_id, r.concurrency_key, r.queued_at, q.concurrency_limit,
+                        row_number() OVER (PARTITION BY r.concurrency_key ORDER BY r.queued_at, r.run_id) AS pos
+                   FROM ${s}.runs r JOIN ${s}.run_queue q USING (run_id) WHERE r.status = 'queued' AND ${claimable}) c
+                WHERE concurrency_key IS NULL OR pos <= concurrency_limit
+                ORDER BY queued_at, run_id LIMIT $3`,
         values: [now, dead, room * 4 + 16],
       });
       const picked: { run_id: string; queued_at: number }[] = [];
