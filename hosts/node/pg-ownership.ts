@@ -74,8 +74,8 @@ export class PgOwnership implements RunOwnership {
   ) {}
 
   /** Owners with unexpired leases whose processes are provably gone (this machine only). */
-  private async deadOwners(q: PoolClient, now: number): Promise<string[]> {
-    const owners = await rows<{ lease_owner: string }>(q, { name: `${this.s}.liveOwners`, text: `SELECT DISTINCT lease_owner FROM ${this.s}.runs WHERE lease_owner IS NOT NULL AND lease_expires_at >= $1`, values: [now] });
+  private async deadOwners(now: number): Promise<string[]> {
+    const owners = await statement<{ lease_owner: string }>(this.pool, 'ownership', { name: `${this.s}.liveOwners`, text: `SELECT DISTINCT lease_owner FROM ${this.s}.runs WHERE lease_owner IS NOT NULL AND lease_expires_at >= $1`, values: [now] });
     return owners.map((r) => r.lease_owner).filter((o) => ownerIsDead(o));
   }
 
@@ -230,8 +230,11 @@ export class PgOwnership implements RunOwnership {
     const s = this.s;
     // Which leases may be taken: free, expired, or held by a process of this machine that is gone.
     const claimable = `(r.lease_owner IS NULL OR r.lease_expires_at < $1::bigint OR r.lease_owner = ANY($2::text[]))`;
+    // Asked on another connection while this one begins: an owner found dead stays dead.
+    const deadOwners = this.deadOwners(now);
+    deadOwners.catch(() => {});
     return transaction(this.pool, 'ownership', async (c) => {
-      const dead = await this.deadOwners(c, now);
+      const dead = await deadOwners;
       const claimed: ClaimedRun[] = [];
       const takeovers = await rows<{ run_id: string; last_seq: number; lease_epoch: number }>(c, {
         name: `${s}.takeoverCandidates`,
@@ -243,12 +246,10 @@ export class PgOwnership implements RunOwnership {
         values: [now, dead, limit],
       });
       const taken = await this.take(c, owner, now + ttlMs, takeovers.map((r) => r.run_id));
-      const launches = await this.launches(c, takeovers.filter((r) => r.last_seq === 0 && taken.has(r.run_id)).map((r) => r.run_id));
       for (const r of takeovers) {
-        const epoch = taken.get(r.run_id);
-        if (epoch === undefined) continue;
-        const launch = launches.get(r.run_id);
-        claimed.push(launch ? { runId: r.run_id, epoch, kind: 'start', launch } : { runId: r.run_id, epoch, kind: 'takeover' });
+        const t = taken.get(r.run_id);
+        if (t === undefined) continue;
+        claimed.push(r.last_seq === 0 && t.launch ? { runId: r.run_id, epoch: t.epoch, kind: 'start', launch: t.launch } : { runId: r.run_id, epoch: t.epoch, kind: 'takeover' });
       }
       if (claimed.length >= limit) return claimed;
       const room = limit - claimed.length;
@@ -257,31 +258,24 @@ export class PgOwnership implements RunOwnership {
       // claimer holds. Runs with a key: under the key's advisory lock, count its active runs and
       // admit its oldest waiting runs while the count stays under their limit (FIFO per key: once
       // the oldest waiting run of a key cannot start, no later one of that key may).
-      const window = await rows<{ run_id: string; concurrency_key: string | null }>(c, {
-        name: `${s}.queuedWindow`,
-        // Of each key, only its `concurrency_limit` oldest waiting runs (the only ones that could
-        // start): a backlog of one key must not fill the window and starve the runs behind it.
-        text: `SELECT run_id, concurrency_key FROM (
-                 SELECT r.run_id, r.concurrency_key, r.queued_at, q.concurrency_limit,
-                        row_number() OVER (PARTITION BY r.concurrency_key ORDER BY r.queued_at, r.run_id) AS pos
-                   FROM ${s}.runs r JOIN ${s}.run_queue q USING (run_id) WHERE r.status = 'queued' AND ${claimable}) c
-                WHERE concurrency_key IS NULL OR pos <= concurrency_limit
-                ORDER BY queued_at, run_id LIMIT $3`,
+      const picked: { run_id: string; queued_at: number }[] = await rows<{ run_id: string; queued_at: number }>(c, {
+        name: `${s}.lockUnkeyed`,
+        text: `SELECT r.run_id, r.queued_at FROM ${s}.runs r WHERE r.status = 'queued' AND r.concurrency_key IS NULL AND ${claimable}
+                ORDER BY r.queued_at, r.run_id LIMIT $3 FOR UPDATE OF r SKIP LOCKED`,
+        values: [now, dead, room],
+      });
+      const keyRows = await rows<{ concurrency_key: string }>(c, {
+        name: `${s}.waitingKeys`,
+        // Keys seen at capacity in this snapshot are left for a later claim (checked again under the lock otherwise).
+        text: `SELECT r.concurrency_key FROM ${s}.runs r JOIN ${s}.run_queue q USING (run_id)
+                WHERE r.status = 'queued' AND r.concurrency_key IS NOT NULL AND ${claimable}
+                GROUP BY r.concurrency_key
+               HAVING (SELECT count(*) FROM ${s}.runs a WHERE a.concurrency_key = r.concurrency_key
+                         AND (a.${activeStatus} OR (a.status = 'queued' AND a.lease_owner IS NOT NULL AND a.lease_expires_at >= $1::bigint))) < max(q.concurrency_limit)
+                ORDER BY min(r.queued_at) LIMIT $3`,
         values: [now, dead, room * 4 + 16],
       });
-      const picked: { run_id: string; queued_at: number }[] = [];
-      const unkeyed = window.filter((r) => r.concurrency_key === null).map((r) => r.run_id);
-      if (unkeyed.length > 0) {
-        picked.push(
-          ...(await rows<{ run_id: string; queued_at: number }>(c, {
-            name: `${s}.lockUnkeyed`,
-            text: `SELECT r.run_id, r.queued_at FROM ${s}.runs r WHERE r.run_id = ANY($3::text[]) AND r.status = 'queued' AND ${claimable}
-                    ORDER BY r.queued_at, r.run_id LIMIT $4 FOR UPDATE OF r SKIP LOCKED`,
-            values: [now, dead, unkeyed, room],
-          })),
-        );
-      }
-      const keys = [...new Set(window.map((r) => r.concurrency_key).filter((k): k is string => k !== null))].sort();
+      const keys = keyRows.map((r) => r.concurrency_key).sort();
       for (const key of keys) {
         if (picked.length >= room * 2) break;
         await c.query({ name: `${s}.keyLock`, text: 'SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))', values: [s, key] });
@@ -306,26 +300,28 @@ export class PgOwnership implements RunOwnership {
       picked.sort((a, b) => a.queued_at - b.queued_at || (a.run_id < b.run_id ? -1 : a.run_id > b.run_id ? 1 : 0));
       const chosen = picked.slice(0, room).map((r) => r.run_id);
       const started = await this.take(c, owner, now + ttlMs, chosen);
-      const startLaunches = await this.launches(c, chosen);
       for (const runId of chosen) {
-        const epoch = started.get(runId);
-        if (epoch === undefined) continue;
-        const launch = startLaunches.get(runId);
-        claimed.push(launch ? { runId, epoch, kind: 'start', launch } : { runId, epoch, kind: 'takeover' });
+        const t = started.get(runId);
+        if (t === undefined) continue;
+        claimed.push(t.launch ? { runId, epoch: t.epoch, kind: 'start', launch: t.launch } : { runId, epoch: t.epoch, kind: 'takeover' });
       }
       return claimed;
     });
   }
 
-  /** Takes the leases of runs this transaction has locked; answers their new epochs. */
-  private async take(c: PoolClient, owner: string, expiresAt: number, runIds: readonly string[]): Promise<Map<string, number>> {
+  /** Takes the leases of runs this transaction has locked; answers their new epochs and, for queued runs, their launch. */
+  private async take(c: PoolClient, owner: string, expiresAt: number, runIds: readonly string[]): Promise<Map<string, { epoch: number; launch?: QueuedLaunch }>> {
     if (runIds.length === 0) return new Map();
-    const taken = await rows<{ run_id: string; lease_epoch: number }>(c, {
-      name: `${this.s}.take`,
-      text: `UPDATE ${this.s}.runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, lease_expires_at = $2 WHERE run_id = ANY($3::text[]) RETURNING run_id, lease_epoch`,
+    const s = this.s;
+    const taken = await rows<{ run_id: string; lease_epoch: number; plan: Buffer; launch: LaunchRow['launch'] | null; concurrency_limit: number | null }>(c, {
+      name: `${s}.take`,
+      text: `WITH t AS (UPDATE ${s}.runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, lease_expires_at = $2 WHERE run_id = ANY($3::text[]) RETURNING run_id, lease_epoch, plan)
+             SELECT t.run_id, t.lease_epoch, t.plan, q.launch, q.concurrency_limit FROM t LEFT JOIN ${s}.run_queue q USING (run_id)`,
       values: [owner, expiresAt, runIds],
     });
-    return new Map(taken.map((r) => [r.run_id, r.lease_epoch]));
+    return new Map(
+      taken.map((r) => [r.run_id, { epoch: r.lease_epoch, ...(r.launch !== null ? { launch: { ...r.launch, plan: r.plan, concurrencyLimit: r.concurrency_limit ?? 1 } as QueuedLaunch } : {}) }]),
+    );
   }
 
   async cancelQueued(runId: string, reason: string, by: string, now: number): Promise<boolean> {
