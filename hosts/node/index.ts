@@ -10,3 +10,4 @@ export type { CapturePolicy } from '../core/kernel.js';
 export type { CredentialResolver } from './gateway.js';
 export { createMcpServer, serveMcp } from './mcp.js';
 export { TriggerScheduler, TriggerError, triggerRunId, type TriggerSpec } from './triggers.js';
+export { PostgresJournalStore } from './pg-store.js';

@@ -62,10 +62,16 @@ export class SqliteOwnership implements RunOwnership {
                  OR EXISTS (SELECT 1 FROM run_inbox i WHERE i.run_id = runs.run_id AND i.state = 'pending'))
           ORDER BY updated_at LIMIT ?`,
       ),
+      // Of each key, only the runs that could ever start (its `concurrency_limit` oldest waiting
+      // ones): a backlog of one key must not fill the candidate window and starve later runs.
       queuedCandidates: db.prepare(
-        `SELECT r.run_id, r.lease_epoch, r.concurrency_key, q.concurrency_limit FROM runs r JOIN run_queue q USING (run_id)
-          WHERE r.status = 'queued' AND (r.lease_owner IS NULL OR r.lease_expires_at < ? OR r.lease_owner IN (SELECT value FROM json_each(?)))
-          ORDER BY r.queued_at, r.run_id LIMIT ?`,
+        `SELECT run_id, lease_epoch, concurrency_key, concurrency_limit FROM (
+           SELECT r.run_id, r.lease_epoch, r.concurrency_key, q.concurrency_limit, r.queued_at,
+                  row_number() OVER (PARTITION BY r.concurrency_key ORDER BY r.queued_at, r.run_id) AS pos
+             FROM runs r JOIN run_queue q USING (run_id)
+            WHERE r.status = 'queued' AND (r.lease_owner IS NULL OR r.lease_expires_at < ? OR r.lease_owner IN (SELECT value FROM json_each(?))))
+          WHERE concurrency_key IS NULL OR pos <= concurrency_limit
+          ORDER BY queued_at, run_id LIMIT ?`,
       ),
       activeOfKey: db.prepare(
         `SELECT count(*) FROM runs WHERE concurrency_key = ? AND (${activeWhere}

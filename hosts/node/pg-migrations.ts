@@ -1,0 +1,169 @@
+// Numbered, transactional migrations of the PostgreSQL store. The table `schema_migrations` of
+// the store's schema holds one row per applied version. Versions mirror the SQLite store's
+// (`migrations.ts`): version N describes the same tables on both, so a schema version means one
+// thing whatever the database. A migration never edits an earlier one: a new version gets a new entry.
+//
+// Concurrent openers (several workers starting at once) serialise on a session advisory lock
+// keyed by the schema name, so each migration runs exactly once, in its own transaction.
+import type { Pool, PoolClient } from 'pg';
+import { StoreError } from '../core/store.js';
+
+export interface PgMigration {
+  version: number;
+  description: string;
+  /** The SQL of the migration; `s` is the quoted schema name to qualify every table with. */
+  up(s: string): string;
+}
+
+// Conventions: times are `bigint` milliseconds since the epoch (host clock, as in SQLite); ids
+// that are ordered use `COLLATE "C"` so that ties break by bytes, as SQLite's BINARY collation
+// does; JSON columns are `json` (the text as written: `jsonb` refuses `\u0000` in strings).
+export const pgMigrations: readonly PgMigration[] = [
+  {
+    version: 1,
+    description: 'runs, their pinned plans and checkpoints, and the event journal',
+    up: (s) => `
+      CREATE TABLE ${s}.runs (
+        run_id          text COLLATE "C" PRIMARY KEY,
+        status          text NOT NULL,
+        last_seq        bigint NOT NULL,
+        checkpoint_seq  bigint NOT NULL DEFAULT 0,
+        checkpoint      bytea,
+        plan            bytea NOT NULL,
+        created_at      bigint NOT NULL,
+        updated_at      bigint NOT NULL
+      );
+      CREATE INDEX runs_by_status ON ${s}.runs (status, updated_at);
+      CREATE TABLE ${s}.events (
+        run_id  text COLLATE "C" NOT NULL,
+        seq     bigint NOT NULL,
+        body    bytea NOT NULL,
+        PRIMARY KEY (run_id, seq)
+      );`,
+  },
+  {
+    version: 2,
+    description: 'workflow catalog: mutable drafts and immutable published revisions',
+    up: (s) => `
+      CREATE TABLE ${s}.workflow_drafts (
+        workflow_id     text COLLATE "C" PRIMARY KEY,
+        draft_revision  bigint NOT NULL,
+        template        bytea NOT NULL,
+        search_text     text NOT NULL,
+        last_revision   bigint NOT NULL DEFAULT 0,
+        updated_at      bigint NOT NULL,
+        updated_by      text NOT NULL
+      );
+      CREATE TABLE ${s}.workflow_revisions (
+        workflow_id     text COLLATE "C" NOT NULL,
+        revision        bigint NOT NULL,
+        semantic_hash   text NOT NULL,
+        template        bytea NOT NULL,
+        search_text     text NOT NULL,
+        draft_revision  bigint NOT NULL,
+        published_at    bigint NOT NULL,
+        published_by    text NOT NULL,
+        PRIMARY KEY (workflow_id, revision)
+      );`,
+  },
+  {
+    version: 3,
+    description: 'content-addressed artifacts of captured capability payloads',
+    up: (s) => `
+      CREATE TABLE ${s}.artifacts (
+        digest      text PRIMARY KEY,
+        size        bigint NOT NULL,
+        media_type  text NOT NULL,
+        bytes       bytea NOT NULL,
+        created_at  bigint NOT NULL
+      );`,
+  },
+  {
+    version: 4,
+    description: 'run ownership: leases with a fencing epoch, the outcome projection, the inbox of operator commands, the queue of background runs, workers',
+    up: (s) => `
+      ALTER TABLE ${s}.runs
+        ADD COLUMN lease_owner       text,
+        ADD COLUMN lease_epoch       bigint NOT NULL DEFAULT 0,
+        ADD COLUMN lease_expires_at  bigint,
+        ADD COLUMN outcome           json,
+        ADD COLUMN wake_at           bigint,
+        ADD COLUMN concurrency_key   text COLLATE "C",
+        ADD COLUMN queued_at         bigint;
+      CREATE INDEX runs_by_lease ON ${s}.runs (lease_expires_at) WHERE lease_owner IS NOT NULL;
+      CREATE INDEX runs_by_key ON ${s}.runs (concurrency_key, status) WHERE concurrency_key IS NOT NULL;
+      CREATE INDEX runs_queued ON ${s}.runs (queued_at, run_id) WHERE status = 'queued';
+      CREATE TABLE ${s}.run_queue (
+        run_id             text COLLATE "C" PRIMARY KEY,
+        launch             json NOT NULL,
+        concurrency_limit  integer NOT NULL DEFAULT 1,
+        idempotency_key    text UNIQUE
+      );
+      CREATE TABLE ${s}.run_inbox (
+        id          bigserial PRIMARY KEY,
+        run_id      text COLLATE "C" NOT NULL,
+        command     json NOT NULL,
+        posted_at   bigint NOT NULL,
+        state       text NOT NULL DEFAULT 'pending',
+        applied_at  bigint,
+        applied_by  text,
+        error       json
+      );
+      CREATE INDEX run_inbox_pending ON ${s}.run_inbox (run_id, id) WHERE state = 'pending';
+      CREATE TABLE ${s}.workers (
+        owner         text PRIMARY KEY,
+        started_at    bigint NOT NULL,
+        heartbeat_at  bigint NOT NULL,
+        info          text
+      );`,
+  },
+];
+
+export const pgSchemaVersion = pgMigrations[pgMigrations.length - 1].version;
+
+/** Schema names the store accepts (they are interpolated into SQL, quoted). */
+const schemaNamePattern = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export function quoteSchema(schema: string): string {
+  if (!schemaNamePattern.test(schema)) throw new StoreError('store.bad-id', `${JSON.stringify(schema)} is not a schema name ([a-z_][a-z0-9_]{0,62})`);
+  return `"${schema}"`;
+}
+
+/** Creates the schema when missing and applies pending migrations, one transaction each. */
+export async function migratePg(pool: Pool, schema: string): Promise<number> {
+  const s = quoteSchema(schema);
+  const client: PoolClient = await pool.connect();
+  try {
+    // A session lock (not a transaction one): it spans the migrations' separate transactions.
+    await client.query("SELECT pg_advisory_lock(hashtext('agent-workflow.migrate'), hashtext($1))", [schema]);
+    try {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+      await client.query(`CREATE TABLE IF NOT EXISTS ${s}.schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      const { rows } = await client.query<{ v: number | null }>(`SELECT max(version) AS v FROM ${s}.schema_migrations`);
+      const current = rows[0]?.v ?? 0;
+      if (current > pgSchemaVersion) {
+        throw new StoreError('store.schema-too-new', `the PostgreSQL schema ${schema} has schema version ${current}, newer than this program understands (${pgSchemaVersion}); upgrade the program instead of downgrading the store`);
+      }
+      for (const m of pgMigrations) {
+        if (m.version <= current) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(m.up(s));
+          await client.query(`INSERT INTO ${s}.schema_migrations (version, description) VALUES ($1, $2)`, [m.version, m.description]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => {});
+          throw err;
+        }
+      }
+      return Math.max(current, pgSchemaVersion);
+    } finally {
+      await client.query("SELECT pg_advisory_unlock(hashtext('agent-workflow.migrate'), hashtext($1))", [schema]).catch(() => {});
+    }
+  } catch (err) {
+    if (err instanceof StoreError) throw err;
+    throw new StoreError('store.io', `migrating the PostgreSQL schema ${schema}: ${(err as Error).message}`);
+  } finally {
+    client.release();
+  }
+}

@@ -1,0 +1,355 @@
+// The Node host's journal store on PostgreSQL, for several workers on several machines. The same
+// contract and semantics as the SQLite store (`journal.ts`): one `commit` call is one transaction
+// however many activations it holds (group commit), each entry guarded by a compare-and-set on the
+// run's last seq and by the fencing rule, checked on the run's locked row.
+//
+// A group commit costs four round trips whatever its size: BEGIN; lock the runs' rows
+// (`SELECT ... FOR UPDATE`, in run id order); one statement that inserts new runs, updates the
+// others, appends every event and marks applied commands (data-modifying CTEs over arrays);
+// COMMIT. The checks run here, between the lock and the write, because one of them
+// (`ownerIsDead`) can only be answered by this machine.
+import { createHash } from 'node:crypto';
+import type { Pool, PoolClient } from 'pg';
+import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../core/store.js';
+import { migratePg, quoteSchema } from './pg-migrations.js';
+import { PgOwnership, pgRunRecordOf, runRecordColumns, type PgRunRow } from './pg-ownership.js';
+import { createPool, rows, statement, transaction } from './pg-pool.js';
+import { leaseIsLive } from './sqlite-ownership.js';
+
+export interface PostgresStoreOptions {
+  /** The PostgreSQL schema holding the store's tables (created when missing); default `agent_workflow`. */
+  schema?: string;
+  /** Connections of the pool; default 10. */
+  poolSize?: number;
+  now?: () => number;
+}
+
+export const defaultPgSchema = 'agent_workflow';
+const newline = 0x0a;
+
+function splitEvents(bytes: Uint8Array): Buffer[] {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out: Buffer[] = [];
+  let start = 0;
+  while (start < buf.length) {
+    let end = buf.indexOf(newline, start);
+    if (end < 0) end = buf.length;
+    if (end > start) out.push(buf.subarray(start, end));
+    start = end + 1;
+  }
+  return out;
+}
+
+function toBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** A run's row as this group commit leaves it: what is written at the end, in one statement. */
+interface RunWrite {
+  insert: boolean;
+  status: string;
+  lastSeq: number;
+  checkpoint: Buffer | null;
+  /** With `checkpoint`: the seq it was taken at. */
+  checkpointSeq: number | null;
+  plan: Buffer | null;
+  outcome: string | null;
+  wakeAt: number | null;
+  /** The lease as it stands after the entries (`release` clears the owner). */
+  owner: string | null;
+  epoch: number;
+  expiresAt: number | null;
+  release: boolean;
+  /** Indexes of the entries folded into this write (rejected together if the insert loses a race). */
+  entries: number[];
+}
+
+interface Head {
+  lastSeq: number;
+  owner: string | null;
+  epoch: number;
+  expiresAt: number | null;
+}
+
+export class PostgresJournalStore implements JournalStore {
+  /** Leases, inbox, queue and workers, in the same schema (see `RunOwnership`). */
+  readonly ownership: PgOwnership;
+  private readonly now: () => number;
+  private readonly s: string;
+
+  private constructor(
+    private readonly pool: Pool,
+    readonly schema: string,
+    options: PostgresStoreOptions,
+  ) {
+    this.s = quoteSchema(schema);
+    this.now = options.now ?? Date.now;
+    this.ownership = new PgOwnership(pool, this.s);
+  }
+
+  /** Connects, creates the schema when missing and applies pending migrations. */
+  static async open(connectionString: string, options: PostgresStoreOptions = {}): Promise<PostgresJournalStore> {
+    const schema = options.schema ?? defaultPgSchema;
+    quoteSchema(schema);
+    const pool = createPool(connectionString, options.poolSize ?? 10);
+    try {
+      await migratePg(pool, schema);
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw err;
+    }
+    return new PostgresJournalStore(pool, schema, options);
+  }
+
+  async commit(entries: readonly CommitEntry[]): Promise<CommitRejection[]> {
+    if (entries.length === 0) return [];
+    return transaction(this.pool, 'commit failed', (c) => this.commitIn(c, entries));
+  }
+
+  private async commitIn(c: PoolClient, entries: readonly CommitEntry[]): Promise<CommitRejection[]> {
+    const s = this.s;
+    const now = this.now();
+    const ids = [...new Set(entries.map((e) => e.runId))];
+    const locked = await rows<{ run_id: string; last_seq: number; lease_owner: string | null; lease_epoch: number; lease_expires_at: number | null }>(c, {
+      name: `${s}.runHeads`,
+      text: `SELECT run_id, last_seq, lease_owner, lease_epoch, lease_expires_at FROM ${s}.runs WHERE run_id = ANY($1::text[]) ORDER BY run_id FOR UPDATE`,
+      values: [ids],
+    });
+    // Heads as the entries leave them: a group may hold several activations of one run.
+    const heads = new Map<string, Head>(locked.map((r) => [r.run_id, { lastSeq: r.last_seq, owner: r.lease_owner, epoch: r.lease_epoch, expiresAt: r.lease_expires_at }]));
+    const writes = new Map<string, RunWrite>();
+    const rejected: (CommitRejection & { index: number })[] = [];
+    const events = { runIds: [] as string[], seqs: [] as number[], bodies: [] as Buffer[] };
+    const applied = { ids: [] as number[], runIds: [] as string[], by: [] as (string | null)[] };
+
+    entries.forEach((e, index) => {
+      const head = heads.get(e.runId);
+      const stored = head?.lastSeq ?? 0;
+      // A queued run has a row (with its plan) but no events: its first commit carries the plan too.
+      const fresh = head === undefined || stored === 0;
+      if (stored !== e.expectedSeq || (fresh && !e.plan) || (!fresh && e.plan)) {
+        rejected.push({ index, runId: e.runId, code: 'store.conflict', message: `run ${e.runId}: expected last seq ${e.expectedSeq}, the store has ${head === undefined ? 'no such run' : stored}` });
+        return;
+      }
+      if (head !== undefined) {
+        // Fencing: only the holder of the run's current lease commits. An entry without a lease
+        // (a single-process host) commits only while nobody holds a live lease.
+        const fenced = e.lease ? head.epoch !== e.lease.epoch || head.owner !== e.lease.owner : leaseIsLive(head.owner, head.expiresAt, now);
+        if (fenced) {
+          rejected.push({
+            index,
+            runId: e.runId,
+            code: 'store.fenced',
+            message: `run ${e.runId}: the commit was staged under ${e.lease ? `lease epoch ${e.lease.epoch} of ${e.lease.owner}` : 'no lease'}, but the run's lease is epoch ${head.epoch}${head.owner ? ` held by ${head.owner}` : ' (free)'}`,
+          });
+          return;
+        }
+      }
+      const lines = splitEvents(e.events);
+      if (lines.length !== e.lastSeq - e.expectedSeq) {
+        throw new StoreError('store.corrupt', `run ${e.runId}: commit carries ${lines.length} events for seq ${e.expectedSeq + 1}..${e.lastSeq}`);
+      }
+      const release = e.releaseLease === true;
+      let write = writes.get(e.runId);
+      if (head === undefined) {
+        assertPortableId(e.runId, 'run id');
+        const owner = e.lease && !release ? e.lease.owner : null;
+        write = {
+          insert: true,
+          status: e.status,
+          lastSeq: e.lastSeq,
+          checkpoint: null,
+          checkpointSeq: null,
+          plan: toBuffer(e.plan!),
+          outcome: null,
+          wakeAt: null,
+          owner,
+          epoch: e.lease?.epoch ?? 0,
+          expiresAt: owner ? (e.lease?.expiresAt ?? now) : null,
+          release: false,
+          entries: [],
+        };
+        writes.set(e.runId, write);
+      } else if (write === undefined) {
+        // A queued run keeps the plan it was enqueued with.
+        write = { insert: false, status: e.status, lastSeq: e.lastSeq, checkpoint: null, checkpointSeq: null, plan: null, outcome: null, wakeAt: null, owner: head.owner, epoch: head.epoch, expiresAt: head.expiresAt, release: false, entries: [] };
+        writes.set(e.runId, write);
+      }
+      write.status = e.status;
+      write.lastSeq = e.lastSeq;
+      write.outcome = e.outcome ? JSON.stringify(e.outcome) : null;
+      write.wakeAt = e.outcome?.wakeAt ?? null;
+      if (e.checkpoint) {
+        write.checkpoint = toBuffer(e.checkpoint);
+        write.checkpointSeq = e.lastSeq;
+      }
+      if (release) {
+        write.release = true;
+        write.owner = null;
+        write.expiresAt = null;
+      }
+      write.entries.push(index);
+      heads.set(e.runId, { lastSeq: e.lastSeq, owner: write.owner, epoch: write.epoch, expiresAt: write.expiresAt });
+      for (let i = 0; i < lines.length; i++) {
+        events.runIds.push(e.runId);
+        events.seqs.push(e.expectedSeq + 1 + i);
+        events.bodies.push(lines[i]);
+      }
+      for (const id of e.appliedCommands ?? []) {
+        applied.ids.push(id);
+        applied.runIds.push(e.runId);
+        applied.by.push(e.lease?.owner ?? null);
+      }
+    });
+
+    if (writes.size > 0) {
+      const ins = [...writes].filter(([, w]) => w.insert);
+      const upd = [...writes].filter(([, w]) => !w.insert);
+      const inserted = await rows<{ run_id: string }>(c, {
+        name: `${s}.commitGroup`,
+        text: `WITH ins AS (
+                 INSERT INTO ${s}.runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at)
+                 SELECT i.run_id, i.status, i.last_seq, COALESCE(i.checkpoint_seq, 0), i.checkpoint, i.plan, $1::bigint, $1::bigint, i.outcome::json, i.wake_at, i.lease_owner, i.lease_epoch, i.lease_expires_at
+                   FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::bigint[])
+                     AS i(run_id, status, last_seq, checkpoint_seq, checkpoint, plan, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at)
+                 ON CONFLICT (run_id) DO NOTHING
+                 RETURNING run_id
+               ), upd AS (
+                 UPDATE ${s}.runs r SET status = u.status, last_seq = u.last_seq, updated_at = $1::bigint, outcome = u.outcome::json, wake_at = u.wake_at,
+                        checkpoint = COALESCE(u.checkpoint, r.checkpoint), checkpoint_seq = COALESCE(u.checkpoint_seq, r.checkpoint_seq),
+                        lease_owner = CASE WHEN u.release THEN NULL ELSE r.lease_owner END,
+                        lease_expires_at = CASE WHEN u.release THEN NULL ELSE r.lease_expires_at END
+                   FROM unnest($13::text[], $14::text[], $15::bigint[], $16::text[], $17::bigint[], $18::bytea[], $19::bigint[], $20::boolean[])
+                     AS u(run_id, status, last_seq, outcome, wake_at, checkpoint, checkpoint_seq, release)
+                  WHERE r.run_id = u.run_id
+               ), ev AS (
+                 INSERT INTO ${s}.events (run_id, seq, body)
+                 SELECT e.run_id, e.seq, e.body FROM unnest($21::text[], $22::bigint[], $23::bytea[]) AS e(run_id, seq, body)
+                  WHERE e.run_id <> ALL($2::text[]) OR e.run_id IN (SELECT run_id FROM ins)
+               ), ap AS (
+                 UPDATE ${s}.run_inbox b SET state = 'applied', applied_at = $1::bigint, applied_by = a.by
+                   FROM unnest($24::bigint[], $25::text[], $26::text[]) AS a(id, run_id, by)
+                  WHERE b.id = a.id AND b.run_id = a.run_id AND b.state = 'pending'
+                    AND (a.run_id <> ALL($2::text[]) OR a.run_id IN (SELECT run_id FROM ins))
+               )
+               SELECT run_id FROM ins`,
+        values: [
+          now,
+          ins.map(([id]) => id),
+          ins.map(([, w]) => w.status),
+          ins.map(([, w]) => w.lastSeq),
+          ins.map(([, w]) => w.checkpointSeq),
+          ins.map(([, w]) => w.checkpoint),
+          ins.map(([, w]) => w.plan),
+          ins.map(([, w]) => w.outcome),
+          ins.map(([, w]) => w.wakeAt),
+          ins.map(([, w]) => w.owner),
+          ins.map(([, w]) => w.epoch),
+          ins.map(([, w]) => w.expiresAt),
+          upd.map(([id]) => id),
+          upd.map(([, w]) => w.status),
+          upd.map(([, w]) => w.lastSeq),
+          upd.map(([, w]) => w.outcome),
+          upd.map(([, w]) => w.wakeAt),
+          upd.map(([, w]) => w.checkpoint),
+          upd.map(([, w]) => w.checkpointSeq),
+          upd.map(([, w]) => w.release),
+          events.runIds,
+          events.seqs,
+          events.bodies,
+          applied.ids,
+          applied.runIds,
+          applied.by,
+        ],
+      });
+      // A run another transaction created meanwhile: this group's entries for it did not commit.
+      const created = new Set(inserted.map((r) => r.run_id));
+      for (const [runId, w] of ins) {
+        if (created.has(runId)) continue;
+        for (const index of w.entries) {
+          rejected.push({ index, runId, code: 'store.conflict', message: `run ${runId}: expected last seq ${entries[index].expectedSeq}, the store has a run created concurrently` });
+        }
+      }
+    }
+    return rejected.sort((a, b) => a.index - b.index).map(({ index: _, ...r }) => r);
+  }
+
+  async load(runId: string): Promise<RunTail | undefined> {
+    const s = this.s;
+    // One statement, one snapshot: the row and the events after its checkpoint agree.
+    const [row] = await statement<{ plan: Buffer; checkpoint: Buffer | null; last_seq: number; events: Buffer | null }>(this.pool, 'load', {
+      name: `${s}.load`,
+      text: `SELECT r.plan, r.checkpoint, r.last_seq,
+                    (SELECT string_agg(e.body, '\\x0a'::bytea ORDER BY e.seq) FROM ${s}.events e WHERE e.run_id = r.run_id AND e.seq > r.checkpoint_seq) AS events
+               FROM ${s}.runs r WHERE r.run_id = $1`,
+      values: [runId],
+    });
+    // A queued run that never started has no journal yet.
+    if (!row || row.last_seq === 0) return undefined;
+    return { plan: row.plan, checkpoint: row.checkpoint ?? undefined, events: row.events ?? Buffer.alloc(0), lastSeq: row.last_seq };
+  }
+
+  async readEvents(runId: string, afterSeq: number, limit: number): Promise<EventPage> {
+    const found = await statement<{ seq: number; body: Buffer }>(this.pool, 'readEvents', {
+      name: `${this.s}.eventsAfter`,
+      text: `SELECT seq, body FROM ${this.s}.events WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+      values: [runId, afterSeq, limit + 1],
+    });
+    const more = found.length > limit;
+    const page = more ? found.slice(0, limit) : found;
+    return { events: page.map((r) => r.body.toString('utf8')), lastSeq: page.length > 0 ? page[page.length - 1].seq : afterSeq, more };
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    const now = this.now();
+    const [row] = await statement<PgRunRow>(this.pool, 'getRun', {
+      name: `${this.s}.getRun`,
+      text: `SELECT ${runRecordColumns(this.s)} FROM ${this.s}.runs r WHERE r.run_id = $2`,
+      values: [now, runId],
+    });
+    return row ? pgRunRecordOf(row, now) : undefined;
+  }
+
+  async listRuns(filter: { statuses?: readonly string[]; limit?: number } = {}): Promise<RunRecord[]> {
+    const now = this.now();
+    const statuses = filter.statuses ?? [];
+    const found = await statement<PgRunRow>(this.pool, 'listRuns', {
+      name: `${this.s}.listRuns`,
+      text: `SELECT ${runRecordColumns(this.s)} FROM ${this.s}.runs r
+              WHERE cardinality($2::text[]) = 0 OR r.status = ANY($2::text[])
+              ORDER BY r.created_at DESC, r.run_id DESC LIMIT $3`,
+      values: [now, statuses, filter.limit ?? 100],
+    });
+    return found.map((row) => pgRunRecordOf(row, now));
+  }
+
+  async putArtifact(bytes: Uint8Array, mediaType: string): Promise<ArtifactRef> {
+    const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    await statement(this.pool, 'putArtifact', {
+      name: `${this.s}.putArtifact`,
+      text: `INSERT INTO ${this.s}.artifacts (digest, size, media_type, bytes, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (digest) DO NOTHING`,
+      values: [digest, bytes.byteLength, mediaType, toBuffer(bytes), this.now()],
+    });
+    return { digest, size: bytes.byteLength };
+  }
+
+  async getArtifact(digest: string): Promise<(ArtifactRef & { bytes: Uint8Array; mediaType: string }) | undefined> {
+    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new StoreError('store.bad-id', `${JSON.stringify(digest)} is not an artifact digest`);
+    const [row] = await statement<{ size: number; media_type: string; bytes: Buffer }>(this.pool, 'getArtifact', {
+      name: `${this.s}.getArtifact`,
+      text: `SELECT size, media_type, bytes FROM ${this.s}.artifacts WHERE digest = $1`,
+      values: [digest],
+    });
+    if (!row) return undefined;
+    if (`sha256:${createHash('sha256').update(row.bytes).digest('hex')}` !== digest) throw new StoreError('store.corrupt', `artifact ${digest} does not match its digest`);
+    return { digest, size: row.size, mediaType: row.media_type, bytes: row.bytes };
+  }
+
+  private closed = false;
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+}
