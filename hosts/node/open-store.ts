@@ -1,8 +1,9 @@
 // Opens the journal store a location names: a PostgreSQL URL (several workers, several machines)
 // or a SQLite file (one machine).
+import type { RunOwnership } from '../core/ownership-store.js';
 import type { JournalStore } from '../core/store.js';
 import { SqliteJournalStore } from './journal.js';
-import { PostgresJournalStore, type PostgresStoreOptions } from './pg-store.js';
+import type { PostgresStoreOptions } from './pg-store.js';
 
 /** True for `postgres://` and `postgresql://` URLs. */
 export function isPostgresLocation(location: string): boolean {
@@ -10,7 +11,16 @@ export function isPostgresLocation(location: string): boolean {
 }
 
 /** `postgres://…` / `postgresql://…` opens a `PostgresJournalStore`; anything else is a SQLite file path. */
-export async function openJournalStore(location: string, options: PostgresStoreOptions = {}): Promise<JournalStore> {
-  if (isPostgresLocation(location)) return PostgresJournalStore.open(location, options);
-  return SqliteJournalStore.open(location, options.now ? { now: options.now } : {});
+export async function openJournalStore(location: string, options: PostgresStoreOptions & { durability?: 'full' | 'normal' } = {}): Promise<JournalStore & { readonly ownership: RunOwnership }> {
+  if (isPostgresLocation(location)) {
+    // Loaded on demand: a SQLite deployment never loads the PostgreSQL client.
+    const { PostgresJournalStore } = await import('./pg-store.js');
+    const { durability: _, ...pgOptions } = options;
+    // `?schema=<name>` picks the PostgreSQL schema of the store (several stores in one database).
+    const url = new URL(location);
+    const schema = url.searchParams.get('schema');
+    url.searchParams.delete('schema');
+    return PostgresJournalStore.open(url.toString(), { ...pgOptions, ...(schema ? { schema } : {}) });
+  }
+  return SqliteJournalStore.open(location, { ...(options.now ? { now: options.now } : {}), ...(options.durability ? { durability: options.durability } : {}) });
 }

@@ -11,6 +11,7 @@ import { leaseDefaults } from '../core/leases.js';
 import type { OperatorCommand, RunOwnership } from '../core/ownership-store.js';
 import { assertPortableId, type JournalStore } from '../core/store.js';
 import { newOwnerId } from './owner-id.js';
+import { openJournalStore } from './open-store.js';
 import { terminalStatuses, type Authority, type ExecutionPlan, type HostLog, type ValidationReport } from '../core/types.js';
 import { nodeComponentLoader } from './component.js';
 import { artifactTexts, exportFormat, type RunExport } from '../core/export-format.js';
@@ -110,14 +111,9 @@ function asError(err: unknown): WorkflowError {
 }
 
 /** Where a runtime's journal lives. */
-async function openStore(options: RuntimeOptions): Promise<JournalStore & { readonly ownership: RunOwnership }> {
-  const location = options.store;
-  if (location !== undefined && /^postgres(ql)?:\/\//.test(location)) {
-    const { PostgresJournalStore } = await import('./pg-store.js');
-    return PostgresJournalStore.open(location);
-  }
-  const file = location ?? join(resolvePath(options.dir ?? '.agent-workflow'), 'workflow.db');
-  return SqliteJournalStore.open(file, { durability: options.durability, now: options.now });
+function openStore(options: RuntimeOptions): Promise<JournalStore & { readonly ownership: RunOwnership }> {
+  const location = options.store ?? join(resolvePath(options.dir ?? '.agent-workflow'), 'workflow.db');
+  return openJournalStore(location, { ...(options.durability ? { durability: options.durability } : {}), ...(options.now ? { now: options.now } : {}) });
 }
 
 export class WorkflowRuntime {
