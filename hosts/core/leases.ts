@@ -162,6 +162,28 @@ export class LeaseKeeper {
     }
   }
 
+  /**
+   * Applies the commands waiting in one run's inbox, in order, one after the other (a worker that
+   * claimed the run because of them). Answers how many were applied or refused.
+   */
+  async applyPending(runId: string): Promise<number> {
+    const commands = await this.ownership.pendingCommands([runId], 256);
+    let n = 0;
+    for (const c of commands) {
+      if (this.applying.has(c.id)) continue;
+      this.applying.add(c.id);
+      try {
+        await this.apply(c.runId, c);
+      } catch (err) {
+        this.log('info', `inbox command ${c.id} of run ${c.runId} (${c.command.type}) was refused: ${(err as Error).message}`);
+      } finally {
+        this.applying.delete(c.id);
+      }
+      n += 1;
+    }
+    return n;
+  }
+
   /** Stops heartbeats and polling and gives every lease up. */
   async stop(): Promise<void> {
     this.stopped = true;

@@ -326,18 +326,17 @@ export class WorkflowRuntime {
    * once it is applied; a command the engine refuses rejects with the engine's error.
    */
   async command(runId: string, command: OperatorCommand, options: { timeoutMs?: number } = {}): Promise<CommandOutcome> {
-    let id: number;
-    try {
-      id = await this.ownership.postCommand(runId, command, this.kernel.now());
-    } catch (err) {
-      throw asError(err);
-    }
+    const id = await this.post(runId, command);
     const leases = this.kernel.leases!;
-    if (!leases.held(runId)) {
+    // With workers on the store, a run nobody owns is theirs to take: this process only follows.
+    const applyHere = async () => {
+      if (leases.held(runId)) return true;
+      if ((await this.liveWorkers()).length > 0) return false;
       const grant = await this.kernel.takeLease(runId);
       if (!grant.ok && grant.code !== 'lease.held') throw new WorkflowError(grant.code, grant.message);
-    }
-    if (leases.held(runId)) void leases.poll();
+      return grant.ok;
+    };
+    if (await applyHere()) void leases.poll();
     const deadline = Date.now() + (options.timeoutMs ?? 30_000);
     for (;;) {
       const result = await this.ownership.commandResult(id);
@@ -351,13 +350,27 @@ export class WorkflowRuntime {
           { commandId: id },
         );
       }
-      // The lease may have been given up meanwhile: then this process applies it itself.
-      if (!leases.held(runId)) {
-        const grant = await this.kernel.takeLease(runId);
-        if (grant.ok) void leases.poll();
-      }
+      // The lease may have been given up meanwhile: then this process (or a worker) applies it.
+      if (await applyHere()) void leases.poll();
       await new Promise((r) => setTimeout(r, this.pollMs));
     }
+  }
+
+  /**
+   * Commits a command to a run's inbox and returns its id, without applying it: the run's owner,
+   * or a worker when the run has none, applies it (`commandResult` tells when).
+   */
+  async post(runId: string, command: OperatorCommand): Promise<number> {
+    try {
+      return await this.ownership.postCommand(runId, command, this.kernel.now());
+    } catch (err) {
+      throw asError(err);
+    }
+  }
+
+  /** Where a posted command stands: pending, applied (by whom), or refused (with the error). */
+  async commandResult(commandId: number) {
+    return this.ownership.commandResult(commandId);
   }
 
   /**

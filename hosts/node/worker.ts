@@ -111,9 +111,11 @@ export class Worker {
       } else {
         this.stats.takenOver += 1;
         kernel.claimed(c.runId, c.epoch);
-        const plan = await this.runtime.planOfRun(c.runId);
-        await kernel.resume(c.runId, 'worker', this.runtime.authorityOf(c.runId, plan));
-        void kernel.leases?.poll();
+        // Commands waiting in its inbox (each resumes the run under the authority of now), or a resume.
+        if ((await kernel.leases!.applyPending(c.runId)) === 0) {
+          const plan = await this.runtime.planOfRun(c.runId);
+          await kernel.resume(c.runId, 'worker', this.runtime.authorityOf(c.runId, plan));
+        }
       }
     } catch (err) {
       this.log('warn', `run ${c.runId} (${c.kind}) failed to start here: ${(err as { code?: string }).code ?? ''} ${(err as Error).message}`);

@@ -26,7 +26,7 @@ describe('two processes on one run', () => {
     // The first process dies while the read-only lookup is in flight.
     const first = start(w, ['run', file], { LOOKUP_MS: '60000' });
     await until('the lookup to start', () => effects(w).some((e) => e.tool === 'lookup'));
-    const runId = first.runId()!;
+    const runId = await until('the run id', () => first.runId());
     first.child.kill('SIGKILL');
     await first.done;
 
@@ -67,7 +67,7 @@ describe('two processes on one run', () => {
     );
     const owner = start(w, ['run', writeTemplate(w, 'gate', t)]);
     await until('the slow tool to start', () => effects(w).some((e) => e.tool === 'slow'));
-    const runId = owner.runId()!;
+    const runId = await until('the run id', () => owner.runId());
     const approved = await run(w, ['approve', runId, 'gate', '--by', 'alice']);
     const ownerDone = await owner.done;
 
@@ -88,14 +88,15 @@ describe('two processes on one run', () => {
     ], { requires: ['tool:charge'] });
     const owner = start(w, ['run', writeTemplate(w, 'long', t)]);
     await until('the charge to start', () => charges(w).length > 0);
-    const cancelled = await run(w, ['cancel', owner.runId()!, '--reason', 'customer asked']);
+    const runId = await until('the run id', () => owner.runId());
+    const cancelled = await run(w, ['cancel', runId, '--reason', 'customer asked']);
     const ownerDone = await owner.done;
 
     expect(cancelled.code).toBe(0);
     expect(lastJson(cancelled.stdout)).toMatchObject({ kind: 'RunResult', status: 'cancelled' });
     expect(ownerDone.code).toBe(5);
     await until('the tool to see the abort', () => effects(w).some((e) => e.tool === 'charge' && e.phase === 'aborted'));
-    const events = await trace(w, owner.runId()!);
+    const events = await trace(w, runId);
     expect(events.filter((e) => e.type === 'run.cancelled')).toHaveLength(1);
     expect(events.find((e) => e.type === 'run.cancel-requested')?.origin.actor).toBe('operator:cli');
   }, 60_000);
@@ -116,7 +117,7 @@ describe('unknown outcomes and operators', () => {
     const file = writeTemplate(w, 'batch', t);
     const first = start(w, ['run', file, '--input', JSON.stringify({ cards: [{ amount: 1 }, { amount: 2 }, { amount: 3 }] })]);
     await until('three charges to start', () => charges(w).length === 3);
-    const runId = first.runId()!;
+    const runId = await until('the run id', () => first.runId());
     first.child.kill('SIGKILL');
     await first.done;
 
@@ -165,7 +166,7 @@ describe('takeover and fencing', () => {
     ], { requires: ['tool:charge'] });
     const owner = start(w, ['run', writeTemplate(w, 'stall', t)]);
     await until('the charge to start', () => charges(w).length > 0);
-    const runId = owner.runId()!;
+    const runId = await until('the run id', () => owner.runId());
     owner.child.kill('SIGSTOP');
     // A worker finds the expired lease and takes the run over: the charge's outcome is unknown.
     const worker = start(w, ['serve']);
@@ -211,6 +212,7 @@ describe('the queue and workers', () => {
     expect(lastJson((await run(w, ['runs'])).stdout).runs[0]).toMatchObject({ runId: accepted.runId, status: 'queued', waitReason: expect.stringContaining('worker') });
 
     const worker = start(w, ['serve']);
+    await until('the worker to serve', () => worker.out().includes('"Serving"'));
     await until('the queued run to complete', async () => lastJson((await run(w, ['runs'])).stdout).runs[0].status === 'completed');
     expect(charges(w)).toHaveLength(1);
     // A worker with nothing to do keeps serving.
@@ -223,5 +225,41 @@ describe('the queue and workers', () => {
     const stopped = await worker.done;
     expect(stopped.code).toBe(0);
     expect(lastJson(stopped.stdout)).toMatchObject({ kind: 'Stopped', signal: 'SIGTERM', drained: true, started: 2 });
+  }, 60_000);
+
+  it('with a worker on the store, an approval of a resting run is applied by the worker and followed by the shell', async () => {
+    const w = world();
+    const t = template(
+      'gated-charge',
+      [
+        { id: 'gate', uses: 'human.approval@1', config: { prompt: 'charge?' } },
+        { id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } },
+      ],
+      [
+        ['start', 'gate'],
+        ['gate', 'charge'],
+        ['charge', 'end'],
+      ],
+      { requires: ['approval', 'tool:charge'], outputs: { receipt: { source: 'output', nodeId: 'charge' } } },
+    );
+    const worker = start(w, ['serve']);
+    try {
+      await until('the worker to serve', () => worker.out().includes('"Serving"'));
+      const queued = lastJson((await run(w, ['run', writeTemplate(w, 'gated', t), '--no-wait'])).stdout);
+      expect(queued).toMatchObject({ kind: 'RunQueued', workers: 1 });
+      await until('the run to pause for the approval', async () => lastJson((await run(w, ['runs'])).stdout).runs[0].status === 'paused');
+      // A resume request alone is queued for the worker; it prints what it committed.
+      const requested = await run(w, ['resume', queued.runId, '--no-wait']);
+      expect(requested.code).toBe(0);
+      expect(lastJson(requested.stdout)).toMatchObject({ kind: 'CommandQueued', command: 'resume', workers: 1 });
+      const approved = await run(w, ['approve', queued.runId, 'gate', '--by', 'alice']);
+      expect(approved.code).toBe(0);
+      expect(lastJson(approved.stdout)).toMatchObject({ status: 'completed', output: { receipt: { charged: 1 } }, appliedBy: expect.stringContaining(`/${worker.child.pid}/`) });
+      expect(charges(w)).toHaveLength(1);
+      expect(charges(w)[0].pid).toBe(worker.child.pid);
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.done;
+    }
   }, 60_000);
 });

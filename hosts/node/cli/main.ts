@@ -192,8 +192,21 @@ const commands: Record<string, CliCommand> = {
     async run(args) {
       const [runId] = need(args, 1, 'run id');
       return withRuntime(args, async (rt) => {
+        if (args.options.has('no-wait')) {
+          // Only the request: the run's owner, or a worker when it has none, resumes it.
+          const run = await rt.getRun(runId);
+          if (run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled') {
+            print('RunResult', { ...run });
+            return exitFor(run.status);
+          }
+          const commandId = await rt.post(runId, { type: 'resume', by: 'cli' });
+          const workers = (await rt.liveWorkers()).length;
+          print('CommandQueued', { runId, commandId, command: 'resume', owner: run.owner ?? null, workers });
+          if (!run.owner && workers === 0) progress(`run ${runId} has no owner and no worker is running on this store: start \`agent-workflow serve\` to resume it, or run \`resume\` without --no-wait`);
+          return exitCodes.ok;
+        }
         const handle = await rt.resume(runId, { by: 'cli' });
-        const outcome = args.options.has('no-wait') ? await rt.getRun(runId) : await handle.settled();
+        const outcome = await handle.settled();
         print('RunResult', { ...outcome });
         return exitFor(outcome.status);
       });

@@ -21,7 +21,11 @@ export const usageTable: Record<string, CommandUsage> = {
   },
   trace: { synopsis: ['<run-id> [--format jsonl|json|text]'], summary: 'print every event of a run' },
   runs: { synopsis: ['[--status <s>[,<s>…]] [--limit N]'], summary: 'list runs, newest first' },
-  resume: { synopsis: ['<run-id> [--no-wait]'], summary: 'resume a run (after a crash, or to re-check authority)' },
+  resume: {
+    synopsis: ['<run-id> [--no-wait]'],
+    summary: 'resume a run (after a crash, or to re-check authority); applied by its owner when it has a live one, and followed until it ends or rests',
+    options: [['--no-wait', 'only commit the request to the run inbox: its owner, or a worker, applies it (prints CommandQueued)']],
+  },
   cancel: { synopsis: ['<run-id> [--reason <text>]'], summary: 'cancel a run and every call it has in flight' },
   approve: { synopsis: ['<run-id> <node-id> [--by <name>] [--comment <text>]'], summary: 'approve a waiting human.approval@1 node' },
   reject: { synopsis: ['<run-id> <node-id> [--by <name>] [--comment <text>]'], summary: 'reject a waiting human.approval@1 node' },
