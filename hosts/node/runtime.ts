@@ -104,6 +104,9 @@ export class WorkflowError extends Error {
 
 const allowEverything: Authority = { id: 'local', scopes: ['*'] };
 
+/** Distinct inline templates whose compiled plans a runtime keeps. */
+const planCacheEntriesMax = 256;
+
 function asError(err: unknown): WorkflowError {
   if (err instanceof WorkflowError) return err;
   const e = err as { code?: string; message?: string; detail?: unknown };
@@ -191,7 +194,7 @@ export class WorkflowRuntime {
     const t = kind === 'inline' || kind === 'plan' || kind === 'published' ? (target as LaunchTarget) : ({ type: 'inline', template: target } as LaunchTarget);
     let plan: ExecutionPlan;
     try {
-      plan = t.type === 'plan' ? t.plan : t.type === 'published' ? this.catalog.plan(t.id, t.revision) : this.nodeDefinitions.pin(this.compile(t.template, t.dependencies ?? []));
+      plan = t.type === 'plan' ? t.plan : t.type === 'published' ? this.catalog.plan(t.id, t.revision) : this.inlinePlan(t.template, t.dependencies ?? []);
     } catch (err) {
       throw asError(err);
     }
@@ -235,6 +238,31 @@ export class WorkflowRuntime {
       throw asError(err);
     }
     return this.handle(runId);
+  }
+
+  /** Compiled plans of inline launches by the digest of what they were compiled from (LRU). */
+  private readonly plans = new Map<string, ExecutionPlan>();
+  private engineDefinitionsHash: string | undefined;
+
+  /**
+   * The pinned plan of an inline template and its dependencies: compiled once per distinct
+   * content (and node-definition set), then served from the cache.
+   */
+  private inlinePlan(template: unknown, dependencies: { template: unknown; revision: number }[]): ExecutionPlan {
+    this.engineDefinitionsHash ??= this.engine.describe().nodeDefinitionSetHash as string;
+    const key = createHash('sha256')
+      .update(JSON.stringify([template, dependencies, this.nodeDefinitions.setHash(this.engineDefinitionsHash)]))
+      .digest('hex');
+    const cached = this.plans.get(key);
+    if (cached) {
+      this.plans.delete(key);
+      this.plans.set(key, cached);
+      return cached;
+    }
+    const plan = this.nodeDefinitions.pin(this.compile(template, dependencies));
+    if (this.plans.size >= planCacheEntriesMax) this.plans.delete(this.plans.keys().next().value as string);
+    this.plans.set(key, plan);
+    return plan;
   }
 
   /** Workers alive on this store (heartbeat within the last three lease lifetimes). */
