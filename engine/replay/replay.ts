@@ -18,6 +18,8 @@ export interface ReplayRequest {
   events: EventEnvelope[];
   /** Captured artifacts by digest, as JSON text (recorded mode needs those of capability results). */
   artifacts?: Record<string, string>;
+  /** Inspect mode: also answer the whole folded run state (what a checkpoint holds). */
+  includeState?: boolean;
 }
 
 interface NodeView {
@@ -56,6 +58,7 @@ export function inspect(request: ReplayRequest): Json {
     events: request.events.length,
     outcome: outcomeOf(state),
     nodes: nodesView(state) as unknown as Json,
+    ...(request.includeState ? { state: (state ?? null) as unknown as Json } : {}),
   };
 }
 

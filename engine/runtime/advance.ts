@@ -431,8 +431,6 @@ export function cancelInvocations(a: Activation, which: (inv: Invocation) => boo
     if (!which(inv)) continue;
     a.emit('capability.cancelled', { invocationId: inv.invocationId, reason }, { id: inv.nodeId, attempt: inv.attempt, invocationId: inv.invocationId, item: inv.item });
     a.cancels.push({ invocationId: inv.invocationId, reason });
-    const node = a.run.nodes[inv.nodeId];
-    if (node.foreach && inv.item !== undefined) node.foreach.running -= 1;
   }
 }
 

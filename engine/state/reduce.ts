@@ -112,8 +112,16 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
         requestedSeq: event.seq,
       };
       break;
+    case 'capability.cancelled': {
+      const inv = state.inflight[p.invocationId];
+      if (!inv) illegal(state, event, `names invocation ${p.invocationId}, which is not in flight`);
+      // A cancelled foreach item no longer occupies one of the node's concurrency slots.
+      const f = state.nodes[inv.nodeId]?.foreach;
+      if (f && inv.item !== undefined) f.running -= 1;
+      delete state.inflight[p.invocationId];
+      break;
+    }
     case 'capability.completed':
-    case 'capability.cancelled':
     case 'capability.abandoned':
       if (!state.inflight[p.invocationId]) illegal(state, event, `names invocation ${p.invocationId}, which is not in flight`);
       delete state.inflight[p.invocationId];

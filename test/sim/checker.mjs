@@ -96,7 +96,10 @@ export async function checkWorld({ dbFile, effectsFile, runIds }) {
       if (tail.checkpoint) {
         const cp = JSON.parse(decoder.decode(tail.checkpoint));
         const upTo = events.filter((e) => e.seq <= cp.seq);
-        const folded = host.engine.replay({ mode: 'inspect', plan: JSON.parse(decoder.decode(tail.plan)), events: upTo });
+        const folded = host.engine.replay({ mode: 'inspect', plan: JSON.parse(decoder.decode(tail.plan)), events: upTo, includeState: true });
+        // The whole checkpoint is the fold of the events up to it: nothing changes state outside `reduce`.
+        const whole = stateDifference(cp, folded.state);
+        if (whole) bad(runId, `checkpoint at seq ${cp.seq} differs from the fold of events 1..${cp.seq} at ${whole}`);
         const cpOutcome = { status: cp.status, ...(cp.pausedReason ? { pausedReason: cp.pausedReason } : {}), ...(cp.result !== undefined ? { output: cp.result } : {}), ...(cp.error !== undefined ? { error: cp.error } : {}) };
         if (JSON.stringify(folded.nodes) !== JSON.stringify(nodesView(cp))) bad(runId, `checkpoint at seq ${cp.seq}: nodes differ from the fold of events 1..${cp.seq}`);
         if (JSON.stringify(folded.outcome) !== JSON.stringify(cpOutcome)) bad(runId, `checkpoint at seq ${cp.seq}: outcome ${JSON.stringify(cpOutcome)} differs from the fold ${JSON.stringify(folded.outcome)}`);
@@ -127,4 +130,17 @@ export async function checkWorld({ dbFile, effectsFile, runIds }) {
     store.close();
   }
   return { violations, stats };
+}
+
+/** The first JSON pointer where two states differ, or undefined (key order ignored). */
+function stateDifference(a, b, path = '') {
+  if (a === b) return undefined;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return `${path || '/'}: ${JSON.stringify(a)} vs ${JSON.stringify(b)}`;
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  for (const k of keys) {
+    if (a[k] === undefined && b[k] === undefined) continue;
+    const d = stateDifference(a[k], b[k], `${path}/${k}`);
+    if (d) return d;
+  }
+  return undefined;
 }
