@@ -412,15 +412,18 @@ export class Kernel {
   /** One activation; a cold run of a store without a synchronous load is loaded first. */
   private async activateLoading(runId: string, pending: Pending, groups: FactGroup[]) {
     try {
-      return this.activateGroups(runId, pending, groups);
-    } catch (err) {
-      if (!(err instanceof EngineCallError && err.code === 'store.not-loaded')) throw err;
-      this.tails.set(runId, await this.options.store.load(runId));
+      // A new run has no journal to load: a store without a synchronous load is not asked (the
+      // commit's sequence check still refuses a run id that exists).
+      if (pending.newRun && !this.options.store.loadSync) this.tails.set(runId, undefined);
       try {
         return this.activateGroups(runId, pending, groups);
-      } finally {
-        this.tails.delete(runId);
+      } catch (err) {
+        if (!(err instanceof EngineCallError && err.code === 'store.not-loaded')) throw err;
+        this.tails.set(runId, await this.options.store.load(runId));
+        return this.activateGroups(runId, pending, groups);
       }
+    } finally {
+      this.tails.delete(runId);
     }
   }
 
