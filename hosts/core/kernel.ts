@@ -100,6 +100,8 @@ export class Kernel {
   private readonly timers = new Map<string, ReturnType<typeof setTimeout>>();
   private readonly wakeAts = new Map<string, number>();
   private readonly listeners = new Map<string, Set<Listener>>();
+  /** `waitFor` calls to fail when a fact of their run could not be made durable here. */
+  private readonly lossListeners = new Map<string, Set<(err: unknown) => void>>();
   private readonly children = new Map<string, { parentRunId: string }>();
   private readonly plans = new Map<string, ExecutionPlan>();
   /** Runs this process has activated: their in-flight work is known to this process. */
@@ -236,9 +238,24 @@ export class Kernel {
         if (poll) clearTimeout(poll);
         resolve(outcome);
       };
-      const stop = this.watch(runId, (s) => {
+      const unwatch = this.watch(runId, (s) => {
         if (done(s.status)) finish({ runId, status: s.status, pausedReason: s.pausedReason, output: s.result, error: s.error, seq: s.seq });
       });
+      // A fact of the run that this process could not commit (a full disk, a lost database) is a
+      // failure of the wait: the run's outcome here is unknown, and saying nothing would hang.
+      const lost = (err: unknown) => {
+        stop();
+        if (poll) clearTimeout(poll);
+        reject(err);
+      };
+      let losses = this.lossListeners.get(runId);
+      if (!losses) this.lossListeners.set(runId, (losses = new Set()));
+      losses.add(lost);
+      const stop = () => {
+        unwatch();
+        losses!.delete(lost);
+        if (losses!.size === 0) this.lossListeners.delete(runId);
+      };
       const check = async () => {
         if (poll) this.polls.delete(poll);
         poll = undefined;
@@ -498,6 +515,7 @@ export class Kernel {
           this.safeEvict(r.runId);
           this.known.delete(r.runId);
           for (const g of r.groups) g.reject(err);
+          for (const l of [...(this.lossListeners.get(r.runId) ?? [])]) l(err);
         }
         this.options.log('error', `commit of ${entries.length} activation(s) failed: ${(err as Error).message}`);
         return;

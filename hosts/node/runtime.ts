@@ -316,9 +316,12 @@ export class WorkflowRuntime {
   }
 
   private handle(runId: string): WorkflowRunHandle {
+    const result = this.kernel.waitFor(runId, false);
+    // A caller that only awaits `settled()` must not see `result`'s failure as unhandled.
+    result.catch(() => undefined);
     return {
       runId,
-      result: this.kernel.waitFor(runId, false),
+      result,
       settled: () => this.kernel.waitFor(runId, true),
       cancel: (reason?: string) => this.cancel(runId, { reason }),
     };

@@ -114,6 +114,32 @@ export { default } from ${JSON.stringify(examplePath('echo/agent-workflow.config
   });
 });
 
+describe('a fact lost after the launch', () => {
+  it('ends the command with the store error when a later commit of its run fails, never hangs or exits 0', async () => {
+    // The launch commits; the commit that would record the tool's result hits a full disk.
+    const cwd = tempDir('adw-store-');
+    const config = join(cwd, 'full-later.config.mjs');
+    writeFileSync(
+      config,
+      `import { createRequire } from 'node:module';
+const Database = createRequire(import.meta.url)(${JSON.stringify(require.resolve('better-sqlite3'))});
+const probe = new Database(':memory:');
+const statement = Object.getPrototypeOf(probe.prepare('SELECT 1'));
+probe.close();
+const run = statement.run;
+statement.run = function (...args) {
+  if (this.source.startsWith('INSERT INTO events') && String(args[2]).includes('capability.completed')) throw new Database.SqliteError('database or disk is full', 'SQLITE_FULL');
+  return run.apply(this, args);
+};
+export { default } from ${JSON.stringify(examplePath('echo/agent-workflow.config.mjs'))};
+`,
+    );
+    const r = await runCli(['run', examplePath('echo/echo.json'), '--config', config, '--dir', join(cwd, 'state'), '--input', '{"text":"x"}']);
+    expect(r.out[r.out.length - 1], JSON.stringify(r)).toMatchObject({ kind: 'Error', error: { message: expect.stringContaining('disk is full') } });
+    expect(r.code, JSON.stringify(r.out)).toBe(11);
+  }, 30_000);
+});
+
 describe('conflicts', () => {
   it('exits 8 when a compare-and-set loses', async () => {
     const cwd = tempDir('adw-store-');
