@@ -257,6 +257,8 @@ const extraModules = [
   ['sandbox/bench.mjs', 'runSandboxBench'],
   ['durability/bench.mjs', 'runDurabilityBench'],
   ['router/bench.mjs', 'runRouterBench'],
+  // Queue drained by 1, 2 and 4 serve processes on PostgreSQL and 1 on SQLite; claim-to-start latency.
+  ['workers/bench.mjs', 'runWorkersBench', { runs: 2000, samples: 50 }, { runs: 300, samples: 10 }],
   // Bounded for the main run (its own CLI runs 200 and 50,000 items too): the 100,000-event
   // export costs minutes to record and replay on a 2-core machine.
   ['browser/bench.mjs', 'runBrowserBench', { items: [100, 5000], repeat: 3, large: true, largeRepeat: 1 }, { items: [100], repeat: 1, large: false }],
