@@ -30,8 +30,8 @@ describe('two processes on one run', () => {
     first.child.kill('SIGKILL');
     await first.done;
 
-    // Shell A resumes: the lookup is reissued (safe), then the charge runs for 3 s.
-    const a = start(w, ['resume', runId], { CHARGE_MS: '3000' });
+    // Shell A resumes: the lookup is reissued (safe), then the charge runs for 8 s.
+    const a = start(w, ['resume', runId], { CHARGE_MS: '8000' });
     await until('the charge to start', () => charges(w).length > 0);
     // Shell B resumes while A is charging.
     const b = await run(w, ['resume', runId]);
@@ -44,7 +44,12 @@ describe('two processes on one run', () => {
     expect(lastJson(b.stdout)).toMatchObject({ kind: 'RunResult', status: 'completed', output: { receipt: { charged: 1 } } });
     const events = await trace(w, runId);
     expect(events.filter((e) => e.type === 'capability.abandoned')).toEqual([]);
-    expect(events.filter((e) => e.type === 'capability.completed' && e.payload.invocationId === charges(w)[0].invocationId)).toHaveLength(1);
+    const completed = events.filter((e) => e.type === 'capability.completed' && e.payload.invocationId === charges(w)[0].invocationId);
+    expect(completed).toHaveLength(1);
+    // B's resume met the run while the charge was in flight (else this test proves nothing).
+    const resumedByB = events.filter((e) => e.type === 'run.resumed' && e.payload.by === 'cli');
+    expect(resumedByB.length).toBeGreaterThanOrEqual(2);
+    expect(resumedByB[resumedByB.length - 1].seq).toBeLessThan(completed[0].seq);
   }, 60_000);
 
   it('an approval from another shell while a parallel tool is in flight is applied by the owner, and the run completes', async () => {
@@ -126,9 +131,13 @@ describe('unknown outcomes and operators', () => {
     expect(resumed.code).toBe(4);
     expect(lastJson(resumed.stdout)).toMatchObject({ status: 'paused', pausedReason: 'needs_attention' });
 
-    const retry0 = await run(w, ['resolve', runId, 'each', '--retry', '--item', '0'], { CHARGE_MS: '0' });
+    // The retried charge takes a while: the resolving process must see it through, not drop it.
+    const retry0 = await run(w, ['resolve', runId, 'each', '--retry', '--item', '0'], { CHARGE_MS: '1500' });
     expect(retry0.code).toBe(4);
     expect(lastJson(retry0.stdout)).toMatchObject({ status: 'paused', pausedReason: 'needs_attention' });
+    const retried = charges(w).filter((c) => c.item === 0).at(-1)!;
+    expect(effects(w).some((e) => e.invocationId === retried.invocationId && e.phase === 'done')).toBe(true);
+    expect((await trace(w, runId)).some((e) => e.type === 'capability.completed' && e.payload.invocationId === retried.invocationId)).toBe(true);
     const ok1 = await run(w, ['resolve', runId, 'each', '--succeeded', JSON.stringify({ charged: 2 }), '--item', '1']);
     expect(ok1.code).toBe(4);
     const last = await run(w, ['resolve', runId, 'each', '--fail', 'card declined', '--item', '2']);
