@@ -122,6 +122,11 @@ export interface RunOwnership {
   queuedLaunch(runId: string): Awaitable<QueuedLaunch | undefined>;
   /** Cancels a queued run that never started: it becomes `cancelled` without events. */
   cancelQueued(runId: string, reason: string, by: string, now: number): Awaitable<boolean>;
+  /**
+   * Fails a queued run the engine refused to start (its input does not match the template, say),
+   * as the holder of its claim: it becomes `failed` without events, with `error` as its outcome.
+   */
+  refuseQueued(runId: string, lease: { owner: string; epoch: number }, error: { code: string; message: string }, now: number): Awaitable<boolean>;
 
   /** Worker presence, so `--no-wait` can say whether anyone will run the queue. */
   heartbeatWorker(record: WorkerRecord): Awaitable<void>;

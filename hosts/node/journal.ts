@@ -8,7 +8,8 @@ import BetterSqlite3 from 'better-sqlite3';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type RunRecord, type RunTail, type SyncJournalStore } from '../core/store.js';
 import { migrations, schemaVersion } from './migrations.js';
-import { SqliteOwnership, leaseIsLive, runRecordOf, type RunRow } from './sqlite-ownership.js';
+import { leaseIsLive } from './lease-rules.js';
+import { SqliteOwnership, runRecordOf, type RunRow } from './sqlite-ownership.js';
 
 export interface SqliteStoreOptions {
   /** `full` fsyncs at every commit (the default); `normal` may lose the last commits on power loss. */
@@ -18,7 +19,8 @@ export interface SqliteStoreOptions {
 
 const newline = 0x0a;
 
-function splitEvents(bytes: Uint8Array): Buffer[] {
+/** The events of a commit entry (UTF-8 JSON lines), one buffer each, without copying. */
+export function splitEvents(bytes: Uint8Array): Buffer[] {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const out: Buffer[] = [];
   let start = 0;

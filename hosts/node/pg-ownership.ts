@@ -12,10 +12,9 @@
 import type { Pool, PoolClient } from 'pg';
 import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorCommand, QueuedLaunch, RunOwnership, WorkerRecord } from '../core/ownership-store.js';
 import { assertPortableId, StoreError, type RunRecord } from '../core/store.js';
-import { terminalStatuses } from '../core/types.js';
 import { ownerIsDead } from './owner-id.js';
 import { rows, statement, transaction } from './pg-pool.js';
-import { leaseIsLive } from './sqlite-ownership.js';
+import { leaseDecision } from './lease-rules.js';
 
 export interface PgRunRow {
   run_id: string;
@@ -87,22 +86,10 @@ export class PgOwnership implements RunOwnership {
         text: `SELECT status, lease_owner, lease_epoch, lease_expires_at FROM ${s}.runs WHERE run_id = $1 FOR UPDATE`,
         values: [runId],
       });
-      if (!row) return { ok: false, code: 'run.not-found', message: `run ${runId} does not exist in this store` };
-      if (terminalStatuses.has(row.status)) return { ok: false, code: 'run.terminal', message: `run ${runId} is ${row.status}` };
-      if (row.lease_owner === owner) {
-        await c.query({ name: `${s}.renewOne`, text: `UPDATE ${s}.runs SET lease_expires_at = $1 WHERE run_id = $2`, values: [now + ttlMs, runId] });
-        return { ok: true, epoch: row.lease_epoch, previousEpoch: row.lease_epoch, previousOwner: owner };
-      }
-      if (leaseIsLive(row.lease_owner, row.lease_expires_at, now)) {
-        return {
-          ok: false,
-          code: 'lease.held',
-          holder: { owner: row.lease_owner!, epoch: row.lease_epoch, expiresAt: row.lease_expires_at! },
-          message: `run ${runId} is owned by ${row.lease_owner} (lease epoch ${row.lease_epoch}, expires in ${row.lease_expires_at! - now} ms)`,
-        };
-      }
-      await c.query({ name: `${s}.takeOne`, text: `UPDATE ${s}.runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, lease_expires_at = $2 WHERE run_id = $3`, values: [owner, now + ttlMs, runId] });
-      return { ok: true, epoch: row.lease_epoch + 1, previousEpoch: row.lease_epoch, ...(row.lease_owner ? { previousOwner: row.lease_owner } : {}) };
+      const decision = leaseDecision(runId, row, owner, now);
+      if (decision.action === 'renew') await c.query({ name: `${s}.renewOne`, text: `UPDATE ${s}.runs SET lease_expires_at = $1 WHERE run_id = $2`, values: [now + ttlMs, runId] });
+      if (decision.action === 'take') await c.query({ name: `${s}.takeOne`, text: `UPDATE ${s}.runs SET lease_owner = $1, lease_epoch = lease_epoch + 1, lease_expires_at = $2 WHERE run_id = $3`, values: [owner, now + ttlMs, runId] });
+      return decision.grant;
     });
   }
 
@@ -331,6 +318,16 @@ export class PgOwnership implements RunOwnership {
       text: `UPDATE ${this.s}.runs SET status = 'cancelled', updated_at = $1, outcome = $2::json WHERE run_id = $3 AND status = 'queued'
                AND (lease_owner IS NULL OR lease_expires_at < $1) RETURNING run_id`,
       values: [now, outcome, runId],
+    });
+    return changed.length > 0;
+  }
+
+  async refuseQueued(runId: string, lease: { owner: string; epoch: number }, error: { code: string; message: string }, now: number): Promise<boolean> {
+    const changed = await statement(this.pool, 'ownership', {
+      name: `${this.s}.refuseQueued`,
+      text: `UPDATE ${this.s}.runs SET status = 'failed', updated_at = $1, outcome = $2::json, lease_owner = NULL, lease_expires_at = NULL
+              WHERE run_id = $3 AND status = 'queued' AND lease_owner = $4 AND lease_epoch = $5 RETURNING run_id`,
+      values: [now, JSON.stringify({ error }), runId, lease.owner, lease.epoch],
     });
     return changed.length > 0;
   }

@@ -14,7 +14,8 @@ import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type 
 import { migratePg, quoteSchema } from './pg-migrations.js';
 import { PgOwnership, pgRunRecordOf, runRecordColumns, type PgRunRow } from './pg-ownership.js';
 import { createPool, rows, statement, transaction } from './pg-pool.js';
-import { leaseIsLive } from './sqlite-ownership.js';
+import { splitEvents } from './journal.js';
+import { leaseIsLive } from './lease-rules.js';
 
 export interface PostgresStoreOptions {
   /** The PostgreSQL schema holding the store's tables (created when missing); default `agent_workflow`. */
@@ -25,20 +26,7 @@ export interface PostgresStoreOptions {
 }
 
 export const defaultPgSchema = 'agent_workflow';
-const newline = 0x0a;
 
-function splitEvents(bytes: Uint8Array): Buffer[] {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const out: Buffer[] = [];
-  let start = 0;
-  while (start < buf.length) {
-    let end = buf.indexOf(newline, start);
-    if (end < 0) end = buf.length;
-    if (end > start) out.push(buf.subarray(start, end));
-    start = end + 1;
-  }
-  return out;
-}
 
 function toBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

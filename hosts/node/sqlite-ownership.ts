@@ -5,7 +5,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorCommand, QueuedLaunch, RunOwnership, WorkerRecord } from '../core/ownership-store.js';
 import { assertPortableId, StoreError, type RunRecord } from '../core/store.js';
-import { terminalStatuses } from '../core/types.js';
+import { leaseDecision, type LeaseRow } from './lease-rules.js';
 import { ownerIsDead } from './owner-id.js';
 
 export interface RunRow {
@@ -19,11 +19,6 @@ export interface RunRow {
   lease_epoch: number;
   lease_expires_at: number | null;
   concurrency_key: string | null;
-}
-
-/** A lease that nobody may take: held, not expired, and its process not provably gone. */
-export function leaseIsLive(owner: string | null, expiresAt: number | null, now: number): boolean {
-  return owner !== null && expiresAt !== null && expiresAt >= now && !ownerIsDead(owner);
 }
 
 export function runRecordOf(row: RunRow): RunRecord {
@@ -82,6 +77,10 @@ export class SqliteOwnership implements RunOwnership {
         `UPDATE runs SET status = 'cancelled', updated_at = ?, outcome = ? WHERE run_id = ? AND status = 'queued'
            AND (lease_owner IS NULL OR lease_expires_at < ?)`,
       ),
+      refuseQueued: db.prepare(
+        `UPDATE runs SET status = 'failed', updated_at = ?, outcome = ?, lease_owner = NULL, lease_expires_at = NULL
+          WHERE run_id = ? AND status = 'queued' AND lease_owner = ? AND lease_epoch = ?`,
+      ),
       worker: db.prepare(
         'INSERT INTO workers (owner, started_at, heartbeat_at, info) VALUES (?, ?, ?, ?) ON CONFLICT (owner) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, info = excluded.info',
       ),
@@ -107,23 +106,11 @@ export class SqliteOwnership implements RunOwnership {
 
   acquireLease(runId: string, owner: string, ttlMs: number, now: number): LeaseGrant {
     return this.tx(() => {
-      const row = this.stmt.lease.get(runId) as { status: string; last_seq: number; lease_owner: string | null; lease_epoch: number; lease_expires_at: number | null } | undefined;
-      if (!row) return { ok: false, code: 'run.not-found', message: `run ${runId} does not exist in this store` };
-      if (terminalStatuses.has(row.status)) return { ok: false, code: 'run.terminal', message: `run ${runId} is ${row.status}` };
-      if (row.lease_owner === owner) {
-        this.stmt.renew.run(now + ttlMs, runId, owner, row.lease_epoch);
-        return { ok: true, epoch: row.lease_epoch, previousEpoch: row.lease_epoch, previousOwner: owner };
-      }
-      if (leaseIsLive(row.lease_owner, row.lease_expires_at, now)) {
-        return {
-          ok: false,
-          code: 'lease.held',
-          holder: { owner: row.lease_owner!, epoch: row.lease_epoch, expiresAt: row.lease_expires_at! },
-          message: `run ${runId} is owned by ${row.lease_owner} (lease epoch ${row.lease_epoch}, expires in ${row.lease_expires_at! - now} ms)`,
-        };
-      }
-      this.stmt.take.run(owner, now + ttlMs, runId, row.lease_epoch);
-      return { ok: true, epoch: row.lease_epoch + 1, previousEpoch: row.lease_epoch, ...(row.lease_owner ? { previousOwner: row.lease_owner } : {}) };
+      const row = this.stmt.lease.get(runId) as LeaseRow | undefined;
+      const decision = leaseDecision(runId, row, owner, now);
+      if (decision.action === 'renew') this.stmt.renew.run(now + ttlMs, runId, owner, row!.lease_epoch);
+      if (decision.action === 'take') this.stmt.take.run(owner, now + ttlMs, runId, row!.lease_epoch);
+      return decision.grant;
     });
   }
 
@@ -239,6 +226,10 @@ export class SqliteOwnership implements RunOwnership {
   cancelQueued(runId: string, reason: string, by: string, now: number): boolean {
     const outcome = JSON.stringify({ error: { code: 'run.cancelled', message: `${by} cancelled the run before it started: ${reason}` } });
     return this.stmt.cancelQueued.run(now, outcome, runId, now).changes > 0;
+  }
+
+  refuseQueued(runId: string, lease: { owner: string; epoch: number }, error: { code: string; message: string }, now: number): boolean {
+    return this.stmt.refuseQueued.run(now, JSON.stringify({ error }), runId, lease.owner, lease.epoch).changes > 0;
   }
 
   /** Adds why a queued run waits. */

@@ -11,6 +11,9 @@ import type { HostLog } from '../core/types.js';
 import type { ExecutionPlan } from '../core/types.js';
 import type { WorkflowRuntime } from './runtime.js';
 
+/** Failures of a start that say nothing about the run itself: its claim is given back, not failed. */
+const notRefusals = new Set(['run.fenced', 'run.owned-elsewhere', 'run.exists', 'engine.run-exists', 'engine.trap', 'engine.reviving', 'host.closed']);
+
 export interface WorkerOptions {
   /** Runs owned at once, at most (default 64). */
   maxRuns?: number;
@@ -51,8 +54,13 @@ export class Worker {
     this.stats = { owner: runtime.ownerId, started: 0, takenOver: 0, claimErrors: 0 };
   }
 
+  /** Claimed runs whose first commit has not landed yet (their leases are kept from the claim on). */
+  private readonly starting = new Set<string>();
+
   private get owned(): number {
-    return this.runtime.kernel.leases?.size ?? 0;
+    let starting = 0;
+    for (const runId of this.starting) if (!this.runtime.kernel.leases?.held(runId)) starting += 1;
+    return (this.runtime.kernel.leases?.size ?? 0) + starting;
   }
 
   start(): void {
@@ -86,7 +94,11 @@ export class Worker {
       this.log('warn', `claiming work failed: ${(err as Error).message}`);
       return false;
     }
-    for (const c of claimed) void this.run(c);
+    for (const c of claimed) {
+      // The lease is renewed by heartbeat from the claim on, not from the run's first commit.
+      leases.committed(c.runId, c.epoch);
+      void this.run(c);
+    }
     return claimed.length > 0;
   }
 
@@ -95,6 +107,7 @@ export class Worker {
     try {
       if (c.kind === 'start' && c.launch) {
         this.stats.started += 1;
+        this.starting.add(c.runId);
         const plan = JSON.parse(new TextDecoder().decode(c.launch.plan)) as ExecutionPlan;
         await kernel.launch({
           runId: c.runId,
@@ -118,7 +131,21 @@ export class Worker {
         }
       }
     } catch (err) {
-      this.log('warn', `run ${c.runId} (${c.kind}) failed to start here: ${(err as { code?: string }).code ?? ''} ${(err as Error).message}`);
+      const e = err as { code?: string; message?: string };
+      const code = e.code ?? 'worker.error';
+      this.log('warn', `run ${c.runId} (${c.kind}) failed to start here: ${code} ${e.message ?? String(err)}`);
+      const ownership = this.runtime.store.ownership;
+      const lease = { owner: this.runtime.ownerId, epoch: c.epoch };
+      kernel.leases?.drop(c.runId);
+      if (c.kind === 'start' && !notRefusals.has(code) && !code.startsWith('store.')) {
+        // The engine refused the launch request itself: no worker can start it, so it fails now.
+        await Promise.resolve(ownership.refuseQueued(c.runId, lease, { code, message: e.message ?? String(err) }, kernel.now())).catch(() => undefined);
+      } else {
+        // Not this run's fault: give the claim back for another try.
+        await Promise.resolve(ownership.releaseLease(c.runId, lease.owner, lease.epoch)).catch(() => undefined);
+      }
+    } finally {
+      this.starting.delete(c.runId);
     }
   }
 

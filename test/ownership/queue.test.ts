@@ -105,4 +105,34 @@ describe.each(Object.keys(stores) as (keyof typeof stores)[])('the queue on %s',
       await rt.close();
     }
   }, 60_000);
+
+  it('a worker holds at most maxRuns runs, claimed or started, and fails a queued run the engine refuses to start', async () => {
+    const store = stores[kind]();
+    const strict = { ...turn, metadata: { id: 'strict' }, spec: { ...turn.spec, inputSchema: { type: 'object', required: ['conversation', 'n'], properties: { n: { type: 'integer' } } } } };
+    const rt = await WorkflowRuntime.open({ store, log: () => undefined, pollMs: 20, tools: { reply: async (i: { n: number }) => (await new Promise((r) => setTimeout(r, 5)), { n: i.n }) } });
+    try {
+      const handles = [];
+      for (let n = 0; n < 60; n++) handles.push(await rt.launch(strict, { input: { conversation: 'z', n }, executionMode: 'background' }));
+      const refused = await rt.launch(strict, { input: { conversation: 'z', n: 'not a number' }, executionMode: 'background' });
+      const worker = await rt.startWorker({ maxRuns: 8, idlePollMs: 5 });
+      let most = 0;
+      const sampling = (async () => {
+        for (;;) {
+          const runs = await rt.listRuns({ limit: 1000 });
+          const held = runs.filter((r) => r.lease?.owner === rt.ownerId && (r.status === 'queued' || r.status === 'running')).length;
+          most = Math.max(most, held);
+          if (runs.every((r) => r.status !== 'queued' && r.status !== 'running')) return;
+          await new Promise((r) => setTimeout(r, 5));
+        }
+      })();
+      for (const h of handles) expect((await h.result).status).toBe('completed');
+      expect(await refused.result).toMatchObject({ status: 'failed', error: { code: 'run.input-invalid' } });
+      await sampling;
+      await worker.stop();
+      expect(most).toBeGreaterThan(0);
+      expect(most).toBeLessThanOrEqual(8);
+    } finally {
+      await rt.close();
+    }
+  }, 60_000);
 });

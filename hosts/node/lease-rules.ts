@@ -1,0 +1,39 @@
+// The rules of lease acquisition, shared by the SQLite and PostgreSQL stores: given the run's row
+// as read inside the acquiring transaction, what the store must do. Stores only run the SQL.
+import type { LeaseGrant } from '../core/ownership-store.js';
+import { terminalStatuses } from '../core/types.js';
+import { ownerIsDead } from './owner-id.js';
+
+export interface LeaseRow {
+  status: string;
+  lease_owner: string | null;
+  lease_epoch: number;
+  lease_expires_at: number | null;
+}
+
+/** A lease that nobody may take: held, not expired, and its process not provably gone. */
+export function leaseIsLive(owner: string | null, expiresAt: number | null, now: number): boolean {
+  return owner !== null && expiresAt !== null && expiresAt >= now && !ownerIsDead(owner);
+}
+
+/**
+ * `renew`: the owner already holds it (same epoch, new expiry); `take`: free, expired or its owner
+ * is gone (epoch + 1); `refuse`: the answer to give.
+ */
+export function leaseDecision(runId: string, row: LeaseRow | undefined, owner: string, now: number): { action: 'renew' | 'take'; grant: LeaseGrant } | { action: 'refuse'; grant: LeaseGrant } {
+  if (!row) return { action: 'refuse', grant: { ok: false, code: 'run.not-found', message: `run ${runId} does not exist in this store` } };
+  if (terminalStatuses.has(row.status)) return { action: 'refuse', grant: { ok: false, code: 'run.terminal', message: `run ${runId} is ${row.status}` } };
+  if (row.lease_owner === owner) return { action: 'renew', grant: { ok: true, epoch: row.lease_epoch, previousEpoch: row.lease_epoch, previousOwner: owner } };
+  if (leaseIsLive(row.lease_owner, row.lease_expires_at, now)) {
+    return {
+      action: 'refuse',
+      grant: {
+        ok: false,
+        code: 'lease.held',
+        holder: { owner: row.lease_owner!, epoch: row.lease_epoch, expiresAt: row.lease_expires_at! },
+        message: `run ${runId} is owned by ${row.lease_owner} (lease epoch ${row.lease_epoch}, expires in ${row.lease_expires_at! - now} ms)`,
+      },
+    };
+  }
+  return { action: 'take', grant: { ok: true, epoch: row.lease_epoch + 1, previousEpoch: row.lease_epoch, ...(row.lease_owner ? { previousOwner: row.lease_owner } : {}) } };
+}
