@@ -67,10 +67,39 @@ interface LaunchRow {
 
 export class PgOwnership implements RunOwnership {
   /** `s`: the quoted schema name. */
+  /** The NOTIFY channel of this store (one per schema): `queue:<run id>` and `inbox:<run id>` payloads. */
+  private readonly channel: string;
+
   constructor(
     private readonly pool: Pool,
     private readonly s: string,
-  ) {}
+  ) {
+    // Identifiers are cut at 63 bytes; schema names are at most 63 of [a-z0-9_].
+    this.channel = `${s.replace(/"/g, '').slice(0, 58)}_work`;
+  }
+
+  async subscribe(listener: (event: { channel: 'queue' | 'inbox'; runId: string }) => void): Promise<() => Promise<void>> {
+    // One connection of the pool, kept for LISTEN as long as the subscription lasts.
+    const client = await this.pool.connect();
+    const onNotification = (n: { channel: string; payload?: string }) => {
+      if (n.channel !== this.channel || !n.payload) return;
+      const sep = n.payload.indexOf(':');
+      const kind = n.payload.slice(0, sep);
+      if (kind === 'queue' || kind === 'inbox') listener({ channel: kind, runId: n.payload.slice(sep + 1) });
+    };
+    client.on('notification', onNotification);
+    try {
+      await client.query(`LISTEN "${this.channel}"`);
+    } catch (err) {
+      client.release(err as Error);
+      throw new StoreError('store.io', `ownership: LISTEN failed: ${(err as Error).message}`);
+    }
+    return async () => {
+      client.off('notification', onNotification);
+      await client.query(`UNLISTEN "${this.channel}"`).catch(() => undefined);
+      client.release();
+    };
+  }
 
   /** Owners with unexpired leases whose processes are provably gone (this machine only). */
   private async deadOwners(now: number): Promise<string[]> {
@@ -121,8 +150,9 @@ export class PgOwnership implements RunOwnership {
     const s = this.s;
     const [row] = await statement<{ id: number }>(this.pool, 'ownership', {
       name: `${s}.post`,
-      text: `INSERT INTO ${s}.run_inbox (run_id, command, posted_at) SELECT $1, $2::json, $3 WHERE EXISTS (SELECT 1 FROM ${s}.runs WHERE run_id = $1) RETURNING id`,
-      values: [runId, JSON.stringify(command), now],
+      text: `WITH posted AS (INSERT INTO ${s}.run_inbox (run_id, command, posted_at) SELECT $1, $2::json, $3 WHERE EXISTS (SELECT 1 FROM ${s}.runs WHERE run_id = $1) RETURNING id)
+             SELECT id, pg_notify($4, 'inbox:' || $1) FROM posted`,
+      values: [runId, JSON.stringify(command), now, this.channel],
     });
     if (!row) throw new StoreError('store.not-found', `run ${runId} does not exist in this store`);
     return row.id;
@@ -188,6 +218,8 @@ export class PgOwnership implements RunOwnership {
         text: `INSERT INTO ${s}.run_queue (run_id, launch, concurrency_limit, idempotency_key) VALUES ($1, $2::json, $3, $4)`,
         values: [launch.runId, JSON.stringify(request), concurrencyLimit ?? 1, idempotencyKey ?? null],
       });
+      // Delivered to listening workers when this transaction commits.
+      await c.query({ name: `${s}.notifyQueued`, text: `SELECT pg_notify($1, 'queue:' || $2)`, values: [this.channel, launch.runId] });
       return { runId: launch.runId, created: true };
     });
   }

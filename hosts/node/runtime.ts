@@ -226,6 +226,7 @@ export class WorkflowRuntime {
           },
           this.kernel.now(),
         );
+        for (const w of this.workers) w.wake();
         return this.handle(queued.runId);
       } catch (err) {
         throw asError(err);
@@ -265,6 +266,9 @@ export class WorkflowRuntime {
     return plan;
   }
 
+  /** Workers started in this process: woken when this process queues work. */
+  private readonly workers = new Set<import('./worker.js').Worker>();
+
   /** Workers alive on this store (heartbeat within the last three lease lifetimes). */
   async liveWorkers() {
     return this.ownership.liveWorkers(this.kernel.now(), 3 * (this.kernel.leases?.ttlMs ?? leaseDefaults.ttlMs));
@@ -275,6 +279,7 @@ export class WorkflowRuntime {
     const { Worker } = await import('./worker.js');
     const worker = new Worker(this, options);
     worker.start();
+    this.workers.add(worker);
     return worker;
   }
 
@@ -392,11 +397,14 @@ export class WorkflowRuntime {
    * or a worker when the run has none, applies it (`commandResult` tells when).
    */
   async post(runId: string, command: OperatorCommand): Promise<number> {
+    let id: number;
     try {
-      return await this.ownership.postCommand(runId, command, this.kernel.now());
+      id = await this.ownership.postCommand(runId, command, this.kernel.now());
     } catch (err) {
       throw asError(err);
     }
+    for (const w of this.workers) w.wake();
+    return id;
   }
 
   /** Where a posted command stands: pending, applied (by whom), or refused (with the error). */

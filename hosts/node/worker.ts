@@ -37,6 +37,8 @@ export class Worker {
   private readonly drainMs: number;
   private readonly log: HostLog;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  private unsubscribe: (() => unknown) | undefined;
+  private wanted = false;
   private presence: ReturnType<typeof setInterval> | undefined;
   private claiming: Promise<void> | undefined;
   private stopped = false;
@@ -71,13 +73,41 @@ export class Worker {
       );
     void beat();
     this.presence = setInterval(beat, Math.max(50, Math.floor((this.runtime.kernel.leases?.ttlMs ?? 15_000) / 3)));
+    // A store that pushes wake-ups (PostgreSQL NOTIFY) lets a queued run start without waiting for a poll.
+    if (ownership.subscribe) {
+      Promise.resolve(
+        ownership.subscribe((event) => {
+          if (event.channel === 'inbox') void this.runtime.kernel.leases?.poll();
+          this.wake();
+        }),
+      ).then(
+        (stop) => (this.stopped ? void stop() : (this.unsubscribe = stop)),
+        (err) => this.log('warn', `listening for work failed (polling instead): ${(err as Error).message}`),
+      );
+    }
+    this.schedule(0);
+  }
+
+  /** Claims now rather than at the next poll (work was queued, in this process or, with NOTIFY, anywhere). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.claiming) {
+      this.wanted = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
     this.schedule(0);
   }
 
   private schedule(ms: number): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.claiming = this.claimOnce().then((found) => this.schedule(found ? 0 : this.idlePollMs));
+      this.timer = undefined;
+      this.wanted = false;
+      this.claiming = this.claimOnce().then((found) => {
+        this.claiming = undefined;
+        this.schedule(found || this.wanted ? 0 : this.idlePollMs);
+      });
     }, ms);
   }
 
@@ -155,6 +185,7 @@ export class Worker {
     if (this.timer) clearTimeout(this.timer);
     if (this.presence) clearInterval(this.presence);
     await this.claiming;
+    await Promise.resolve(this.unsubscribe?.()).catch(() => undefined);
     const drained = await this.runtime.kernel.drain(this.drainMs);
     await Promise.resolve(this.runtime.store.ownership.removeWorker(this.runtime.ownerId)).catch(() => undefined);
     return { drained };
