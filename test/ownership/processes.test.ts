@@ -272,3 +272,36 @@ describe('the queue and workers', () => {
     }
   }, 60_000);
 });
+
+describe('who may decide', () => {
+  it("refuses approve and reject from anyone the node's approvers do not name, and takes the decision of one it names", async () => {
+    const w = world();
+    const t = template(
+      'finance',
+      [
+        { id: 'gate', uses: 'human.approval@1', config: { prompt: 'pay?', approvers: ['finance-lead'] } },
+        { id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } },
+      ],
+      [
+        ['start', 'gate'],
+        ['gate', 'charge'],
+        ['charge', 'end'],
+      ],
+      { requires: ['approval', 'tool:charge'] },
+    );
+    const paused = await run(w, ['run', writeTemplate(w, 'finance', t)]);
+    expect(paused.code).toBe(4);
+    const runId = lastJson(paused.stdout).runId;
+    const byIntern = await run(w, ['reject', runId, 'gate', '--by', 'intern']);
+    expect(byIntern.code).toBe(10);
+    expect(lastJson(byIntern.stdout)).toMatchObject({ kind: 'Error', error: { code: 'approval.not-allowed' } });
+    const byAnyone = await run(w, ['approve', runId, 'gate', '--by', 'anyone']);
+    expect(byAnyone.code).toBe(10);
+    expect(charges(w)).toEqual([]);
+    expect(lastJson((await run(w, ['runs'])).stdout).runs[0]).toMatchObject({ runId, status: 'paused' });
+    const byLead = await run(w, ['approve', runId, 'gate', '--by', 'finance-lead']);
+    expect(byLead.code).toBe(0);
+    expect(lastJson(byLead.stdout)).toMatchObject({ status: 'completed' });
+    expect(charges(w)).toHaveLength(1);
+  }, 60_000);
+});

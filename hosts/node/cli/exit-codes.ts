@@ -29,7 +29,7 @@ export const exitCodeLines: readonly string[] = [
   '7   replay diverged',
   '8   conflict: someone else changed it first (compare-and-set, run ownership)',
   '9   the store is unusable: corrupt, not a store, or a newer schema',
-  '10  permission denied on the state directory or its database',
+  '10  permission denied: on the state directory or its database, or an approver the node does not allow',
   '11  storage full',
   '70  internal error',
 ];
@@ -46,7 +46,7 @@ export function exitCodeForError(code: string, message = ''): number {
   if (code.startsWith('template.') || code.startsWith('run.input') || code === 'cli.bad-json' || code === 'workflow.dependency-missing') return exitCodes.invalid;
   if (conflictCodes.has(code) || code.endsWith('.lease-held') || code.endsWith('.not-owner')) return exitCodes.conflict;
   if (code === 'store.corrupt' || code === 'store.not-a-store' || code === 'store.schema-too-new') return exitCodes.storeUnusable;
-  if (code === 'store.permission-denied') return exitCodes.permissionDenied;
+  if (code === 'store.permission-denied' || code === 'approval.not-allowed') return exitCodes.permissionDenied;
   if (code === 'store.full') return exitCodes.storageFull;
   // Raw SQLite and file-system errors that reached the top unwrapped.
   if (code === 'SQLITE_FULL' || code === 'ENOSPC' || code === 'EDQUOT') return exitCodes.storageFull;
