@@ -63,6 +63,11 @@ export interface GatewayRequest {
   config?: Json;
   deadlineAt?: number;
   reissued?: boolean;
+  /**
+   * The authority the run acts under at the moment the request is staged (resolved again at
+   * every resume and operator command). Not journaled: `capability.requested` is unchanged.
+   */
+  authority: { id: string; scopes: string[] };
 }
 
 export class Activation {

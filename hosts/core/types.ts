@@ -14,6 +14,8 @@ export interface GatewayRequest {
   config?: Record<string, unknown>;
   deadlineAt?: number;
   reissued?: boolean;
+  /** The authority the run acts under when the engine staged this request (not journaled). */
+  authority?: Authority;
 }
 
 export interface CapabilityError {

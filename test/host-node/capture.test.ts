@@ -147,3 +147,46 @@ describe('secrets', () => {
     }
   });
 });
+
+describe('secrets in what tools return', () => {
+  it('a credential that a tool puts in its error message or output is journaled as [redacted]', async () => {
+    const secret = 'sk-live-123456';
+    const dir = tempDir();
+    const rt = await openRuntime({
+      dir,
+      credentials: ({ credentialRef, connectionRef }: { credentialRef?: string; connectionRef?: string }) => ({
+        ...(credentialRef ? { credential: secret } : {}),
+        ...(connectionRef ? { connection: { url: 'https://db.example', password: 'pw-0987654321' } } : {}),
+      }),
+      tools: {
+        pay: (_input: unknown, ctx: { credential?: unknown }) => {
+          throw new Error(`auth failed for token ${String(ctx.credential)}`);
+        },
+        echo: (_input: unknown, ctx: { credential?: unknown; connection?: any }) => ({ token: ctx.credential, note: `connected with ${ctx.connection.password}` }),
+      },
+    });
+    const texts: string[] = [];
+    try {
+      const failing = chain('leaky-error', [{ id: 'pay', uses: 'tool.call@1', config: { tool: 'pay', credentialRef: 'billing' } }]);
+      failing.spec.requires = ['tool:pay'];
+      const failed = await (await rt.launch(failing)).result;
+      expect(failed.status).toBe('failed');
+      expect((failed.error?.detail as any).error).toMatchObject({ code: 'tool.error', message: 'auth failed for token [redacted]' });
+      const leaky = chain('leaky-output', [{ id: 'echo', uses: 'tool.call@1', config: { tool: 'echo', credentialRef: 'billing', connectionRef: 'db' } }]);
+      leaky.spec.requires = ['tool:echo'];
+      leaky.spec.outputs = { token: { source: 'output', nodeId: 'echo', path: '/token' }, note: { source: 'output', nodeId: 'echo', path: '/note' } };
+      const echoed = await rt.launch(leaky);
+      expect(await echoed.result).toMatchObject({ status: 'completed', output: { token: '[redacted]', note: 'connected with [redacted]' } });
+      for (const run of await rt.listRuns()) {
+        texts.push(JSON.stringify(await rt.exportRun(run.runId)), JSON.stringify((await rt.readEvents(run.runId)).events), JSON.stringify(await rt.getRun(run.runId)));
+      }
+    } finally {
+      await rt.close();
+    }
+    expect(texts.length).toBe(6);
+    for (const t of texts) expect(t.includes(secret) || t.includes('pw-0987654321')).toBe(false);
+    const files = readdirSync(dir).map((f) => join(dir, f));
+    for (const f of files) expect(readFileSync(f).includes(secret), `${f} holds the credential`).toBe(false);
+    for (const f of files) expect(readFileSync(f).includes('pw-0987654321'), `${f} holds the connection password`).toBe(false);
+  });
+});
