@@ -4,7 +4,7 @@ import type { Json } from '../json.js';
 import { limits } from '../limits.js';
 import type { ErrorInfo, Invocation } from '../state/types.js';
 import type { Activation, Fact } from './activation.js';
-import { abandonUnknown, advance, cancelRun, commitOutput, failNode, isTerminal, requestFor, resolveUnknownItem, retryUnknownItems, settleItemAndContinue, stageRequest, startNode } from './advance.js';
+import { abandonUnknown, advance, cancelRun, commitOutput, failNode, failRun, isTerminal, requestFor, resolveUnknownItem, retryUnknownItems, settleItemAndContinue, stageRequest, startNode } from './advance.js';
 import { resolveInputs } from './bindings.js';
 import { jsonProblem } from '../json.js';
 import { applyDefaultsAndCheck, checkAgainst } from '../compiler/schemas.js';
@@ -62,6 +62,9 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
   }
   const timeoutMs = fact.timeoutMs ?? template.spec.policies?.timeoutMs;
   if (fact.correlation !== undefined && a.correlation === undefined) a.correlation = fact.correlation;
+  // With `capture-v2` a `metadata` run is journaled without payloads from its first event on.
+  const metadata = fact.capture === 'metadata' && a.has('capture-v2');
+  if (metadata) a.keepsPayloads = false;
   a.emit('run.accepted', {
     input,
     authority: fact.authority as unknown as Json,
@@ -70,8 +73,23 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
     parentRunId: fact.parentRunId,
     deadlineAt: timeoutMs !== undefined ? a.now + timeoutMs : undefined,
     nodeIds: a.graph.order,
+    capture: metadata ? 'metadata' : undefined,
   });
   a.emit('run.started', {});
+}
+
+/**
+ * A `metadata` run (`capture-v2`) that this engine instance no longer holds in memory: its
+ * journal has digests, not the payloads the next nodes would bind, so it cannot continue. It
+ * fails with `run.payloads-not-kept` rather than run on missing data; outcomes that arrive with
+ * the activation are recorded as `capability.late` evidence, other facts are dropped.
+ */
+export function failWithoutPayloads(a: Activation): void {
+  failRun(a, {
+    code: 'run.payloads-not-kept',
+    message: `run ${a.run.runId} keeps no payloads (capture mode metadata) and was rebuilt from its journal, which holds only their digests; it cannot continue`,
+  });
+  for (const fact of a.request.facts) if (fact.type === 'capability-completed') completeCapability(a, fact);
 }
 
 function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capability-completed' }>): void {
