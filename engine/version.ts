@@ -23,11 +23,14 @@ export const engineVersion = '0.1.0';
  *   outputs, node and item outputs, foreach items and the run output; checkpoints hold none.
  *   The payloads live in the hot run only: a cold rebuild of such a run fails it with
  *   `run.payloads-not-kept`, and recorded replay refuses it (`replay.payloads-not-kept`).
+ * - `authority-v2`: a safe call reissued after a restart or takeover is checked against the
+ *   authority of that resume first; one it no longer grants is cancelled and fails its node (or
+ *   item) with `capability.denied` instead of running under the authority of launch.
  */
-export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2'] as const;
+export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2'] as const;
 
 /** The flags a plan compiled by this engine records. */
-export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2'] as const;
+export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2'] as const;
 
 export type EngineFlag = (typeof supportedFlags)[number];
 

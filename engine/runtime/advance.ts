@@ -198,7 +198,7 @@ function runScript(a: Activation, config: Record<string, any>, input: Json): { o
   }
 }
 
-function grantedCapability(a: Activation, spec: NodeSpec, uses: string, config: Record<string, Json>): string | ErrorInfo {
+export function grantedCapability(a: Activation, spec: NodeSpec, uses: string, config: Record<string, Json>): string | ErrorInfo {
   const capability = impliedCapability(uses, config)!;
   const declared = spec.requires ?? [capability];
   const allowed = a.graph.template.spec.requires ?? [];

@@ -69,4 +69,31 @@ describe('authority of the moment', () => {
       await rt.close();
     }
   });
+
+  it('a safe call in flight at a restart is reissued only when the authority of the resume still grants it', async () => {
+    const dir = tempDir();
+    const log = join(dir, 'lookups.log');
+    const lookup = { readOnly: true, execute: () => (appendFileSync(log, 'lookup\n'), new Promise(() => undefined)) };
+    const t = chain('reissue', [{ id: 'lookup', uses: 'tool.call@1', config: { tool: 'lookup' } }]);
+    t.spec.requires = ['tool:lookup'];
+    const first = await WorkflowRuntime.open({ dir, log: () => undefined, tools: { lookup }, authorities: { id: 'reader', scopes: ['tool:lookup'] } });
+    const handle = await first.launch(t);
+    for (let i = 0; i < 100 && !existsSync(log); i++) await new Promise((r) => setTimeout(r, 20));
+    await first.close();
+    expect(readFileSync(log, 'utf8')).toBe('lookup\n');
+
+    const second = await WorkflowRuntime.open({ dir, log: () => undefined, tools: { lookup }, authorities: () => ({ id: 'nobody', scopes: [] }) });
+    try {
+      const resumed = await second.resume(handle.runId, { by: 'ops' });
+      const outcome = await Promise.race([resumed.result, new Promise<undefined>((r) => setTimeout(() => r(undefined), 3000))]);
+      expect(readFileSync(log, 'utf8')).toBe('lookup\n');
+      expect(outcome?.status).toBe('failed');
+      expect((outcome?.error?.detail as any).error).toMatchObject({ code: 'capability.denied', message: expect.stringContaining('authority nobody does not grant tool:lookup') });
+      const events = (await second.readEvents(handle.runId)).events;
+      expect(events.filter((e) => e.type === 'capability.requested').map((e) => e.payload.reissued ?? false)).toEqual([false]);
+      expect((await second.replay(handle.runId, { mode: 'recorded' })).identical).toBe(true);
+    } finally {
+      await second.close();
+    }
+  });
 });
