@@ -243,6 +243,7 @@ describe('capture mode metadata keeps no payloads in the store', () => {
       expect(stored.output).toBeUndefined();
       expect(await rt.replay(runId, { mode: 'inspect' })).toMatchObject({ outcome: { status: 'completed' } });
       await expect(rt.replay(runId, { mode: 'recorded' })).rejects.toMatchObject({ code: 'replay.payloads-not-kept' });
+      await expect(rt.replayLive(runId)).rejects.toMatchObject({ code: 'replay.payloads-not-kept' });
       expect(JSON.stringify(await rt.exportRun(runId)).includes(unique)).toBe(false);
     } finally {
       await rt.close();
