@@ -6,7 +6,7 @@ import { EngineError } from './errors.js';
 import { limits } from './limits.js';
 import { Activation, type ActivationRequest, type GatewayRequest, type ScriptHost } from './runtime/activation.js';
 import { wakeAt } from './runtime/advance.js';
-import { applyFacts } from './runtime/facts.js';
+import { applyFacts, failWithoutPayloads } from './runtime/facts.js';
 import { ensureIndexes, reduce } from './state/reduce.js';
 import type { EventEnvelope, RunState } from './state/types.js';
 import { checkpointSchemaVersion, supportedFlags } from './version.js';
@@ -50,6 +50,8 @@ export interface ActivationSummary {
   result?: unknown;
   error?: unknown;
   wakeAt?: number;
+  /** False for a `metadata` run: the host keeps `result` in memory only, out of its projection. */
+  payloadsKept?: false;
 }
 
 interface HotRun {
@@ -101,6 +103,7 @@ export class EngineCore {
    */
   activate(request: ActivationRequest, newRun?: { plan?: ExecutionPlan; planHash?: string; templateKey?: string }): ActivationSummary {
     let run = this.hot.get(request.runId);
+    let rebuilt = false;
     if (!run) {
       if (newRun) {
         const loaded = newRun.plan ? loadPlan(newRun.plan) : cachedPlan(newRun.planHash ?? '');
@@ -110,6 +113,7 @@ export class EngineCore {
         run = { state: undefined as unknown as RunState, loaded, templateKey };
       } else {
         run = this.rebuild(request.runId);
+        rebuilt = true;
       }
     } else if (newRun) {
       throw new EngineError('engine.run-exists', `run ${request.runId} already exists`);
@@ -118,7 +122,9 @@ export class EngineCore {
     const statusBefore = run.state ? `${run.state.status}/${run.state.pausedReason ?? ''}` : 'new';
     const activation = new Activation(run.state, run.loaded.plan, graph, run.templateKey, request, this.host);
     try {
-      applyFacts(activation);
+      const terminalBefore = run.state !== undefined && (run.state.status === 'completed' || run.state.status === 'failed' || run.state.status === 'cancelled');
+      if (rebuilt && run.state.capture === 'metadata' && !terminalBefore) failWithoutPayloads(activation);
+      else applyFacts(activation);
     } catch (err) {
       // The state was changed in place before the failure: forget it, the journal still has the truth.
       this.hot.delete(request.runId);
@@ -135,6 +141,7 @@ export class EngineCore {
     if (state.pausedReason) summary.pausedReason = state.pausedReason;
     if (state.result !== undefined) summary.result = state.result;
     if (state.error !== undefined) summary.error = state.error;
+    if (state.capture === 'metadata') summary.payloadsKept = false;
     const wake = wakeAt(activation);
     if (wake !== undefined) summary.wakeAt = wake;
     if (activation.events.length === 0) return summary;
@@ -147,7 +154,7 @@ export class EngineCore {
     const cameToRest = (terminal || state.status === 'paused') && `${state.status}/${state.pausedReason ?? ''}` !== statusBefore;
     if (cameToRest || state.seq + 1 - state.lastCheckpointSeq >= limits.checkpointEveryEvents) {
       activation.emit('checkpoint.committed', { checkpointVersion: checkpointSchemaVersion });
-      checkpoint = JSON.stringify(activation.run);
+      checkpoint = JSON.stringify(activation.run.capture === 'metadata' ? checkpointWithoutPayloads(activation.run) : activation.run);
     }
     summary.seq = activation.run.seq;
     summary.events = activation.events.length;
@@ -190,4 +197,19 @@ export class EngineCore {
     if (state.seq !== tail.lastSeq) throw new EngineError('store.corrupt', `run ${runId}: rebuilt seq ${state.seq} differs from stored last seq ${tail.lastSeq}`);
     return { state, loaded, templateKey: state.templateKey };
   }
+}
+
+/**
+ * The checkpoint of a `metadata` run: its state without the run input, node and item outputs,
+ * foreach items and the run output. Such a checkpoint is for inspection; the run cannot continue
+ * from it (see `failWithoutPayloads`).
+ */
+function checkpointWithoutPayloads(state: RunState): RunState {
+  const nodes: RunState['nodes'] = {};
+  for (const [id, n] of Object.entries(state.nodes)) {
+    const { output: _output, foreach, ...rest } = n;
+    nodes[id] = foreach ? { ...rest, foreach: { ...foreach, items: [], results: [] } } : rest;
+  }
+  const { result: _result, ...rest } = state;
+  return { ...rest, input: null, nodes };
 }

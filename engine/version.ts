@@ -18,11 +18,19 @@ export const engineVersion = '0.1.0';
  *   validated, and `run.accepted` records the input with them.
  * - `bindings-v2`: a binding to a path that a completed node's output does not have fails the
  *   node (`binding.missing`) instead of leaving the input out.
+ * - `capture-v2`: a run launched with capture mode `metadata` keeps no payloads in the journal:
+ *   events carry `<key>Digest` and `<key>Bytes` instead of the run input, call inputs and
+ *   outputs, node and item outputs, foreach items and the run output; checkpoints hold none.
+ *   The payloads live in the hot run only: a cold rebuild of such a run fails it with
+ *   `run.payloads-not-kept`, and recorded replay refuses it (`replay.payloads-not-kept`).
+ * - `authority-v2`: a safe call reissued after a restart or takeover is checked against the
+ *   authority of that resume first; one it no longer grants is cancelled and fails its node (or
+ *   item) with `capability.denied` instead of running under the authority of launch.
  */
-export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2'] as const;
+export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2'] as const;
 
 /** The flags a plan compiled by this engine records. */
-export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2'] as const;
+export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2'] as const;
 
 export type EngineFlag = (typeof supportedFlags)[number];
 

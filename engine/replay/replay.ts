@@ -134,6 +134,9 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
   const events = request.events;
   if (events.length === 0 || events[0].type !== 'run.accepted') throw new EngineError('replay.bad-journal', 'a journal must start with run.accepted');
   const runId = events[0].runId;
+  if ((events[0].payload as Record<string, Json>).capture === 'metadata') {
+    throw new EngineError('replay.payloads-not-kept', `run ${runId} was recorded with capture mode metadata: its journal holds digests, not the payloads recorded replay needs; replay it with mode inspect`, { runId });
+  }
   const plan = request.editedPlan ?? request.plan;
   const edited = request.editedPlan !== undefined && request.editedPlan.planHash !== request.plan.planHash;
   loadPlan(plan);

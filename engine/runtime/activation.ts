@@ -3,10 +3,11 @@
 // applies it with `reduce`, so the journal and the state cannot disagree.
 import type { ExecutionPlan } from '../compiler/plan.js';
 import type { Graph } from '../compiler/graph.js';
-import { derivedId, derivedIdV1, eventId } from '../hash.js';
+import { derivedId, derivedIdV1, digestOf, eventId } from '../hash.js';
 import type { Json } from '../json.js';
 import { reduce } from '../state/reduce.js';
 import type { EventEnvelope, RunState } from '../state/types.js';
+import { utf8Encode } from '../utf8.js';
 import { eventSchemaVersion, type EngineFlag } from '../version.js';
 
 export interface ScriptLimits {
@@ -26,7 +27,7 @@ export interface ScriptHost {
 
 /** Facts: inputs of an activation, in the past tense. */
 export type Fact =
-  | { type: 'run-requested'; input: Json; authority: { id: string; scopes: string[] }; parentRunId?: string; correlation?: Json; timeoutMs?: number }
+  | { type: 'run-requested'; input: Json; authority: { id: string; scopes: string[] }; parentRunId?: string; correlation?: Json; timeoutMs?: number; /** The deployment's capture mode, narrowed by the plan's templates (`capture-v2`). */ capture?: 'metadata' | 'standard' | 'replayable' }
   | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: Json; error?: { code: string; message: string; retryable?: boolean }; artifact?: ArtifactRef }
   | { type: 'cancel-requested'; reason?: string; by?: string }
   | { type: 'resume-requested'; by?: string; authority?: { id: string; scopes: string[] }; afterRestart?: boolean; effects?: Record<string, string> }
@@ -63,6 +64,11 @@ export interface GatewayRequest {
   config?: Json;
   deadlineAt?: number;
   reissued?: boolean;
+  /**
+   * The authority the run acts under at the moment the request is staged (resolved again at
+   * every resume and operator command). Not journaled: `capability.requested` is unchanged.
+   */
+  authority: { id: string; scopes: string[] };
 }
 
 export class Activation {
@@ -82,6 +88,11 @@ export class Activation {
    * the time of the run's previous activation, so time inside a run never goes backwards.
    */
   readonly now: number;
+  /**
+   * False for a run with capture mode `metadata` (`capture-v2`): its events are journaled with
+   * digests and sizes instead of payloads, while the state keeps the payloads in memory.
+   */
+  keepsPayloads: boolean;
 
   constructor(
     public state: RunState | undefined,
@@ -98,6 +109,7 @@ export class Activation {
     this.correlation = request.correlation ?? state?.correlation;
     const clock = state?.clock;
     this.now = clock !== undefined && request.now < clock && plan.flags.includes('clock-v2') ? clock : request.now;
+    this.keepsPayloads = state?.capture !== 'metadata';
   }
 
   /** Whether the run's plan was compiled with a behaviour flag (see engine/version.ts). */
@@ -161,8 +173,9 @@ export class Activation {
     if (this.correlation !== undefined) event.correlation = this.correlation;
     // Key order is the envelope's declared order; the text is built from cached parts because
     // serialising in the guest's interpreter is the largest cost of an activation.
+    const journaled = this.keepsPayloads ? event.payload : withoutPayloads(type, event.payload);
     this.eventTexts.push(
-      `{"schemaVersion":${eventSchemaVersion},"eventId":"${event.eventId}","runId":${JSON.stringify(runId)},"seq":${seq},"type":"${type}","occurredAt":"${parts.occurredAt}","workflow":${parts.workflowJson}${nodeJson}${parts.correlationJson},"origin":${parts.originJson},"payload":${JSON.stringify(event.payload)}}`,
+      `{"schemaVersion":${eventSchemaVersion},"eventId":"${event.eventId}","runId":${JSON.stringify(runId)},"seq":${seq},"type":"${type}","occurredAt":"${parts.occurredAt}","workflow":${parts.workflowJson}${nodeJson}${parts.correlationJson},"origin":${parts.originJson},"payload":${JSON.stringify(journaled)}}`,
     );
     this.state = reduce(this.state, event);
     this.events.push(event);
@@ -170,6 +183,38 @@ export class Activation {
     else if (type === 'run.started') for (const id of this.graph.roots) this.candidates.add(id);
     return event;
   }
+}
+
+/** The payload member of each event type that carries run data (under capture `metadata`). */
+const payloadMembers: Record<string, string> = {
+  'run.accepted': 'input',
+  'capability.requested': 'input',
+  'capability.completed': 'output',
+  'capability.late': 'output',
+  'node.output-committed': 'output',
+  'node.item-committed': 'output',
+  'node.resolved': 'output',
+  'run.completed': 'output',
+};
+
+function digestMembers(key: string, value: Json): Record<string, Json> {
+  return { [`${key}Digest`]: digestOf(value), [`${key}Bytes`]: utf8Encode(JSON.stringify(value)).length };
+}
+
+/**
+ * An event's payload as a `metadata` run journals it: each payload member replaced by its digest
+ * (`sha256:` of its canonical JSON) and its size in UTF-8 bytes; a foreach's items by their
+ * digest and count. The state is reduced from the whole payload, which lives in memory only.
+ */
+export function withoutPayloads(type: string, payload: Record<string, Json>): Record<string, Json> {
+  if (type === 'node.started' && payload.foreach !== undefined) {
+    const { items, ...rest } = payload.foreach as Record<string, Json>;
+    return { ...payload, foreach: { ...rest, itemsDigest: digestOf(items), itemsCount: (items as Json[]).length } };
+  }
+  const key = payloadMembers[type];
+  if (key === undefined || payload[key] === undefined) return payload;
+  const { [key]: value, ...rest } = payload;
+  return { ...rest, ...digestMembers(key, value) };
 }
 
 function stripUndefined(payload: Record<string, Json | undefined>): Record<string, Json> {

@@ -198,7 +198,7 @@ function runScript(a: Activation, config: Record<string, any>, input: Json): { o
   }
 }
 
-function grantedCapability(a: Activation, spec: NodeSpec, uses: string, config: Record<string, Json>): string | ErrorInfo {
+export function grantedCapability(a: Activation, spec: NodeSpec, uses: string, config: Record<string, Json>): string | ErrorInfo {
   const capability = impliedCapability(uses, config)!;
   const declared = spec.requires ?? [capability];
   const allowed = a.graph.template.spec.requires ?? [];
@@ -236,7 +236,8 @@ export function requestFor(a: Activation, spec: NodeSpec, uses: string, config: 
     if (config.prompt !== undefined) extra.prompt = config.prompt;
     if (config.approvers !== undefined) extra.approvers = config.approvers;
   }
-  const request: GatewayRequest = { invocationId, runId: a.run.runId, nodeId: spec.id, attempt, kind, name, input, effect: effectOf(spec, uses, config) };
+  const authority = { id: a.run.authority.id, scopes: [...a.run.authority.scopes] };
+  const request: GatewayRequest = { invocationId, runId: a.run.runId, nodeId: spec.id, attempt, kind, name, input, effect: effectOf(spec, uses, config), authority };
   if (item !== undefined) request.item = item;
   if (Object.keys(extra).length > 0) request.config = extra;
   const timeoutAt = a.run.nodes[spec.id].timeoutAt;

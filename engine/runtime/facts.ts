@@ -3,8 +3,9 @@ import { EngineError } from '../errors.js';
 import type { Json } from '../json.js';
 import { limits } from '../limits.js';
 import type { ErrorInfo, Invocation } from '../state/types.js';
+import type { NodeSpec } from '../protocol/template.js';
 import type { Activation, Fact } from './activation.js';
-import { abandonUnknown, advance, cancelRun, commitOutput, failNode, isTerminal, requestFor, resolveUnknownItem, retryUnknownItems, settleItemAndContinue, stageRequest, startNode } from './advance.js';
+import { abandonUnknown, advance, cancelRun, commitOutput, failNode, failRun, grantedCapability, isTerminal, requestFor, resolveUnknownItem, retryUnknownItems, settleItemAndContinue, stageRequest, startNode } from './advance.js';
 import { resolveInputs } from './bindings.js';
 import { jsonProblem } from '../json.js';
 import { applyDefaultsAndCheck, checkAgainst } from '../compiler/schemas.js';
@@ -62,6 +63,9 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
   }
   const timeoutMs = fact.timeoutMs ?? template.spec.policies?.timeoutMs;
   if (fact.correlation !== undefined && a.correlation === undefined) a.correlation = fact.correlation;
+  // With `capture-v2` a `metadata` run is journaled without payloads from its first event on.
+  const metadata = fact.capture === 'metadata' && a.has('capture-v2');
+  if (metadata) a.keepsPayloads = false;
   a.emit('run.accepted', {
     input,
     authority: fact.authority as unknown as Json,
@@ -70,8 +74,23 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
     parentRunId: fact.parentRunId,
     deadlineAt: timeoutMs !== undefined ? a.now + timeoutMs : undefined,
     nodeIds: a.graph.order,
+    capture: metadata ? 'metadata' : undefined,
   });
   a.emit('run.started', {});
+}
+
+/**
+ * A `metadata` run (`capture-v2`) that this engine instance no longer holds in memory: its
+ * journal has digests, not the payloads the next nodes would bind, so it cannot continue. It
+ * fails with `run.payloads-not-kept` rather than run on missing data; outcomes that arrive with
+ * the activation are recorded as `capability.late` evidence, other facts are dropped.
+ */
+export function failWithoutPayloads(a: Activation): void {
+  failRun(a, {
+    code: 'run.payloads-not-kept',
+    message: `run ${a.run.runId} keeps no payloads (capture mode metadata) and was rebuilt from its journal, which holds only their digests; it cannot continue`,
+  });
+  for (const fact of a.request.facts) if (fact.type === 'capability-completed') completeCapability(a, fact);
 }
 
 function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capability-completed' }>): void {
@@ -137,18 +156,36 @@ function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>
   if (!fact.afterRestart) return;
   // The host restarted: the outcome of every invocation in flight is unknown.
   for (const inv of Object.values(a.run.inflight)) {
+    if (isTerminal(a)) return;
+    if (!a.run.inflight[inv.invocationId]) continue;
     const declared = fact.effects?.[`${inv.kind}:${inv.name}`];
     const safe = inv.effect === 'read-only' || inv.effect === 'idempotent' || declared === 'read-only' || declared === 'idempotent';
     if (safe) {
       const spec = a.graph.nodes.get(inv.nodeId)!;
       const config = (spec.uses === 'core.foreach@1' ? (spec.config as Record<string, any>).body.config : spec.config ?? {}) as Record<string, any>;
       const uses = spec.uses === 'core.foreach@1' ? (spec.config as Record<string, any>).body.uses : spec.uses;
+      if (a.has('authority-v2') && denyReissue(a, inv, spec, uses, config)) continue;
       const input = inv.item !== undefined ? a.run.nodes[inv.nodeId].foreach!.items[inv.item] : resolveInputs(spec.inputs, a.run);
       stageRequest(a, requestFor(a, spec, uses, config, inv.invocationId, inv.attempt, input, inv.item), true);
       continue;
     }
     abandonUnknown(a, inv, 'the host restarted before the outcome was recorded; it is unknown whether the call took effect', 'restart');
   }
+}
+
+/**
+ * A safe call is reissued under the authority of the resume that reissues it (`authority-v2`):
+ * when that authority no longer grants it, the call is cancelled and its node (or item) fails
+ * with `capability.denied`. Answers whether it was denied.
+ */
+function denyReissue(a: Activation, inv: Invocation, spec: NodeSpec, uses: string, config: Record<string, any>): boolean {
+  const granted = grantedCapability(a, spec, uses, config);
+  if (typeof granted === 'string') return false;
+  a.emit('capability.cancelled', { invocationId: inv.invocationId, reason: granted.message }, { id: inv.nodeId, attempt: inv.attempt, invocationId: inv.invocationId, item: inv.item });
+  a.cancels.push({ invocationId: inv.invocationId, reason: granted.message });
+  if (inv.item !== undefined) settleItemAndContinue(a, spec, inv.item, inv.attempt, { ok: false, error: granted });
+  else failNode(a, inv.nodeId, granted);
+  return true;
 }
 
 function resolveOutcome(a: Activation, fact: Extract<Fact, { type: 'outcome-resolved' }>): void {

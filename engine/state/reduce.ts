@@ -29,6 +29,7 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
       clock: Date.parse(event.occurredAt),
       lastCheckpointSeq: 0,
       input: p.input,
+      ...(p.capture === 'metadata' ? { capture: 'metadata' as const } : {}),
       authority: p.authority as Authority,
       parentRunId: p.parentRunId ?? undefined,
       correlation: event.correlation,
@@ -172,13 +173,14 @@ function applyNodeEvent(node: NodeState, event: EventEnvelope, p: Record<string,
       node.invocationId = event.node!.invocationId;
       if (p.foreach) {
         node.foreach = {
-          items: p.foreach.items,
+          // A `metadata` run journals the digest and count of its items, not the items.
+          items: p.foreach.items ?? [],
           maxConcurrency: p.foreach.maxConcurrency,
           failurePolicy: p.foreach.failurePolicy,
           next: 0,
           running: 0,
           done: 0,
-          results: new Array(p.foreach.items.length).fill(null),
+          results: new Array(p.foreach.items?.length ?? p.foreach.itemsCount).fill(null),
           failures: [],
           attempts: {},
           unknown: [],

@@ -73,6 +73,8 @@ export interface RunState {
   clock?: number;
   lastCheckpointSeq: number;
   input: Json;
+  /** `metadata` (`capture-v2`): the journal and checkpoints of this run hold no payloads. */
+  capture?: 'metadata';
   authority: Authority;
   parentRunId?: string;
   /** Correlation given at launch; every event of the run carries it. */

@@ -163,6 +163,8 @@ export class Kernel {
       ...(args.correlation !== undefined ? { correlation: args.correlation } : {}),
       ...(args.timeoutMs !== undefined ? { timeoutMs: args.timeoutMs } : {}),
     };
+    // The engine must know a `metadata` run from its first event on (plans with `capture-v2`).
+    if (captureModeOf(args.plan, this.options.capture ?? defaultCapture) === 'metadata' && fact.type === 'run-requested') fact.capture = 'metadata';
     if (this.queue.has(args.runId)) return Promise.reject(new KernelError('run.exists', `run ${args.runId} is already being started`));
     this.plans.set(args.runId, args.plan);
     return this.enqueue(args.runId, [fact], args.actor, { plan: args.plan, templateKey: args.templateKey, epoch: args.epoch });
@@ -700,11 +702,7 @@ export class Kernel {
     const sha256 = this.options.sha256;
     const store = this.options.store;
     if (!sha256) return {};
-    let mode = policy.mode;
-    for (const t of Object.values((await this.planOf(runId)).templates)) {
-      const narrowed = t.template?.spec?.policies?.capture as CapturePolicy['mode'] | undefined;
-      if (narrowed && captureOrder.indexOf(narrowed) < captureOrder.indexOf(mode)) mode = narrowed;
-    }
+    const mode = captureModeOf(await this.planOf(runId), policy);
     const text = JSON.stringify(output ?? null);
     if (mode !== 'metadata' && text.length <= policy.inlineBytesMax) return {};
     const bytes = new TextEncoder().encode(text);
@@ -794,11 +792,21 @@ export class Kernel {
   }
 }
 
-/** The projection a commit carries: what hosts read instead of events. */
+/** The capture mode of a run: the deployment's, narrowed by any template of its plan. */
+export function captureModeOf(plan: ExecutionPlan, policy: CapturePolicy): CapturePolicy['mode'] {
+  let mode = policy.mode;
+  for (const t of Object.values(plan.templates)) {
+    const narrowed = t.template?.spec?.policies?.capture as CapturePolicy['mode'] | undefined;
+    if (narrowed && captureOrder.indexOf(narrowed) < captureOrder.indexOf(mode)) mode = narrowed;
+  }
+  return mode;
+}
+
+/** The projection a commit carries: what hosts read instead of events (no payload of a `metadata` run). */
 function projectionOf(summary: ActivationSummary): RunOutcomeProjection {
   return {
     ...(summary.pausedReason !== undefined && summary.status === 'paused' ? { pausedReason: summary.pausedReason } : {}),
-    ...(summary.result !== undefined ? { result: summary.result } : {}),
+    ...(summary.result !== undefined && summary.payloadsKept !== false ? { result: summary.result } : {}),
     ...(summary.error !== undefined ? { error: summary.error } : {}),
     ...(summary.wakeAt !== undefined ? { wakeAt: summary.wakeAt } : {}),
   };

@@ -14,6 +14,8 @@ export interface GatewayRequest {
   config?: Record<string, unknown>;
   deadlineAt?: number;
   reissued?: boolean;
+  /** The authority the run acts under when the engine staged this request (not journaled). */
+  authority?: Authority;
 }
 
 export interface CapabilityError {
@@ -26,7 +28,7 @@ export type CapabilityOutcome = { ok: true; output: unknown } | { ok: false; err
 
 /** Facts delivered to a run (inputs of an activation). */
 export type Fact =
-  | { type: 'run-requested'; input: unknown; authority: Authority; parentRunId?: string; correlation?: unknown; timeoutMs?: number }
+  | { type: 'run-requested'; input: unknown; authority: Authority; parentRunId?: string; correlation?: unknown; timeoutMs?: number; capture?: 'metadata' | 'standard' | 'replayable' }
   | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: unknown; error?: CapabilityError; artifact?: { digest: string; size: number; mediaType: string; redacted: boolean } }
   | { type: 'cancel-requested'; reason?: string; by?: string }
   | { type: 'resume-requested'; by?: string; authority?: Authority; afterRestart?: boolean; effects?: Record<string, string> }
@@ -47,6 +49,8 @@ export interface ActivationSummary {
   result?: unknown;
   error?: { code: string; message: string; detail?: unknown };
   wakeAt?: number;
+  /** False for a run with capture mode `metadata`: `result` is kept in memory, never in the store. */
+  payloadsKept?: false;
 }
 
 export type RunStatus = 'accepted' | 'queued' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';

@@ -1,7 +1,10 @@
 // The Node host's gateway: tools, agents and approval handlers registered by the embedding
-// application. Secrets never pass through the engine: a tool resolves its own credentials.
+// application. Secrets never pass through the engine: a tool resolves its own credentials, and
+// whatever a call returns (output, error code and message) is scrubbed of every value the
+// credential resolver gave it before the outcome leaves the gateway (see redact.ts).
 import { outcomeOfThrown, type Gateway, type GatewayContext } from '../core/gateway.js';
-import type { CapabilityOutcome, GatewayRequest } from '../core/types.js';
+import type { Authority, CapabilityOutcome, GatewayRequest } from '../core/types.js';
+import { scrubOutcome, secretStrings } from './redact.js';
 
 export interface ToolContext extends GatewayContext {
   runId: string;
@@ -12,6 +15,11 @@ export interface ToolContext extends GatewayContext {
   credential?: unknown;
   /** The connection behind the node's `connectionRef`. */
   connection?: unknown;
+  /**
+   * The authority the run acts under when this call was staged: the one resolved at launch, or
+   * at the latest resume or operator command (approve, resolve, ...) before it.
+   */
+  authority?: Authority;
 }
 
 /**
@@ -82,40 +90,54 @@ export function registryGateway(registry: GatewayRegistry): Gateway {
       return out;
     },
     async execute(request: GatewayRequest, context: GatewayContext): Promise<CapabilityOutcome | undefined> {
-      const ctx: ToolContext = { ...context, runId: request.runId, nodeId: request.nodeId, attempt: request.attempt, ...(request.item !== undefined ? { item: request.item } : {}) };
-      try {
-        const refs = (request.config ?? {}) as { credentialRef?: string; connectionRef?: string };
-        if (refs.credentialRef !== undefined || refs.connectionRef !== undefined) {
-          if (!registry.credentials) return { ok: false, error: { code: 'credential.unresolved', message: `node ${request.nodeId} names a credential reference, but this host has no credential resolver`, retryable: false } };
-          const resolved = await registry.credentials({ ...refs, runId: request.runId, nodeId: request.nodeId });
-          if (resolved.credential !== undefined) ctx.credential = resolved.credential;
-          if (resolved.connection !== undefined) ctx.connection = resolved.connection;
-        }
-        switch (request.kind) {
-          case 'tool': {
-            const tool = tools.get(request.name);
-            if (!tool) return { ok: false, error: { code: 'tool.not-registered', message: `no tool named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
-            const output = await Promise.race([Promise.resolve(tool.execute(request.input, ctx)).then((o) => ({ ok: true as const, output: o ?? null })), aborted(context.signal)]);
-            return output;
-          }
-          case 'agent': {
-            const agent = agents.get(request.name);
-            if (!agent) return { ok: false, error: { code: 'agent.not-registered', message: `no agent named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
-            const { credentialRef: _c, connectionRef: _n, ...config } = (request.config ?? {}) as { instructions?: string; outputSchema?: unknown; credentialRef?: string; connectionRef?: string };
-            return await Promise.race([Promise.resolve(agent.run(request.input, { ...ctx, ...config })).then((o) => ({ ok: true as const, output: o ?? null })), aborted(context.signal)]);
-          }
-          case 'approval': {
-            if (!registry.approvals) return undefined;
-            const config = (request.config ?? {}) as { prompt?: string; approvers?: string[] };
-            const decision = await registry.approvals({ runId: request.runId, nodeId: request.nodeId, invocationId: request.invocationId, input: request.input, ...config }, context);
-            return decision === undefined ? undefined : { ok: true, output: { approved: decision.approved === true, by: String(decision.by), ...(decision.comment !== undefined ? { comment: decision.comment } : {}) } };
-          }
-          default:
-            return { ok: false, error: { code: 'gateway.unknown-kind', message: `this host cannot carry out ${request.kind} requests`, retryable: false } };
-        }
-      } catch (err) {
-        return outcomeOfThrown(err, `${request.kind}.error`);
-      }
+      const ctx: ToolContext = {
+        ...context,
+        runId: request.runId,
+        nodeId: request.nodeId,
+        attempt: request.attempt,
+        ...(request.item !== undefined ? { item: request.item } : {}),
+        ...(request.authority ? { authority: { id: request.authority.id, scopes: [...request.authority.scopes] } } : {}),
+      };
+      const secrets: string[] = [];
+      const outcome = await executeResolved(request, context, ctx, secrets);
+      return outcome === undefined || secrets.length === 0 ? outcome : scrubOutcome(outcome, secrets);
     },
   };
+
+  async function executeResolved(request: GatewayRequest, context: GatewayContext, ctx: ToolContext, secrets: string[]): Promise<CapabilityOutcome | undefined> {
+    try {
+      const refs = (request.config ?? {}) as { credentialRef?: string; connectionRef?: string };
+      if (refs.credentialRef !== undefined || refs.connectionRef !== undefined) {
+        if (!registry.credentials) return { ok: false, error: { code: 'credential.unresolved', message: `node ${request.nodeId} names a credential reference, but this host has no credential resolver`, retryable: false } };
+        const resolved = await registry.credentials({ ...refs, runId: request.runId, nodeId: request.nodeId });
+        if (resolved.credential !== undefined) ctx.credential = resolved.credential;
+        if (resolved.connection !== undefined) ctx.connection = resolved.connection;
+        secrets.push(...secretStrings([resolved.credential, resolved.connection]));
+      }
+      switch (request.kind) {
+        case 'tool': {
+          const tool = tools.get(request.name);
+          if (!tool) return { ok: false, error: { code: 'tool.not-registered', message: `no tool named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
+          const output = await Promise.race([Promise.resolve(tool.execute(request.input, ctx)).then((o) => ({ ok: true as const, output: o ?? null })), aborted(context.signal)]);
+          return output;
+        }
+        case 'agent': {
+          const agent = agents.get(request.name);
+          if (!agent) return { ok: false, error: { code: 'agent.not-registered', message: `no agent named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
+          const { credentialRef: _c, connectionRef: _n, ...config } = (request.config ?? {}) as { instructions?: string; outputSchema?: unknown; credentialRef?: string; connectionRef?: string };
+          return await Promise.race([Promise.resolve(agent.run(request.input, { ...ctx, ...config })).then((o) => ({ ok: true as const, output: o ?? null })), aborted(context.signal)]);
+        }
+        case 'approval': {
+          if (!registry.approvals) return undefined;
+          const config = (request.config ?? {}) as { prompt?: string; approvers?: string[] };
+          const decision = await registry.approvals({ runId: request.runId, nodeId: request.nodeId, invocationId: request.invocationId, input: request.input, ...config }, context);
+          return decision === undefined ? undefined : { ok: true, output: { approved: decision.approved === true, by: String(decision.by), ...(decision.comment !== undefined ? { comment: decision.comment } : {}) } };
+        }
+        default:
+          return { ok: false, error: { code: 'gateway.unknown-kind', message: `this host cannot carry out ${request.kind} requests`, retryable: false } };
+      }
+    } catch (err) {
+      return outcomeOfThrown(err, `${request.kind}.error`);
+    }
+  }
 }

@@ -16,6 +16,7 @@ import { terminalStatuses, type Authority, type ExecutionPlan, type HostLog, typ
 import { nodeComponentLoader } from './component.js';
 import { artifactTexts, exportFormat, type RunExport } from '../core/export-format.js';
 import { registryGateway, type GatewayRegistry } from './gateway.js';
+import { assertCaptureOptions, assertLaunchOptions, launchCorrelation } from './launch-options.js';
 import { SqliteJournalStore } from './journal.js';
 import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type RunCompatibility } from './catalog.js';
 import { stderrLog } from './log.js';
@@ -70,6 +71,10 @@ export interface LaunchOptions {
   concurrencyLimit?: number;
   /** Who launched the run, recorded as the origin actor of `run.accepted` (default `sdk`). */
   actor?: 'sdk' | 'cli' | 'mcp' | 'trigger' | 'operator' | 'worker';
+  /** Where the launch came from (a channel, a message, a user): recorded as `correlation.origin`. */
+  origin?: unknown;
+  /** Where the run's result should be delivered: recorded as `correlation.deliveryRef` (not delivered by the host). */
+  deliveryRef?: string;
 }
 
 /** What an operator action did: the command, who applied it, and the run's outcome then. */
@@ -132,6 +137,11 @@ export class WorkflowRuntime {
 
   static async open(options: RuntimeOptions = {}): Promise<WorkflowRuntime> {
     const log = options.log ?? stderrLog();
+    try {
+      assertCaptureOptions(options.capture);
+    } catch (err) {
+      throw asError(err);
+    }
     const store = await openStore(options);
     try {
       const scripts = await createScriptImports();
@@ -187,7 +197,14 @@ export class WorkflowRuntime {
    * Starts a run. `published` compiles the catalog revision and the closure of the revisions it
    * calls; `inline` compiles the given template (development); both pin the same kind of plan.
    */
-  async launch(target: LaunchTarget | Record<string, unknown>, options: LaunchOptions = {}): Promise<WorkflowRunHandle> {
+  async launch(target: LaunchTarget | Record<string, unknown>, launchOptions: LaunchOptions = {}): Promise<WorkflowRunHandle> {
+    let options: LaunchOptions;
+    try {
+      assertLaunchOptions(launchOptions);
+      options = { ...launchOptions, correlation: launchCorrelation(launchOptions) };
+    } catch (err) {
+      throw asError(err);
+    }
     assertRunInput(options.input ?? {});
     await this.engine.ready();
     const kind = (target as { type?: string }).type;
@@ -574,6 +591,7 @@ export class WorkflowRuntime {
   async replayLive(sourceRunId: string, options: { by?: string } = {}): Promise<Record<string, unknown>> {
     const source = await this.exportRun(sourceRunId);
     const accepted = source.events[0];
+    if (accepted.payload.capture === 'metadata') throw new WorkflowError('replay.payloads-not-kept', `run ${sourceRunId} was recorded with capture mode metadata: its journal has no input to run again`, { runId: sourceRunId });
     const templateKey = accepted.payload.templateKey as string;
     const handle = await this.launch({ type: 'plan', plan: source.plan, templateKey }, { input: accepted.payload.input, correlation: { liveReplayOf: sourceRunId, by: options.by ?? 'sdk' } });
     const outcome = await handle.settled();

@@ -147,3 +147,140 @@ describe('secrets', () => {
     }
   });
 });
+
+describe('secrets in what tools return', () => {
+  it('a credential that a tool puts in its error message or output is journaled as [redacted]', async () => {
+    const secret = 'sk-live-123456';
+    const dir = tempDir();
+    const rt = await openRuntime({
+      dir,
+      credentials: ({ credentialRef, connectionRef }: { credentialRef?: string; connectionRef?: string }) => ({
+        ...(credentialRef ? { credential: secret } : {}),
+        ...(connectionRef ? { connection: { url: 'https://db.example', password: 'pw-0987654321' } } : {}),
+      }),
+      tools: {
+        pay: (_input: unknown, ctx: { credential?: unknown }) => {
+          throw new Error(`auth failed for token ${String(ctx.credential)}`);
+        },
+        echo: (_input: unknown, ctx: { credential?: unknown; connection?: any }) => ({ token: ctx.credential, note: `connected with ${ctx.connection.password}` }),
+      },
+    });
+    const texts: string[] = [];
+    try {
+      const failing = chain('leaky-error', [{ id: 'pay', uses: 'tool.call@1', config: { tool: 'pay', credentialRef: 'billing' } }]);
+      failing.spec.requires = ['tool:pay'];
+      const failed = await (await rt.launch(failing)).result;
+      expect(failed.status).toBe('failed');
+      expect((failed.error?.detail as any).error).toMatchObject({ code: 'tool.error', message: 'auth failed for token [redacted]' });
+      const leaky = chain('leaky-output', [{ id: 'echo', uses: 'tool.call@1', config: { tool: 'echo', credentialRef: 'billing', connectionRef: 'db' } }]);
+      leaky.spec.requires = ['tool:echo'];
+      leaky.spec.outputs = { token: { source: 'output', nodeId: 'echo', path: '/token' }, note: { source: 'output', nodeId: 'echo', path: '/note' } };
+      const echoed = await rt.launch(leaky);
+      expect(await echoed.result).toMatchObject({ status: 'completed', output: { token: '[redacted]', note: 'connected with [redacted]' } });
+      for (const run of await rt.listRuns()) {
+        texts.push(JSON.stringify(await rt.exportRun(run.runId)), JSON.stringify((await rt.readEvents(run.runId)).events), JSON.stringify(await rt.getRun(run.runId)));
+      }
+    } finally {
+      await rt.close();
+    }
+    expect(texts.length).toBe(6);
+    for (const t of texts) expect(t.includes(secret) || t.includes('pw-0987654321')).toBe(false);
+    const files = readdirSync(dir).map((f) => join(dir, f));
+    for (const f of files) expect(readFileSync(f).includes(secret), `${f} holds the credential`).toBe(false);
+    for (const f of files) expect(readFileSync(f).includes('pw-0987654321'), `${f} holds the connection password`).toBe(false);
+  });
+});
+
+describe('capture mode metadata keeps no payloads in the store', () => {
+  const unique = 'UNIQ-payload-4f9c2e71a8d3';
+
+  function payloadTemplate() {
+    const t = chain('payloads', [
+      { id: 'echo', uses: 'tool.call@1', config: { tool: 'echo' }, inputs: { text: { source: 'input', path: '/text' } } },
+      { id: 'shout', uses: 'core.script@1', config: { source: "return input.t + '!'" }, inputs: { t: { source: 'output', nodeId: 'echo', path: '/text' } } },
+      { id: 'gate', uses: 'human.approval@1' },
+      { id: 'each', uses: 'core.foreach@1', config: { body: { uses: 'tool.call@1', config: { tool: 'echo' } } }, inputs: { items: { source: 'input', path: '/list' } } },
+    ]);
+    t.spec.requires = ['tool:echo', 'approval'];
+    t.spec.outputs = { shout: { source: 'output', nodeId: 'shout' }, each: { source: 'output', nodeId: 'each', path: '/results' } };
+    return t;
+  }
+  const input = { text: unique, list: [{ text: `${unique}-a` }, { text: `${unique}-b` }] };
+  const expected = { shout: `${unique}!`, each: [{ text: `${unique}-a` }, { text: `${unique}-b` }] };
+  const occurrences = (dir: string) => readdirSync(dir).reduce((n, f) => n + readFileSync(join(dir, f)).toString('latin1').split(unique).length - 1, 0);
+
+  async function runIn(dir: string, mode: 'metadata' | 'standard' | 'replayable') {
+    const rt = await openRuntime({ dir, tools: { echo: (i: { text: string }) => ({ text: i.text }) }, capture: { mode } });
+    try {
+      const handle = await rt.launch(payloadTemplate(), { input });
+      expect((await handle.settled()).status).toBe('paused');
+      await rt.approve(handle.runId, 'gate', { by: 'alice' });
+      const outcome = await handle.result;
+      return { rt, runId: handle.runId, outcome, events: (await rt.readEvents(handle.runId)).events, inDbBeforeClose: occurrences(dir) };
+    } catch (err) {
+      await rt.close();
+      throw err;
+    }
+  }
+
+  it('journals digests and sizes, no checkpoint payloads, and the run still completes in memory', async () => {
+    const dir = tempDir();
+    const { rt, runId, outcome, events, inDbBeforeClose } = await runIn(dir, 'metadata');
+    try {
+      expect(outcome).toMatchObject({ status: 'completed', output: expected });
+      expect(inDbBeforeClose).toBe(0);
+      expect(JSON.stringify(events).includes(unique)).toBe(false);
+      const accepted = events[0].payload;
+      expect(accepted).toMatchObject({ capture: 'metadata', inputDigest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), inputBytes: JSON.stringify(input).length });
+      expect(accepted.input).toBeUndefined();
+      const committed = events.filter((e) => e.type === 'node.output-committed' && e.node.id === 'shout')[0].payload;
+      expect(committed).toEqual({ outputDigest: expect.stringMatching(/^sha256:/), outputBytes: JSON.stringify(`${unique}!`).length });
+      expect(events.find((e) => e.type === 'run.completed').payload.outputDigest).toMatch(/^sha256:/);
+      expect(events.find((e) => e.type === 'node.started' && e.node.id === 'each').payload.foreach).toMatchObject({ itemsCount: 2, itemsDigest: expect.stringMatching(/^sha256:/) });
+      // The store's projection has no result either; inspect works on the digests.
+      const stored = await rt.getRun(runId);
+      expect(stored.status).toBe('completed');
+      expect(stored.output).toBeUndefined();
+      expect(await rt.replay(runId, { mode: 'inspect' })).toMatchObject({ outcome: { status: 'completed' } });
+      await expect(rt.replay(runId, { mode: 'recorded' })).rejects.toMatchObject({ code: 'replay.payloads-not-kept' });
+      await expect(rt.replayLive(runId)).rejects.toMatchObject({ code: 'replay.payloads-not-kept' });
+      expect(JSON.stringify(await rt.exportRun(runId)).includes(unique)).toBe(false);
+    } finally {
+      await rt.close();
+    }
+    expect(occurrences(dir)).toBe(0);
+  });
+
+  it('standard and replayable runs still keep the payloads', async () => {
+    for (const mode of ['standard', 'replayable'] as const) {
+      const dir = tempDir();
+      const { rt, runId, outcome } = await runIn(dir, mode);
+      try {
+        expect(outcome).toMatchObject({ status: 'completed', output: expected });
+        expect((await rt.replay(runId, { mode: 'recorded' })).identical).toBe(true);
+      } finally {
+        await rt.close();
+      }
+      expect(occurrences(dir)).toBeGreaterThan(0);
+    }
+  });
+
+  it('a metadata run rebuilt cold in another process fails with run.payloads-not-kept instead of binding missing data', async () => {
+    const dir = tempDir();
+    const echo = (i: { text: string }) => ({ text: i.text });
+    const first = await openRuntime({ dir, tools: { echo }, capture: { mode: 'metadata' } });
+    const handle = await first.launch(payloadTemplate(), { input });
+    expect((await handle.settled()).status).toBe('paused');
+    await first.close();
+    const second = await openRuntime({ dir, tools: { echo }, capture: { mode: 'metadata' } });
+    try {
+      await second.approve(handle.runId, 'gate', { by: 'alice' });
+      const outcome = await second.follow(handle.runId).result;
+      expect(outcome).toMatchObject({ status: 'failed', error: { code: 'run.payloads-not-kept' } });
+      expect((await second.readEvents(handle.runId)).events.some((e) => e.type === 'node.started' && e.node.id === 'each')).toBe(false);
+    } finally {
+      await second.close();
+    }
+    expect(occurrences(dir)).toBe(0);
+  });
+});

@@ -63,3 +63,38 @@ describe('foreach failurePolicy continue', () => {
     }
   });
 });
+
+describe('foreach failurePolicy fail-fast', () => {
+  it("keeps a failed run's error in getRun after more than 8 late completions", async () => {
+    const rt = await openRuntime({
+      tools: {
+        work: (n: number) => (n === 0 ? Promise.reject(Object.assign(new Error('item zero broke'), { code: 'work.broken' })) : new Promise((r) => setTimeout(() => r({ n }), 300))),
+      },
+    });
+    try {
+      const t = chain('fail-fast-late', [
+        { id: 'each', uses: 'core.foreach@1', config: { maxConcurrency: 12, body: { uses: 'tool.call@1', config: { tool: 'work', idempotent: true } } }, inputs: { items: { source: 'input', path: '/items' } } },
+      ]);
+      t.spec.requires = ['tool:work'];
+      const handle = await rt.launch(t, { input: { items: Array.from({ length: 12 }, (_, i) => i) } });
+      const outcome = await handle.result;
+      expect(outcome.status).toBe('failed');
+      expect(outcome.error).toMatchObject({ code: 'node.failed', message: expect.stringContaining('item 0 failed') });
+      // The 11 cancelled items come back after run.failed: each is recorded as capability.late.
+      let events: any[] = [];
+      for (let i = 0; i < 100; i++) {
+        events = (await rt.readEvents(handle.runId)).events;
+        if (events.filter((e) => e.type === 'capability.late').length >= 11) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const failedAt = events.findIndex((e) => e.type === 'run.failed');
+      expect(events.slice(failedAt + 1).filter((e) => e.type === 'capability.late').length).toBe(11);
+      const run = await rt.getRun(handle.runId);
+      expect(run.lastSeq).toBeGreaterThan(events[failedAt].seq + 8);
+      expect(run).toMatchObject({ status: 'failed', error: outcome.error });
+      expect(run.error).toEqual(events[failedAt].payload.error);
+    } finally {
+      await rt.close();
+    }
+  });
+});
