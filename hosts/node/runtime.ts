@@ -268,9 +268,14 @@ export class WorkflowRuntime {
    */
   private inlinePlan(template: unknown, dependencies: { template: unknown; revision: number }[]): ExecutionPlan {
     this.engineDefinitionsHash ??= this.engine.describe().nodeDefinitionSetHash as string;
-    const key = createHash('sha256')
-      .update(JSON.stringify([template, dependencies, this.nodeDefinitions.setHash(this.engineDefinitionsHash)]))
-      .digest('hex');
+    let text: string;
+    try {
+      text = JSON.stringify([template, dependencies, this.nodeDefinitions.setHash(this.engineDefinitionsHash)]);
+    } catch {
+      // Too deep (or not JSON) to digest: compile refuses it with its own error.
+      return this.nodeDefinitions.pin(this.compile(template, dependencies));
+    }
+    const key = createHash('sha256').update(text).digest('hex');
     const cached = this.plans.get(key);
     if (cached) {
       this.plans.delete(key);
