@@ -55,7 +55,7 @@ async function makeExports(work, itemCounts) {
       const handle = await rt.launch({ type: 'inline', template: r.template }, { input: r.input });
       const outcome = await handle.settled();
       const file = join(work, `run-${out.length}.json`);
-      const exported = rt.exportRun(handle.runId);
+      const exported = await rt.exportRun(handle.runId);
       writeFileSync(file, JSON.stringify(exported));
       out.push({ label: r.label, file, events: exported.events.length, status: outcome.status });
       })().catch((err) => out.push({ label: r.label, error: `${err.code ?? 'error'}: ${err.message}` }));

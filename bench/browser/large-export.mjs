@@ -76,7 +76,7 @@ export async function recordLargeRun(file, items = largeRunItems) {
     const handle = await rt.launch({ type: 'inline', template: largeRunTemplate(items) }, { input: { numbers: Array.from({ length: items }, (_, i) => i) } });
     const outcome = await handle.settled();
     if (outcome.status !== 'completed') throw new Error(`the large run ended ${outcome.status}`);
-    const exported = rt.exportRun(handle.runId);
+    const exported = await rt.exportRun(handle.runId);
     const recordMs = performance.now() - t0;
     const tmp = `${file}.${process.pid}.tmp`;
     writeFileSync(tmp, JSON.stringify(exported));

@@ -90,7 +90,7 @@ export default {
         // Each foreach item writes 4 events (item-started, requested, completed, item-committed).
         const items = Math.ceil(events / 4);
         const runId = await runPlan(`fan${items}x16`, fanOut('replay-source', 16, items), { items: Array.from({ length: items }, (_, i) => i) });
-        recorded = runtime.exportRun(runId);
+        recorded = await runtime.exportRun(runId);
       }
       const t0 = performance.now();
       const report = runtime.engine.replay({ mode: 'recorded', plan: recorded.plan, events: recorded.events });
