@@ -51,7 +51,9 @@ async function withRuntime<T>(args: ParsedArgs, fn: (rt: WorkflowRuntime) => Pro
   const host = await loadHostModule(optionString(args, 'config'));
   const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : undefined);
   const { WorkflowRuntime } = await import('../../runtime.js');
-  const rt = await WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}) });
+  // The catalog lives in the journal's store, SQLite or PostgreSQL: the same --store as `run`.
+  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
+  const rt = await WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}) });
   try {
     return await fn(rt);
   } finally {
