@@ -1,4 +1,5 @@
-// The workflow catalog of the Node host, in the same SQLite database as the journal (schema v2).
+// The workflow catalog of the Node host, in the same database as the journal (schema v2): SQLite
+// (`sqlite-catalog.ts`) or PostgreSQL (`pg-catalog.ts`), behind `CatalogStorage`.
 //
 // Version dimensions have distinct names and never mix:
 //   draftRevision    compare-and-set counter of a mutable draft (1, 2, ... per edit)
@@ -10,7 +11,6 @@
 // Runs never read the catalog after launch: a launch compiles the revision and the closure of
 // its `workflow.call@1` revisions into a pinned plan, so deleting a revision never breaks a run.
 import { createHash } from 'node:crypto';
-import type { Database, Statement } from 'better-sqlite3';
 import canonicalizeModule from 'canonicalize';
 import type { ExecutionPlan, ValidationReport } from '../core/types.js';
 
@@ -236,53 +236,112 @@ export function callTargets(template: any): { id: string; revision: number; poin
   return out.filter((t) => typeof t.id === 'string' && Number.isInteger(t.revision));
 }
 
-function searchText(template: any): string {
+/** What `search` matches: id, name, description and labels (`k=v`), lower case, one per line. */
+export function searchText(template: any): string {
   const m = isObject(template?.metadata) ? (template.metadata as Record<string, any>) : {};
   const labels = isObject(m.labels) ? Object.entries(m.labels).map(([k, v]) => `${k}=${v}`) : [];
   return [m.id, m.name, m.description, ...labels].filter((s) => typeof s === 'string').join('\n').toLowerCase();
 }
 
-type DraftRow = { workflow_id: string; draft_revision: number; template: Buffer; last_revision: number; updated_at: number; updated_by: string };
-type RevisionRow = { workflow_id: string; revision: number; semantic_hash: string; template: Buffer; draft_revision: number; published_at: number; published_by: string };
+// ---------------------------------------------------------------------------------------------
+// Storage: where drafts and revisions are kept (SQLite: `sqlite-catalog.ts`, PostgreSQL:
+// `pg-catalog.ts`). Rows use the column names of the schema-v2 tables on both.
+
+export type MaybePromise<T> = T | Promise<T>;
+
+export interface DraftRow {
+  workflow_id: string;
+  draft_revision: number;
+  template: Buffer;
+  last_revision: number;
+  updated_at: number;
+  updated_by: string;
+}
+
+export interface RevisionRow {
+  workflow_id: string;
+  revision: number;
+  semantic_hash: string;
+  template: Buffer;
+  draft_revision: number;
+  published_at: number;
+  published_by: string;
+}
+
+/** A workflow matched by a search: its draft (if any), its revision numbers and its latest revision's template. */
+export interface SearchRow {
+  workflow_id: string;
+  draft_revision: number | null;
+  draft_template: Buffer | null;
+  /** Ascending. */
+  revisions: number[];
+  latest_template: Buffer | null;
+}
+
+export interface RevisionRef {
+  id: string;
+  revision: number;
+}
+
+/**
+ * What the catalog needs from a database. Methods may answer synchronously (SQLite) or with a
+ * promise (PostgreSQL); the catalog awaits them either way. Compare-and-set failures are answers
+ * (`{ conflict }` with the draft revision found), not errors, so both stores report them alike.
+ */
+export interface CatalogStorage {
+  getDraft(id: string): MaybePromise<DraftRow | undefined>;
+  /**
+   * Inserts the draft when `expectedDraftRevision` is 0 and none exists, or replaces the one at
+   * `expectedDraftRevision` (its draft revision grows by one). Atomic.
+   */
+  putDraft(draft: { id: string; template: Buffer; searchText: string; expectedDraftRevision: number; at: number; by: string }): MaybePromise<{ row: DraftRow } | { conflict: number }>;
+  /**
+   * In one transaction: checks that the draft is at `expectedDraftRevision`; answers the latest
+   * revision (`created: false`) when its semantic hash is `semanticHash`; otherwise inserts the
+   * draft's template as revision `last_revision + 1` and bumps `last_revision`.
+   */
+  publish(p: { id: string; expectedDraftRevision: number; semanticHash: string; searchText: string; at: number; by: string }): MaybePromise<{ row: RevisionRow; created: boolean } | { conflict: number }>;
+  /** The revisions among `refs` that exist, in any order. */
+  getRevisions(refs: readonly RevisionRef[]): MaybePromise<RevisionRow[]>;
+  /** A workflow's revisions, ascending. */
+  listRevisions(id: string): MaybePromise<RevisionRow[]>;
+  /** False when there was no such revision. */
+  deleteRevision(id: string, revision: number): MaybePromise<boolean>;
+  /**
+   * Workflows whose draft or a revision has a `search_text` matching `like` (a LIKE pattern with
+   * `\` as its escape character), by workflow id in byte order, at most `limit`.
+   */
+  search(like: string, limit: number): MaybePromise<SearchRow[]>;
+}
+
+function draftOf(row: DraftRow): WorkflowDraft {
+  return { id: row.workflow_id, draftRevision: row.draft_revision, template: JSON.parse(row.template.toString('utf8')), lastRevision: row.last_revision, updatedAt: row.updated_at, updatedBy: row.updated_by };
+}
+
+function revisionOf(row: RevisionRow): WorkflowRevision {
+  return {
+    id: row.workflow_id,
+    revision: row.revision,
+    semanticHash: row.semantic_hash,
+    template: JSON.parse(row.template.toString('utf8')),
+    draftRevision: row.draft_revision,
+    publishedAt: row.published_at,
+    publishedBy: row.published_by,
+  };
+}
+
+const refKey = (r: RevisionRef) => `${r.id}@${r.revision}`;
 
 export class WorkflowCatalog {
   private readonly now: () => number;
   readonly nodeDefinitions: NodeDefinitionRegistry;
-  private readonly stmt: Record<'getDraft' | 'insertDraft' | 'updateDraft' | 'bumpLastRevision' | 'getRevision' | 'latestRevision' | 'listRevisions' | 'insertRevision' | 'deleteRevision', Statement>;
 
   constructor(
-    readonly db: Database,
+    readonly storage: CatalogStorage,
     private readonly options: CatalogOptions,
   ) {
     this.now = options.now ?? Date.now;
     this.nodeDefinitions = options.nodeDefinitions ?? new NodeDefinitionRegistry();
-    this.stmt = {
-      getDraft: db.prepare('SELECT * FROM workflow_drafts WHERE workflow_id = ?'),
-      insertDraft: db.prepare('INSERT INTO workflow_drafts (workflow_id, draft_revision, template, search_text, last_revision, updated_at, updated_by) VALUES (?, 1, ?, ?, 0, ?, ?)'),
-      updateDraft: db.prepare('UPDATE workflow_drafts SET draft_revision = draft_revision + 1, template = ?, search_text = ?, updated_at = ?, updated_by = ? WHERE workflow_id = ? AND draft_revision = ?'),
-      bumpLastRevision: db.prepare('UPDATE workflow_drafts SET last_revision = ? WHERE workflow_id = ?'),
-      getRevision: db.prepare('SELECT * FROM workflow_revisions WHERE workflow_id = ? AND revision = ?'),
-      latestRevision: db.prepare('SELECT * FROM workflow_revisions WHERE workflow_id = ? ORDER BY revision DESC LIMIT 1'),
-      listRevisions: db.prepare('SELECT * FROM workflow_revisions WHERE workflow_id = ? ORDER BY revision'),
-      insertRevision: db.prepare('INSERT INTO workflow_revisions (workflow_id, revision, semantic_hash, template, search_text, draft_revision, published_at, published_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
-      deleteRevision: db.prepare('DELETE FROM workflow_revisions WHERE workflow_id = ? AND revision = ?'),
-    };
-  }
-
-  private draftOf(row: DraftRow): WorkflowDraft {
-    return { id: row.workflow_id, draftRevision: row.draft_revision, template: JSON.parse(row.template.toString('utf8')), lastRevision: row.last_revision, updatedAt: row.updated_at, updatedBy: row.updated_by };
-  }
-
-  private revisionOf(row: RevisionRow): WorkflowRevision {
-    return {
-      id: row.workflow_id,
-      revision: row.revision,
-      semanticHash: row.semantic_hash,
-      template: JSON.parse(row.template.toString('utf8')),
-      draftRevision: row.draft_revision,
-      publishedAt: row.published_at,
-      publishedBy: row.published_by,
-    };
   }
 
   /**
@@ -290,31 +349,23 @@ export class WorkflowCatalog {
    * read (0: the draft must not exist yet); any other value than the stored one is a conflict.
    * A draft may be invalid; only `publish` validates.
    */
-  putDraft(template: unknown, options: { expectedDraftRevision: number; by?: string }): WorkflowDraft {
+  async putDraft(template: unknown, options: { expectedDraftRevision: number; by?: string }): Promise<WorkflowDraft> {
     const id = (template as any)?.metadata?.id;
     if (typeof id !== 'string' || !portableId.test(id)) {
       throw new CatalogError('catalog.draft-invalid-id', 'a draft needs /metadata/id, a portable id ([A-Za-z0-9][A-Za-z0-9._:-]{0,35})', [{ code: 'catalog.draft-invalid-id', pointer: '/metadata/id', message: 'missing or not a portable id' }]);
     }
     const bytes = Buffer.from(JSON.stringify(template), 'utf8');
-    const by = options.by ?? 'sdk';
-    return this.db
-      .transaction(() => {
-        const row = this.stmt.getDraft.get(id) as DraftRow | undefined;
-        const current = row?.draft_revision ?? 0;
-        if (current !== options.expectedDraftRevision) {
-          throw new CatalogError('catalog.draft-conflict', `draft ${id} is at draft revision ${current}, not ${options.expectedDraftRevision}; read it again and retry`);
-        }
-        if (!row) this.stmt.insertDraft.run(id, bytes, searchText(template), this.now(), by);
-        else this.stmt.updateDraft.run(bytes, searchText(template), this.now(), by, id, current);
-        return this.draftOf(this.stmt.getDraft.get(id) as DraftRow);
-      })
-      .immediate();
+    const result = await this.storage.putDraft({ id, template: bytes, searchText: searchText(template), expectedDraftRevision: options.expectedDraftRevision, at: this.now(), by: options.by ?? 'sdk' });
+    if ('conflict' in result) {
+      throw new CatalogError('catalog.draft-conflict', `draft ${id} is at draft revision ${result.conflict}, not ${options.expectedDraftRevision}; read it again and retry`);
+    }
+    return draftOf(result.row);
   }
 
-  getDraft(id: string): WorkflowDraft {
-    const row = this.stmt.getDraft.get(id) as DraftRow | undefined;
+  async getDraft(id: string): Promise<WorkflowDraft> {
+    const row = await this.storage.getDraft(id);
     if (!row) throw new CatalogError('catalog.draft-not-found', `there is no draft ${id}`);
-    return this.draftOf(row);
+    return draftOf(row);
   }
 
   /**
@@ -322,123 +373,114 @@ export class WorkflowCatalog {
    * reported at once). Publishing a draft whose semantic hash equals the latest revision's
    * returns that revision (`created: false`): a layout-only edit makes no new revision.
    */
-  publish(id: string, options: { expectedDraftRevision: number; by?: string }): WorkflowRevision & { created: boolean } {
-    const draft = this.getDraft(id);
+  async publish(id: string, options: { expectedDraftRevision: number; by?: string }): Promise<WorkflowRevision & { created: boolean }> {
+    const draft = await this.getDraft(id);
     if (draft.draftRevision !== options.expectedDraftRevision) {
       throw new CatalogError('catalog.draft-conflict', `draft ${id} is at draft revision ${draft.draftRevision}, not ${options.expectedDraftRevision}; read it again and retry`);
     }
     const report = this.options.engine.validate(draft.template);
     const errors: CatalogProblem[] = [...report.errors, ...this.nodeDefinitions.undigestedUses(draft.template)];
-    for (const target of callTargets(draft.template)) {
+    const targets = callTargets(draft.template);
+    const published = new Set((await this.storage.getRevisions(targets.filter((t) => t.id !== id))).map((r) => refKey({ id: r.workflow_id, revision: r.revision })));
+    for (const target of targets) {
       if (target.id === id) continue;
-      if (!this.stmt.getRevision.get(target.id, target.revision)) {
+      if (!published.has(refKey(target))) {
         errors.push({ code: 'catalog.dependency-missing', pointer: target.pointer, message: `workflow ${target.id}@${target.revision} is not published in this catalog` });
       }
     }
     if (errors.length === 0) {
       try {
-        this.compileTemplate(draft.template, draft.lastRevision + 1);
+        await this.compileTemplate(draft.template, draft.lastRevision + 1);
       } catch (err) {
         const e = err as { code?: string; message?: string; detail?: { errors?: CatalogProblem[] } };
         errors.push(...(e.detail?.errors ?? [{ code: e.code ?? 'template.invalid', pointer: '', message: e.message ?? String(err) }]));
       }
     }
     if (errors.length > 0) throw new CatalogError('catalog.publish-invalid', `draft ${id} (draft revision ${draft.draftRevision}) has ${errors.length} error(s); nothing was published`, errors);
-    const semanticHash = report.semanticHash!;
-    return this.db
-      .transaction(() => {
-        const row = this.stmt.getDraft.get(id) as DraftRow;
-        if (row.draft_revision !== options.expectedDraftRevision) {
-          throw new CatalogError('catalog.draft-conflict', `draft ${id} changed to draft revision ${row.draft_revision} while it was being published`);
-        }
-        const latest = this.stmt.latestRevision.get(id) as RevisionRow | undefined;
-        if (latest && latest.semantic_hash === semanticHash) return { ...this.revisionOf(latest), created: false };
-        const revision = row.last_revision + 1;
-        this.stmt.insertRevision.run(id, revision, semanticHash, row.template, searchText(draft.template), row.draft_revision, this.now(), options.by ?? 'sdk');
-        this.stmt.bumpLastRevision.run(revision, id);
-        return { ...this.revisionOf(this.stmt.getRevision.get(id, revision) as RevisionRow), created: true };
-      })
-      .immediate();
+    const result = await this.storage.publish({ id, expectedDraftRevision: options.expectedDraftRevision, semanticHash: report.semanticHash!, searchText: searchText(draft.template), at: this.now(), by: options.by ?? 'sdk' });
+    if ('conflict' in result) throw new CatalogError('catalog.draft-conflict', `draft ${id} changed to draft revision ${result.conflict} while it was being published`);
+    return { ...revisionOf(result.row), created: result.created };
   }
 
-  getRevision(id: string, revision: number): WorkflowRevision {
-    const row = this.stmt.getRevision.get(id, revision) as RevisionRow | undefined;
+  async getRevision(id: string, revision: number): Promise<WorkflowRevision> {
+    const [row] = await this.storage.getRevisions([{ id, revision }]);
     if (!row) throw new CatalogError('catalog.revision-not-found', `workflow ${id}@${revision} is not published in this catalog (or was deleted)`);
-    return this.revisionOf(row);
+    return revisionOf(row);
   }
 
-  listRevisions(id: string): WorkflowRevision[] {
-    return (this.stmt.listRevisions.all(id) as RevisionRow[]).map((r) => this.revisionOf(r));
+  async listRevisions(id: string): Promise<WorkflowRevision[]> {
+    return (await this.storage.listRevisions(id)).map(revisionOf);
   }
 
   /** Deletes a revision. Runs that pinned it keep working; new launches of it are refused. */
-  deleteRevision(id: string, revision: number): void {
-    if (this.stmt.deleteRevision.run(id, revision).changes === 0) throw new CatalogError('catalog.revision-not-found', `workflow ${id}@${revision} is not published in this catalog`);
+  async deleteRevision(id: string, revision: number): Promise<void> {
+    if (!(await this.storage.deleteRevision(id, revision))) throw new CatalogError('catalog.revision-not-found', `workflow ${id}@${revision} is not published in this catalog`);
   }
 
   /** Workflows whose id, name, description or labels contain `text` (case-insensitive). */
-  search(text: string): SearchHit[] {
+  async search(text: string): Promise<SearchHit[]> {
     const like = `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    const ids = this.db
-      .prepare(
-        `SELECT workflow_id FROM workflow_drafts WHERE search_text LIKE ? ESCAPE '\\'
-         UNION SELECT workflow_id FROM workflow_revisions WHERE search_text LIKE ? ESCAPE '\\'
-         ORDER BY workflow_id LIMIT ?`,
-      )
-      .pluck()
-      .all(like, like, searchResultsMax) as string[];
-    return ids.map((id) => {
-      const draft = this.stmt.getDraft.get(id) as DraftRow | undefined;
-      const revisions = this.listRevisions(id);
-      const latest = revisions.length > 0 ? revisions[revisions.length - 1].template : draft ? JSON.parse(draft.template.toString('utf8')) : {};
+    return (await this.storage.search(like, searchResultsMax)).map((row) => {
+      const latest = row.latest_template ? JSON.parse(row.latest_template.toString('utf8')) : row.draft_template ? JSON.parse(row.draft_template.toString('utf8')) : {};
       const m = latest?.metadata ?? {};
       return {
-        id,
+        id: row.workflow_id,
         ...(typeof m.name === 'string' ? { name: m.name } : {}),
         ...(typeof m.description === 'string' ? { description: m.description } : {}),
-        ...(draft ? { draftRevision: draft.draft_revision } : {}),
-        revisions: revisions.map((r) => r.revision),
+        ...(row.draft_revision !== null ? { draftRevision: row.draft_revision } : {}),
+        revisions: row.revisions,
       };
     });
+  }
+
+  /**
+   * `start` and every revision they call, directly or not, breadth first (`start` first). One
+   * storage read per level of calls. Throws `catalog.revision-not-found` naming the first
+   * missing revision in that order.
+   */
+  private async closureFrom(start: WorkflowRevision[]): Promise<WorkflowRevision[]> {
+    const seen = new Map<string, WorkflowRevision>(start.map((r) => [refKey(r), r]));
+    let level = start;
+    while (level.length > 0) {
+      const wanted = level.flatMap((from) => callTargets(from.template).map((target) => ({ from, target })));
+      const refs = new Map<string, RevisionRef>();
+      for (const { target } of wanted) if (!seen.has(refKey(target))) refs.set(refKey(target), { id: target.id, revision: target.revision });
+      if (refs.size === 0) break;
+      const found = new Map((await this.storage.getRevisions([...refs.values()])).map((row) => [refKey({ id: row.workflow_id, revision: row.revision }), row]));
+      const next: WorkflowRevision[] = [];
+      for (const { from, target } of wanted) {
+        const key = refKey(target);
+        if (seen.has(key)) continue;
+        const row = found.get(key);
+        if (!row) throw new CatalogError('catalog.revision-not-found', `workflow ${key}, called by ${from.id}@${from.revision} at ${target.pointer}, is not published in this catalog (or was deleted)`);
+        const dep = revisionOf(row);
+        seen.set(key, dep);
+        next.push(dep);
+      }
+      level = next;
+    }
+    return [...seen.values()];
   }
 
   /**
    * The root revision and the closure of the `workflow.call@1` revisions it calls, from the
    * catalog. Throws `catalog.revision-not-found` naming the first missing revision.
    */
-  closure(id: string, revision: number): { root: WorkflowRevision; dependencies: WorkflowRevision[] } {
-    const root = this.getRevision(id, revision);
-    const seen = new Map<string, WorkflowRevision>([[`${id}@${revision}`, root]]);
-    const queue = [root];
-    while (queue.length > 0) {
-      const from = queue.shift()!;
-      for (const t of callTargets(from.template)) {
-        const key = `${t.id}@${t.revision}`;
-        if (seen.has(key)) continue;
-        const row = this.stmt.getRevision.get(t.id, t.revision) as RevisionRow | undefined;
-        if (!row) throw new CatalogError('catalog.revision-not-found', `workflow ${key}, called by ${from.id}@${from.revision} at ${t.pointer}, is not published in this catalog (or was deleted)`);
-        const dep = this.revisionOf(row);
-        seen.set(key, dep);
-        queue.push(dep);
-      }
-    }
-    return { root, dependencies: [...seen.values()].filter((r) => r !== root) };
+  async closure(id: string, revision: number): Promise<{ root: WorkflowRevision; dependencies: WorkflowRevision[] }> {
+    const root = await this.getRevision(id, revision);
+    const all = await this.closureFrom([root]);
+    return { root, dependencies: all.filter((r) => r !== root) };
   }
 
   /** Compiles a published revision and its closure into the plan a launch pins. */
-  plan(id: string, revision: number): ExecutionPlan {
-    const { root, dependencies } = this.closure(id, revision);
+  async plan(id: string, revision: number): Promise<ExecutionPlan> {
+    const { root, dependencies } = await this.closure(id, revision);
     return this.nodeDefinitions.pin(this.options.engine.compile(root.template, dependencies.map((d) => ({ template: d.template, revision: d.revision })), root.revision));
   }
 
-  private compileTemplate(template: unknown, revision: number): ExecutionPlan {
-    const deps = callTargets(template)
-      .map((t) => this.stmt.getRevision.get(t.id, t.revision) as RevisionRow | undefined)
-      .filter((r): r is RevisionRow => r !== undefined)
-      .flatMap((r) => {
-        const c = this.closure(r.workflow_id, r.revision);
-        return [c.root, ...c.dependencies];
-      });
+  private async compileTemplate(template: unknown, revision: number): Promise<ExecutionPlan> {
+    const direct = await this.storage.getRevisions(callTargets(template));
+    const deps = await this.closureFrom(direct.map(revisionOf));
     return this.options.engine.compile(template, deps.map((d) => ({ template: d.template, revision: d.revision })), revision);
   }
 
@@ -446,14 +488,14 @@ export class WorkflowCatalog {
    * A revision seen three ways: `schema` (its interface: inputs, outputs, capabilities),
    * `template` (the stored template) or `plan` (the pinned plan a launch would compile now).
    */
-  describe(id: string, revision: number, view: 'schema' | 'template' | 'plan'): Record<string, unknown> {
-    const r = this.getRevision(id, revision);
+  async describe(id: string, revision: number, view: 'schema' | 'template' | 'plan'): Promise<Record<string, unknown>> {
+    const r = await this.getRevision(id, revision);
     const head = { id, revision, semanticHash: r.semanticHash, publishedAt: r.publishedAt, publishedBy: r.publishedBy };
     switch (view) {
       case 'template':
         return { ...head, template: r.template };
       case 'plan':
-        return { ...head, plan: this.plan(id, revision) };
+        return { ...head, plan: await this.plan(id, revision) };
       case 'schema': {
         const spec = r.template.spec ?? {};
         return {
@@ -472,9 +514,9 @@ export class WorkflowCatalog {
   }
 
   /** The semantic difference between two published revisions (layout ignored). */
-  diff(a: { id: string; revision: number }, b: { id: string; revision: number }): SemanticDiff {
-    const ra = this.getRevision(a.id, a.revision);
-    const rb = this.getRevision(b.id, b.revision);
+  async diff(a: RevisionRef, b: RevisionRef): Promise<SemanticDiff> {
+    const ra = await this.getRevision(a.id, a.revision);
+    const rb = await this.getRevision(b.id, b.revision);
     return {
       from: `${a.id}@${a.revision}`,
       to: `${b.id}@${b.revision}`,

@@ -3,7 +3,8 @@ export { WorkflowRuntime, WorkflowError, type RuntimeOptions, type LaunchOptions
 export type { GatewayRegistry, ToolDefinition, AgentDefinition, ApprovalHandler, ApprovalRequest, ToolContext } from './gateway.js';
 export type { RunOutcome } from '../core/kernel.js';
 export type { Authority, ExecutionPlan, ValidationReport, GatewayRequest, CapabilityOutcome } from '../core/types.js';
-export { WorkflowCatalog, CatalogError, NodeDefinitionRegistry, RunNeedsAttentionError, type WorkflowDraft, type WorkflowRevision, type RunCompatibility } from './catalog.js';
+export { WorkflowCatalog, CatalogError, NodeDefinitionRegistry, RunNeedsAttentionError, type CatalogStorage, type WorkflowDraft, type WorkflowRevision, type RunCompatibility } from './catalog.js';
+export { SqliteCatalogStorage } from './sqlite-catalog.js';
 export { migrateTemplate, type TemplateMigration } from './template-migration.js';
 export { parseExport, replayExport, exportFormat, type RunExport } from './export.js';
 export type { CapturePolicy } from '../core/kernel.js';
@@ -11,3 +12,4 @@ export type { CredentialResolver } from './gateway.js';
 export { createMcpServer, serveMcp } from './mcp.js';
 export { TriggerScheduler, TriggerError, triggerRunId, type TriggerSpec } from './triggers.js';
 export { PostgresJournalStore } from './pg-store.js';
+export { PgCatalogStorage } from './pg-catalog.js';

@@ -166,7 +166,7 @@ export function createMcpServer(runtime: WorkflowRuntime, options: McpServerOpti
   server.registerTool(
     'search_workflows',
     { description: 'Search the catalog of published workflows and drafts by id, name, description and labels.', inputSchema: { text: z.string() } },
-    ({ text }) => live(() => ({ hits: runtime.catalog.search(text) })),
+    ({ text }) => live(async () => ({ hits: await runtime.catalog.search(text) })),
   );
 
   server.registerTool(
@@ -178,27 +178,27 @@ export function createMcpServer(runtime: WorkflowRuntime, options: McpServerOpti
   server.registerTool(
     'get_draft',
     { description: "A workflow's mutable draft and its draft revision (needed to put or publish).", inputSchema: { id: z.string() } },
-    ({ id }) => live(() => ({ draft: runtime.catalog.getDraft(id) })),
+    ({ id }) => live(async () => ({ draft: await runtime.catalog.getDraft(id) })),
   );
 
   server.registerTool(
     'put_draft',
     { description: 'Create or replace a draft (compare-and-set: expectedDraftRevision is 0 for a new draft).', inputSchema: { template: json, expectedDraftRevision: z.number().int().min(0), by: z.string().optional() } },
-    ({ template, expectedDraftRevision, by }) => live(() => ({ draft: runtime.catalog.putDraft(template, { expectedDraftRevision, by: by ?? 'mcp' }) })),
+    ({ template, expectedDraftRevision, by }) => live(async () => ({ draft: await runtime.catalog.putDraft(template, { expectedDraftRevision, by: by ?? 'mcp' }) })),
   );
 
   server.registerTool(
     'diff_revisions',
     { description: 'Semantic diff of two published revisions.', inputSchema: { a: z.object({ id: z.string(), revision: z.number().int().positive() }), b: z.object({ id: z.string(), revision: z.number().int().positive() }) } },
-    ({ a, b }) => live(() => ({ ...runtime.catalog.diff(a, b) })),
+    ({ a, b }) => live(async () => ({ ...(await runtime.catalog.diff(a, b)) })),
   );
 
   server.registerTool(
     'publish_workflow',
     { description: 'Publish the draft as an immutable revision (compare-and-set on the draft revision).', inputSchema: { id: z.string(), expectedDraftRevision: z.number().int().positive(), by: z.string().optional() } },
     ({ id, expectedDraftRevision, by }) =>
-      live(() => {
-        const { template: _template, ...revision } = runtime.catalog.publish(id, { expectedDraftRevision, by: by ?? 'mcp' });
+      live(async () => {
+        const { template: _template, ...revision } = await runtime.catalog.publish(id, { expectedDraftRevision, by: by ?? 'mcp' });
         return { revision };
       }),
   );

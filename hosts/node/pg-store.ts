@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../core/store.js';
+import { PgCatalogStorage } from './pg-catalog.js';
 import { migratePg, quoteSchema } from './pg-migrations.js';
 import { PgOwnership, pgRunRecordOf, runRecordColumns, type PgRunRow } from './pg-ownership.js';
 import { createPool, rows, statement, transaction } from './pg-pool.js';
@@ -331,6 +332,11 @@ export class PostgresJournalStore implements JournalStore {
     if (!row) return undefined;
     if (`sha256:${createHash('sha256').update(row.bytes).digest('hex')}` !== digest) throw new StoreError('store.corrupt', `artifact ${digest} does not match its digest`);
     return { digest, size: row.size, mediaType: row.media_type, bytes: row.bytes };
+  }
+
+  /** The workflow catalog's storage, in this store's schema (see `pg-catalog.ts`). */
+  catalogStorage(): PgCatalogStorage {
+    return new PgCatalogStorage(this.pool, this.s);
   }
 
   private closed = false;

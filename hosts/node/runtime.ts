@@ -18,7 +18,8 @@ import { artifactTexts, exportFormat, type RunExport } from '../core/export-form
 import { registryGateway, type GatewayRegistry } from './gateway.js';
 import { assertCaptureOptions, assertLaunchOptions, launchCorrelation } from './launch-options.js';
 import { SqliteJournalStore } from './journal.js';
-import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type RunCompatibility } from './catalog.js';
+import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type CatalogStorage, type RunCompatibility } from './catalog.js';
+import { SqliteCatalogStorage } from './sqlite-catalog.js';
 import { stderrLog } from './log.js';
 import { createScriptImports } from './sandbox.js';
 
@@ -211,7 +212,7 @@ export class WorkflowRuntime {
     const t = kind === 'inline' || kind === 'plan' || kind === 'published' ? (target as LaunchTarget) : ({ type: 'inline', template: target } as LaunchTarget);
     let plan: ExecutionPlan;
     try {
-      plan = t.type === 'plan' ? t.plan : t.type === 'published' ? this.catalog.plan(t.id, t.revision) : this.inlinePlan(t.template, t.dependencies ?? []);
+      plan = t.type === 'plan' ? t.plan : t.type === 'published' ? await this.catalog.plan(t.id, t.revision) : this.inlinePlan(t.template, t.dependencies ?? []);
     } catch (err) {
       throw asError(err);
     }
@@ -310,10 +311,9 @@ export class WorkflowRuntime {
   /** Custom node definitions of this host, folded into the plans it compiles. */
   readonly nodeDefinitions = new NodeDefinitionRegistry();
 
-  /** Drafts and published revisions, in the same database as the journal. */
+  /** Drafts and published revisions, in the same database as the journal (SQLite or PostgreSQL). */
   get catalog(): WorkflowCatalog {
-    if (!(this.store instanceof SqliteJournalStore)) throw new WorkflowError('catalog.unsupported', 'the catalog is kept in SQLite stores only; publish revisions to a SQLite catalog or launch inline templates and plans');
-    this.catalogInstance ??= new WorkflowCatalog(this.store.db, {
+    this.catalogInstance ??= new WorkflowCatalog(this.store instanceof SqliteJournalStore ? new SqliteCatalogStorage(this.store.db) : (this.store as unknown as { catalogStorage(): CatalogStorage }).catalogStorage(), {
       engine: { validate: (t) => this.validate(t), compile: (t, deps, revision) => this.compile(t, deps, revision) },
       nodeDefinitions: this.nodeDefinitions,
       now: this.kernel.now,

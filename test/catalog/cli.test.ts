@@ -106,11 +106,11 @@ describe('run <id>@<rev>', () => {
     const dir = tempDir();
     const rt = await openRuntime(dir);
     try {
-      expect(resolveRunTarget('examples/echo/echo.json', rt)).toBeUndefined();
-      expect(resolveRunTarget('cli-run@2', rt)).toEqual({ type: 'published', id: 'cli-run', revision: 2 });
-      rt.catalog.putDraft(upperTemplate('cli-run'), { expectedDraftRevision: 0 });
-      rt.catalog.publish('cli-run', { expectedDraftRevision: 1 });
-      const target = resolveRunTarget('cli-run@1', rt)!;
+      expect(await resolveRunTarget('examples/echo/echo.json', rt)).toBeUndefined();
+      expect(await resolveRunTarget('cli-run@2', rt)).toEqual({ type: 'published', id: 'cli-run', revision: 2 });
+      await rt.catalog.putDraft(upperTemplate('cli-run'), { expectedDraftRevision: 0 });
+      await rt.catalog.publish('cli-run', { expectedDraftRevision: 1 });
+      const target = (await resolveRunTarget('cli-run@1', rt))!;
       const writes: string[] = [];
       const write = process.stdout.write;
       process.stdout.write = ((chunk: string) => (writes.push(chunk), true)) as typeof process.stdout.write;

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 
 export const api = 'workflow.gm-hz.dev/v1alpha1';
@@ -93,14 +94,82 @@ export async function waitUntil<T>(check: () => T | undefined | false | Promise<
 }
 
 /** Publishes a template as its next revision: draft put (create or update) then publish. */
-export function publish(rt: WorkflowRuntime, template: any): { revision: number; semanticHash: string; created: boolean } {
+export async function publish(rt: WorkflowRuntime, template: any): Promise<{ revision: number; semanticHash: string; created: boolean }> {
   const id = template.metadata.id;
   let expected = 0;
   try {
-    expected = rt.catalog.getDraft(id).draftRevision;
+    expected = (await rt.catalog.getDraft(id)).draftRevision;
   } catch {
     expected = 0;
   }
-  const draft = rt.catalog.putDraft(template, { expectedDraftRevision: expected });
+  const draft = await rt.catalog.putDraft(template, { expectedDraftRevision: expected });
   return rt.catalog.publish(id, { expectedDraftRevision: draft.draftRevision });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The stores a catalog case runs against: a SQLite file in a temporary directory, or a fresh
+// PostgreSQL schema (`AGENT_WORKFLOW_TEST_PG`, default postgres://postgres@127.0.0.1:5432/test).
+// When PostgreSQL is unreachable the PostgreSQL cases fail and say how to start it; they are
+// never skipped.
+
+export const pgUrl = process.env.AGENT_WORKFLOW_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
+const howToStart = `PostgreSQL is not reachable at ${pgUrl}. Start it with \`pg_ctlcluster --skip-systemctl-redirect 15 main start\` (or point AGENT_WORKFLOW_TEST_PG at a server where this user may create schemas).`;
+
+export interface CatalogStoreHarness {
+  name: 'sqlite' | 'postgres';
+  /** Runtime options of a fresh, empty store; each call names another one. */
+  fresh(): Record<string, unknown>;
+  /** Rejects (saying how to start it) when the store's server is unreachable; checked once. */
+  assertReachable(): Promise<void>;
+  /** Removes every store `fresh` named (PostgreSQL: drops the schemas). */
+  cleanup(): Promise<void>;
+}
+
+export function sqliteStores(): CatalogStoreHarness {
+  return {
+    name: 'sqlite',
+    fresh: () => ({ dir: tempDir() }),
+    assertReachable: async () => undefined,
+    cleanup: async () => undefined,
+  };
+}
+
+export function postgresStores(): CatalogStoreHarness {
+  const prefix = `t_cat_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const schemas: string[] = [];
+  let reachable: Promise<void> | undefined;
+  async function reach(): Promise<void> {
+    const client = new pg.Client({ connectionString: pgUrl, connectionTimeoutMillis: 3000 });
+    try {
+      await client.connect();
+      await client.query('SELECT 1');
+    } catch (err) {
+      throw new Error(`${howToStart} (${(err as Error).message})`);
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+  return {
+    name: 'postgres',
+    fresh() {
+      const schema = `${prefix}_${schemas.length + 1}`;
+      schemas.push(schema);
+      // The directory holds what is not in the store (none of the catalog).
+      return { dir: tempDir(), store: `${pgUrl}${pgUrl.includes('?') ? '&' : '?'}schema=${schema}` };
+    },
+    assertReachable() {
+      return (reachable ??= reach());
+    },
+    async cleanup() {
+      // Without a server nothing was created.
+      if (schemas.length === 0 || !(await (reachable ?? reach()).then(() => true, () => false))) return;
+      const client = new pg.Client({ connectionString: pgUrl, connectionTimeoutMillis: 3000 });
+      await client.connect();
+      try {
+        for (const s of schemas.splice(0)) await client.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
 }

@@ -106,7 +106,7 @@ describe('custom node definitions', () => {
     rt1.nodeDefinitions.register(ocr('sha256:ocr-build-1'));
     const hash1 = rt1.nodeDefinitionSetHash();
     expect(hash1).not.toBe(engineHash);
-    publish(rt1, upperTemplate('with-defs'));
+    await publish(rt1, upperTemplate('with-defs'));
     await (await rt1.launch({ type: 'published', id: 'with-defs', revision: 1 }, { runId: 'defs-1', input: { word: 'a' } })).result;
     const plan = (await rt1.exportRun('defs-1')).plan;
     expect(plan.nodeDefinitionSetHash).toBe(hash1);
@@ -144,17 +144,17 @@ describe('custom node definitions', () => {
         { from: 'upper', to: 'ocr' },
         { from: 'ocr', to: 'end' },
       ];
-      rt.catalog.putDraft(t, { expectedDraftRevision: 0 });
+      await rt.catalog.putDraft(t, { expectedDraftRevision: 0 });
       let err: any;
       try {
-        rt.catalog.publish('scan', { expectedDraftRevision: 1 });
+        await rt.catalog.publish('scan', { expectedDraftRevision: 1 });
       } catch (e) {
         err = e;
       }
       expect(err).toBeInstanceOf(CatalogError);
       // The engine does not know host definitions yet, so it reports the type as unknown too.
       expect(err.errors.map((e: any) => `${e.code} ${e.pointer}`)).toEqual(['node.unknown-type /spec/nodes/2/uses', 'node.definition-undigested /spec/nodes/2/uses']);
-      expect(rt.catalog.listRevisions('scan')).toEqual([]);
+      expect(await rt.catalog.listRevisions('scan')).toEqual([]);
     } finally {
       await rt.close();
     }

@@ -79,12 +79,12 @@ describe('store fixtures', () => {
         expect(await (await rt.resume('fx-approval-1')).result).toMatchObject({ status: 'completed', output: { decision: true } });
         // The catalog works on the upgraded store.
         if (version < 2) {
-          rt.catalog.putDraft((await import('../fixtures/stores/fixture-workflows.mjs')).child, { expectedDraftRevision: 0 });
-          rt.catalog.publish('fx-child', { expectedDraftRevision: 1 });
-          rt.catalog.putDraft(parent, { expectedDraftRevision: 0 });
+          await rt.catalog.putDraft((await import('../fixtures/stores/fixture-workflows.mjs')).child, { expectedDraftRevision: 0 });
+          await rt.catalog.publish('fx-child', { expectedDraftRevision: 1 });
+          await rt.catalog.putDraft(parent, { expectedDraftRevision: 0 });
         }
-        expect(rt.catalog.getRevision('fx-child', 1).template.metadata.id).toBe('fx-child');
-        expect(rt.catalog.publish('fx-parent', { expectedDraftRevision: 1 }).revision).toBe(1);
+        expect((await rt.catalog.getRevision('fx-child', 1)).template.metadata.id).toBe('fx-child');
+        expect((await rt.catalog.publish('fx-parent', { expectedDraftRevision: 1 })).revision).toBe(1);
         const handle = await rt.launch({ type: 'published', id: 'fx-parent', revision: 1 }, { input: { word: 'upgraded' } });
         expect(await handle.result).toMatchObject({ status: 'completed', output: { text: 'UPGRADED' } });
       } finally {
@@ -136,7 +136,7 @@ describe('interrupted migrations', () => {
     try {
       expect(userVersion(file)).toBe(schemaVersion);
       expect(await rt.getRun('fx-echo-1')).toMatchObject({ status: 'completed', output: fixtureRuns['fx-echo-1'].output });
-      expect(rt.catalog.search('half')).toEqual([]);
+      expect(await rt.catalog.search('half')).toEqual([]);
       expect(await (await rt.resume('fx-parent-1')).result).toMatchObject({ status: 'completed', output: fixtureRuns['fx-parent-1'].output });
     } finally {
       await rt.close();

@@ -118,8 +118,8 @@ describe('converted templates run', () => {
   it('the converted parent calls the converted child through the catalog', async () => {
     for (const name of ['review-child', 'review-parent']) {
       const template = convert(name) as any;
-      rt.catalog.putDraft(template, { expectedDraftRevision: 0, by: 'migration' });
-      expect(rt.catalog.publish(template.metadata.id, { expectedDraftRevision: 1 }).revision).toBe(1);
+      await rt.catalog.putDraft(template, { expectedDraftRevision: 0, by: 'migration' });
+      expect((await rt.catalog.publish(template.metadata.id, { expectedDraftRevision: 1 })).revision).toBe(1);
     }
     const out = await (await rt.launch({ type: 'published', id: 'review-batch', revision: 1 }, { input: { item: 'lease' } })).result;
     expect(out).toMatchObject({ status: 'completed', output: { review: { checked: 'LEASE' } } });

@@ -132,7 +132,7 @@ const commands: Record<string, CliCommand> = {
       const inputArg = optionString(args, 'input');
       const input = inputArg === undefined ? {} : readJsonArg(inputArg, '--input');
       return withRuntime(args, async (rt) => {
-        const published = resolveRunTarget(file, rt);
+        const published = await resolveRunTarget(file, rt);
         if (published) return runPublished(rt, published, { input, wait: !args.options.has('no-wait') });
         const template = readTemplate(file);
         const report = rt.validate(template);

@@ -51,7 +51,9 @@ async function withRuntime<T>(args: ParsedArgs, fn: (rt: WorkflowRuntime) => Pro
   const host = await loadHostModule(optionString(args, 'config'));
   const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : undefined);
   const { WorkflowRuntime } = await import('../../runtime.js');
-  const rt = await WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}) });
+  // The catalog lives in the journal's store, SQLite or PostgreSQL: the same --store as `run`.
+  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
+  const rt = await WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}) });
   try {
     return await fn(rt);
   } finally {
@@ -62,10 +64,10 @@ async function withRuntime<T>(args: ParsedArgs, fn: (rt: WorkflowRuntime) => Pro
 const by = (args: ParsedArgs) => optionString(args, 'by') ?? process.env.USER ?? 'cli';
 
 /** `run <id>@<rev>`: a published target, unless a file of that name exists. */
-export function resolveRunTarget(arg: string, runtime: WorkflowRuntime): LaunchTarget | undefined {
+export async function resolveRunTarget(arg: string, runtime: WorkflowRuntime): Promise<LaunchTarget | undefined> {
   const ref = parseRevisionRef(arg);
   if (!ref) return undefined;
-  if (existsSync(arg) && runtime.catalog.listRevisions(ref.id).every((r) => r.revision !== ref.revision)) return undefined;
+  if (existsSync(arg) && (await runtime.catalog.listRevisions(ref.id)).every((r) => r.revision !== ref.revision)) return undefined;
   return { type: 'published', id: ref.id, revision: ref.revision };
 }
 
@@ -86,12 +88,12 @@ export const catalogCommands: Record<string, CliCommand> = {
     async run(args) {
       const [verb, target] = args.positional;
       if ((verb !== 'put' && verb !== 'get') || target === undefined) throw new UsageError('usage: agent-workflow draft put <file> [--expected <draft-revision>] | draft get <id>');
-      if (verb === 'get') return withRuntime(args, (rt) => (print('WorkflowDraft', { draft: rt.catalog.getDraft(target) }), exit.ok));
+      if (verb === 'get') return withRuntime(args, async (rt) => (print('WorkflowDraft', { draft: await rt.catalog.getDraft(target) }), exit.ok));
       const template = readJsonFile(target);
       // Without --expected the draft must be new: overwriting needs the draft revision you read.
       const expected = integerOption(args, 'expected', false) ?? 0;
-      return withRuntime(args, (rt) => {
-        const draft = rt.catalog.putDraft(template, { expectedDraftRevision: expected, by: by(args) });
+      return withRuntime(args, async (rt) => {
+        const draft = await rt.catalog.putDraft(template, { expectedDraftRevision: expected, by: by(args) });
         progress(`draft ${draft.id} is at draft revision ${draft.draftRevision}`);
         print('WorkflowDraft', { draft: { id: draft.id, draftRevision: draft.draftRevision, lastRevision: draft.lastRevision, updatedAt: draft.updatedAt, updatedBy: draft.updatedBy } });
         return exit.ok;
@@ -104,9 +106,9 @@ export const catalogCommands: Record<string, CliCommand> = {
       const [id] = args.positional;
       if (id === undefined) throw new UsageError('usage: agent-workflow publish <id> --expected <draft-revision>');
       const expected = integerOption(args, 'expected', true)!;
-      return withRuntime(args, (rt) => {
+      return withRuntime(args, async (rt) => {
         try {
-          const { template: _template, ...revision } = rt.catalog.publish(id, { expectedDraftRevision: expected, by: by(args) });
+          const { template: _template, ...revision } = await rt.catalog.publish(id, { expectedDraftRevision: expected, by: by(args) });
           progress(revision.created ? `published ${id}@${revision.revision}` : `${id}@${revision.revision} already has this semantic hash; nothing new was published`);
           print('WorkflowRevision', { revision });
           return exit.ok;
@@ -124,7 +126,7 @@ export const catalogCommands: Record<string, CliCommand> = {
     flags: [],
     async run(args) {
       const text = args.positional.join(' ');
-      return withRuntime(args, (rt) => (print('SearchResult', { text, hits: rt.catalog.search(text) }), exit.ok));
+      return withRuntime(args, async (rt) => (print('SearchResult', { text, hits: await rt.catalog.search(text) }), exit.ok));
     },
   },
   describe: {
@@ -133,7 +135,7 @@ export const catalogCommands: Record<string, CliCommand> = {
       const ref = revisionArg(args.positional[0]);
       const view = optionString(args, 'view') ?? 'schema';
       if (view !== 'schema' && view !== 'template' && view !== 'plan') throw new UsageError('--view must be schema, template or plan');
-      return withRuntime(args, (rt) => (print('WorkflowDescription', { view, ...rt.catalog.describe(ref.id, ref.revision, view) }), exit.ok));
+      return withRuntime(args, async (rt) => (print('WorkflowDescription', { view, ...(await rt.catalog.describe(ref.id, ref.revision, view)) }), exit.ok));
     },
   },
   diff: {
@@ -141,8 +143,8 @@ export const catalogCommands: Record<string, CliCommand> = {
     async run(args) {
       const a = revisionArg(args.positional[0]);
       const b = revisionArg(args.positional[1]);
-      return withRuntime(args, (rt) => {
-        const diff = rt.catalog.diff(a, b);
+      return withRuntime(args, async (rt) => {
+        const diff = await rt.catalog.diff(a, b);
         for (const c of diff.changes) progress(`${c.op.padEnd(7)} ${c.pointer}`);
         print('SemanticDiff', { ...diff });
         return exit.ok;
