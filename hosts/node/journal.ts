@@ -8,7 +8,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type RunRecord, type RunTail, type SyncJournalStore } from '../core/store.js';
 import { migrations, schemaVersion } from './migrations.js';
-import { leaseIsLive } from './lease-rules.js';
+import { fencingRefusal } from './lease-rules.js';
 import { SqliteOwnership, runRecordOf, type RunRow } from './sqlite-ownership.js';
 
 export interface SqliteStoreOptions {
@@ -209,15 +209,9 @@ export class SqliteJournalStore implements SyncJournalStore {
           continue;
         }
         if (head !== undefined) {
-          // Fencing: only the holder of the run's current lease commits. An entry without a lease
-          // (a single-process host) commits only while nobody holds a live lease.
-          const fenced = e.lease ? head.lease_epoch !== e.lease.epoch || head.lease_owner !== e.lease.owner : leaseIsLive(head.lease_owner, head.lease_expires_at, now);
-          if (fenced) {
-            rejected.push({
-              runId: e.runId,
-              code: 'store.fenced',
-              message: `run ${e.runId}: the commit was staged under ${e.lease ? `lease epoch ${e.lease.epoch} of ${e.lease.owner}` : 'no lease'}, but the run's lease is epoch ${head.lease_epoch}${head.lease_owner ? ` held by ${head.lease_owner}` : ' (free)'}`,
-            });
+          const refusal = fencingRefusal(e, { owner: head.lease_owner, epoch: head.lease_epoch, expiresAt: head.lease_expires_at }, now);
+          if (refusal) {
+            rejected.push({ runId: e.runId, code: 'store.fenced', message: refusal });
             continue;
           }
         }

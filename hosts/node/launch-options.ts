@@ -1,17 +1,7 @@
 // Launch and runtime options that are checked, not silently dropped: an option this host does not
 // carry out is refused with a typed error, and `origin` / `deliveryRef` are recorded with the run.
 
-/** Thrown for an option this host would otherwise accept and ignore. */
-export class OptionError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly detail?: unknown,
-  ) {
-    super(message);
-    this.name = 'WorkflowError';
-  }
-}
+import { WorkflowError as OptionError } from './errors.js';
 
 const captureKeys = new Set(['mode', 'maxArtifactBytes', 'inlineBytesMax']);
 const captureModes = new Set(['metadata', 'standard', 'replayable']);

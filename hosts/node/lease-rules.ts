@@ -12,7 +12,7 @@ export interface LeaseRow {
 }
 
 /** A lease that nobody may take: held, not expired, and its process not provably gone. */
-export function leaseIsLive(owner: string | null, expiresAt: number | null, now: number): boolean {
+function leaseIsLive(owner: string | null, expiresAt: number | null, now: number): boolean {
   return owner !== null && expiresAt !== null && expiresAt >= now && !ownerIsDead(owner);
 }
 
@@ -36,4 +36,20 @@ export function leaseDecision(runId: string, row: LeaseRow | undefined, owner: s
     };
   }
   return { action: 'take', grant: { ok: true, epoch: row.lease_epoch + 1, previousEpoch: row.lease_epoch, ...(row.lease_owner ? { previousOwner: row.lease_owner } : {}) } };
+}
+
+/**
+ * Fencing: only the holder of the run's current lease commits; an entry without a lease (a
+ * single-process host) commits only while nobody holds a live lease. Answers why an entry is
+ * refused, or undefined when it may commit.
+ */
+export function fencingRefusal(
+  entry: { runId: string; lease?: { owner: string; epoch: number } },
+  head: { owner: string | null; epoch: number; expiresAt: number | null },
+  now: number,
+): string | undefined {
+  const lease = entry.lease;
+  const fenced = lease ? head.epoch !== lease.epoch || head.owner !== lease.owner : leaseIsLive(head.owner, head.expiresAt, now);
+  if (!fenced) return undefined;
+  return `run ${entry.runId}: the commit was staged under ${lease ? `lease epoch ${lease.epoch} of ${lease.owner}` : 'no lease'}, but the run's lease is epoch ${head.epoch}${head.owner ? ` held by ${head.owner}` : ' (free)'}`;
 }

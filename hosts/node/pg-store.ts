@@ -16,7 +16,7 @@ import { migratePg, quoteSchema } from './pg-migrations.js';
 import { PgOwnership, pgRunRecordOf, runRecordColumns, type PgRunRow } from './pg-ownership.js';
 import { createPool, rows, statement, transaction } from './pg-pool.js';
 import { splitEvents } from './journal.js';
-import { leaseIsLive } from './lease-rules.js';
+import { fencingRefusal } from './lease-rules.js';
 
 export interface PostgresStoreOptions {
   /** The PostgreSQL schema holding the store's tables (created when missing); default `agent_workflow`. */
@@ -121,16 +121,9 @@ export class PostgresJournalStore implements JournalStore {
         return;
       }
       if (head !== undefined) {
-        // Fencing: only the holder of the run's current lease commits. An entry without a lease
-        // (a single-process host) commits only while nobody holds a live lease.
-        const fenced = e.lease ? head.epoch !== e.lease.epoch || head.owner !== e.lease.owner : leaseIsLive(head.owner, head.expiresAt, now);
-        if (fenced) {
-          rejected.push({
-            index,
-            runId: e.runId,
-            code: 'store.fenced',
-            message: `run ${e.runId}: the commit was staged under ${e.lease ? `lease epoch ${e.lease.epoch} of ${e.lease.owner}` : 'no lease'}, but the run's lease is epoch ${head.epoch}${head.owner ? ` held by ${head.owner}` : ' (free)'}`,
-          });
+        const refusal = fencingRefusal(e, head, now);
+        if (refusal) {
+          rejected.push({ index, runId: e.runId, code: 'store.fenced', message: refusal });
           return;
         }
       }

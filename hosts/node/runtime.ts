@@ -10,6 +10,7 @@ import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcom
 import { leaseDefaults } from '../core/leases.js';
 import type { OperatorCommand, RunOwnership } from '../core/ownership-store.js';
 import { assertPortableId, type JournalStore } from '../core/store.js';
+import { WorkflowError } from './errors.js';
 import { newOwnerId } from './owner-id.js';
 import { openJournalStore } from './open-store.js';
 import { terminalStatuses, type Authority, type ExecutionPlan, type HostLog, type ValidationReport } from '../core/types.js';
@@ -97,16 +98,7 @@ function digestOf(value: unknown): string {
   return `sha256:${createHash('sha256').update(JSON.stringify(value ?? null)).digest('hex')}`;
 }
 
-export class WorkflowError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly detail?: unknown,
-  ) {
-    super(message);
-    this.name = 'WorkflowError';
-  }
-}
+export { WorkflowError };
 
 const allowEverything: Authority = { id: 'local', scopes: ['*'] };
 
