@@ -116,14 +116,17 @@ describe('scale-out: four workers on one PostgreSQL schema, killed at random', (
           .filter(Boolean)
           .map((l) => JSON.parse(l));
 
-      // Kills: bounded in number and time, one every 1–3 s, each worker restarted at once.
+      // Kills: bounded in number, spread over the work by progress (so they land while charges are
+      // in flight however fast the machine is), at a random point of each stretch; each worker is
+      // restarted at once.
       let kills = 0;
       let allDone = false;
       const killLog: string[] = [];
       const killer = (async () => {
-        while (!allDone && readLog().length === 0) await sleep(50);
-        while (!allDone && kills < MAX_KILLS) {
-          await sleep(1000 + Math.floor(random() * 2000));
+        for (let k = 1; k <= MAX_KILLS && !allDone; k++) {
+          const stretch = (RUNS * 2) / (MAX_KILLS + 1);
+          const at = Math.floor(stretch * (k - 1) + stretch * (0.5 + random() * 0.5));
+          while (!allDone && readLog().filter((e) => e.phase === 'start').length < at) await sleep(20);
           if (allDone) break;
           const slot = Math.floor(random() * WORKERS);
           const victim = workers[slot]!;
@@ -131,7 +134,7 @@ describe('scale-out: four workers on one PostgreSQL schema, killed at random', (
           victim.kill('SIGKILL');
           await closed;
           kills += 1;
-          killLog.push(`${((performance.now() - t0) / 1000).toFixed(1)}s slot ${slot} pid ${victim.pid}`);
+          killLog.push(`${((performance.now() - t0) / 1000).toFixed(1)}s slot ${slot} pid ${victim.pid} after ${at} charges started`);
           startWorker(slot);
         }
       })();
