@@ -447,7 +447,7 @@ export class Kernel {
   }
 
   private async runBatch(batch: [string, Pending][]): Promise<void> {
-    type Result = { runId: string; groups: FactGroup[]; summary: ActivationSummary; requests: GatewayRequest[]; cancels: { invocationId: string; reason: string }[]; commits: CommitEntry[]; lease?: CommitEntry['lease'] };
+    type Result = { runId: string; groups: FactGroup[]; summary: ActivationSummary; requests: GatewayRequest[]; cancels: { invocationId: string; reason: string }[]; commits: CommitEntry[]; lease?: CommitEntry['lease']; rest?: boolean };
     const results: Result[] = [];
     const refused: { id: number; error: { code: string; message: string } }[] = [];
     const fail = (g: FactGroup, err: unknown) => {
@@ -493,7 +493,8 @@ export class Kernel {
     }
     const entries: CommitEntry[] = [];
     for (const r of results) {
-      const rest = this.comesToRest(r.runId, r.summary, r.requests);
+      // Decided once, when the entry is staged: the lease bookkeeping after the commit follows it.
+      const rest = (r.rest = this.comesToRest(r.runId, r.summary, r.requests));
       r.commits.forEach((c, n) => {
         const last = n === r.commits.length - 1;
         entries.push({
@@ -539,7 +540,7 @@ export class Kernel {
         continue;
       }
       if (r.lease && r.commits.length > 0) {
-        if (this.comesToRest(r.runId, r.summary, r.requests)) this.leases?.released(r.runId, r.lease.epoch);
+        if (r.rest) this.leases?.released(r.runId, r.lease.epoch);
         else this.leases?.committed(r.runId, r.lease.epoch);
       }
       this.known.add(r.runId);
