@@ -273,6 +273,36 @@ describe('the queue and workers', () => {
   }, 60_000);
 });
 
+describe('a graceful stop that cannot wait', () => {
+  it('hands a call still running at the drain deadline back: the next worker surfaces it, nothing is charged twice', async () => {
+    const w = world({ CHARGE_MS: '8000' });
+    const t = template('slow-pay', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], [
+      ['start', 'charge'],
+      ['charge', 'end'],
+    ], { requires: ['tool:charge'] });
+    const first = start(w, ['serve', '--drain-ms', '300']);
+    await until('the worker to serve', () => first.out().includes('"Serving"'));
+    const queued = lastJson((await run(w, ['run', writeTemplate(w, 'slow-pay', t), '--no-wait'])).stdout);
+    await until('the charge to start', () => charges(w).length > 0);
+    first.child.kill('SIGTERM');
+    const stopped = await first.done;
+    expect(stopped.code).toBe(0);
+    expect(lastJson(stopped.stdout)).toMatchObject({ kind: 'Stopped', drained: false });
+    // The lease was given back: the next worker takes the run at once and surfaces the call.
+    const second = start(w, ['serve']);
+    try {
+      await until('the run to need attention', async () => lastJson((await run(w, ['runs'])).stdout).runs[0].status === 'paused');
+      const events = await trace(w, queued.runId);
+      expect(events.some((e) => e.type === 'capability.abandoned')).toBe(true);
+      expect(events.find((e) => e.type === 'run.paused')?.payload.reason).toBe('needs_attention');
+      expect(charges(w)).toHaveLength(1);
+    } finally {
+      second.child.kill('SIGTERM');
+      await second.done;
+    }
+  }, 60_000);
+});
+
 describe('who may decide', () => {
   it("refuses approve and reject from anyone the node's approvers do not name, and takes the decision of one it names", async () => {
     const w = world();
