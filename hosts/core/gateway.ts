@@ -9,6 +9,11 @@ export interface GatewayContext {
   invocationId: string;
   /** True when the request is sent again after a host restart (only for idempotent or read-only work). */
   reissued: boolean;
+  /**
+   * For a gateway that answered `capability.cancelled` when the signal fired but whose work goes
+   * on: the promise of what that work really ends with, recorded as evidence (`capability.late`).
+   */
+  late?: (outcome: Promise<CapabilityOutcome>) => void;
 }
 
 export interface Gateway {

@@ -36,6 +36,9 @@ export const defaultCapture: CapturePolicy = { mode: 'replayable', maxArtifactBy
 
 const captureOrder = ['metadata', 'standard', 'replayable'] as const;
 
+/** How long a closing host waits for the real outcomes of calls it cancelled. */
+const lateEvidenceWaitMs = 1_000;
+
 export interface KernelOptions {
   /** Capture of capability payloads; needs `sha256` and a store with `putArtifact`. */
   capture?: CapturePolicy;
@@ -629,6 +632,8 @@ export class Kernel {
   private cancelInvocation(invocationId: string, reason: string): void {
     const controller = this.controllers.get(invocationId);
     if (controller) {
+      // The engine recorded the cancellation: the gateway's own "cancelled" answer adds nothing.
+      this.cancelledByEngine.add(invocationId);
       controller.abort(new KernelError('capability.cancelled', reason));
       this.controllers.delete(invocationId);
     }
@@ -664,37 +669,56 @@ export class Kernel {
         if (n > 0) this.busy.set(request.runId, n);
         else this.busy.delete(request.runId);
       }
+      const cancelled = this.cancelledByEngine.delete(request.invocationId);
       // A host that is stopping hands its calls back: their outcomes are unknown to the next owner.
       if (outcome === undefined || this.closed || this.stopping) return;
-      let fact: Fact;
-      try {
-        fact = outcome.ok
-          ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output, ...(await this.capture(request.runId, outcome.output)) }
-          : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error };
-      } catch (err) {
-        fact = { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: { code: 'capability.output-not-json', message: `the result cannot be stored: ${(err as Error).message}`, retryable: false } };
-      }
-      this.deliver(request.runId, fact).catch((err) => {
-        const code = (err as { code?: string }).code;
-        // The run moved to another owner while the call ran: what happened is evidence for it.
-        if ((code === 'run.owned-elsewhere' || code === 'run.fenced') && this.leases && fact.type === 'capability-completed') {
-          this.leases
-            .postLateOutcome(request.runId, { invocationId: fact.invocationId, ok: fact.ok, output: fact.output, error: fact.error })
-            .catch((e) => this.options.log('warn', `recording the late outcome of ${request.invocationId} failed: ${(e as Error).message}`));
-          return;
-        }
-        this.options.log('warn', `delivering ${request.invocationId} failed: ${(err as Error).message}`);
-      });
+      if (cancelled && !outcome.ok && outcome.error.code === 'capability.cancelled') return;
+      await this.deliverOutcome(request, outcome);
     };
     let promise: Promise<CapabilityOutcome | undefined>;
     try {
-      promise = this.options.gateway.execute(request, { signal: controller.signal, invocationId: request.invocationId, reissued: request.reissued === true });
+      promise = this.options.gateway.execute(request, {
+        signal: controller.signal,
+        invocationId: request.invocationId,
+        reissued: request.reissued === true,
+        // What the call really did, when it ends after it was cancelled: evidence, never a wake-up.
+        late: (outcome) => {
+          const delivered = outcome.then((o) => (this.closed ? undefined : this.deliverOutcome(request, o)), () => undefined);
+          this.lateWork.add(delivered);
+          void delivered.finally(() => this.lateWork.delete(delivered));
+        },
+      });
     } catch (err) {
       promise = Promise.resolve(outcomeOfThrown(err, `${request.kind}.error`));
     }
     const tracked = promise.then(settle, (err) => settle(outcomeOfThrown(err, `${request.kind}.error`)));
     this.inflightDispatches.add(tracked);
     void tracked.finally(() => this.inflightDispatches.delete(tracked));
+  }
+
+  /**
+   * Delivers a call's outcome to its run. When the run moved to another owner meanwhile, the
+   * outcome goes to the run's inbox instead, and that owner records it as `capability.late`.
+   */
+  private async deliverOutcome(request: GatewayRequest, outcome: CapabilityOutcome): Promise<void> {
+    let fact: Extract<Fact, { type: 'capability-completed' }>;
+    try {
+      fact = outcome.ok
+        ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output, ...(await this.capture(request.runId, outcome.output)) }
+        : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error };
+    } catch (err) {
+      fact = { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: { code: 'capability.output-not-json', message: `the result cannot be stored: ${(err as Error).message}`, retryable: false } };
+    }
+    this.deliver(request.runId, fact).catch((err) => {
+      const code = (err as { code?: string }).code;
+      if ((code === 'run.owned-elsewhere' || code === 'run.fenced') && this.leases) {
+        this.leases
+          .postLateOutcome(request.runId, { invocationId: fact.invocationId, ok: fact.ok, output: fact.output, error: fact.error })
+          .catch((e) => this.options.log('warn', `recording the late outcome of ${request.invocationId} failed: ${(e as Error).message}`));
+        return;
+      }
+      this.options.log('warn', `delivering ${request.invocationId} failed: ${(err as Error).message}`);
+    });
   }
 
   /** Decides how a capability result is kept: inline, as an artifact, or redacted to its digest. */
@@ -769,6 +793,10 @@ export class Kernel {
   }
 
   private stopping = false;
+  /** Invocations the engine cancelled whose gateway answer has not come back yet. */
+  private readonly cancelledByEngine = new Set<string>();
+  /** Outcomes of cancelled calls still on their way (evidence a closing host waits a moment for). */
+  private readonly lateWork = new Set<Promise<unknown>>();
   /** Timers of `waitFor` calls that follow runs through the store. */
   private readonly polls = new Set<ReturnType<typeof setTimeout>>();
 
@@ -782,6 +810,9 @@ export class Kernel {
     this.timers.clear();
     for (const t of this.polls) clearTimeout(t);
     this.polls.clear();
+    // Cancelled calls whose real outcome is about to arrive: recorded as evidence if it comes
+    // within a moment (a tool that ignores its signal is not waited for).
+    if (this.lateWork.size > 0) await Promise.race([Promise.all(this.lateWork), new Promise((r) => setTimeout(r, lateEvidenceWaitMs))]);
     while (this.flushing || this.queue.size > 0) {
       if (this.options.flushMode === 'manual' && !this.flushing) await this.flush();
       else await new Promise((r) => setImmediate(r));

@@ -79,6 +79,26 @@ function aborted(signal: AbortSignal): Promise<CapabilityOutcome> {
   });
 }
 
+/**
+ * The outcome of `work`, or `capability.cancelled` as soon as the signal fires. Work that goes on
+ * after that reports what it really did through `context.late` (scrubbed like any outcome), so the
+ * journal keeps it as evidence instead of dropping it.
+ */
+function raceAbort(work: () => unknown, context: GatewayContext, errorCode: string, secrets: readonly string[]): Promise<CapabilityOutcome> {
+  const real: Promise<CapabilityOutcome> = Promise.resolve()
+    .then(work)
+    .then(
+      (o) => ({ ok: true as const, output: o ?? null }),
+      (err) => outcomeOfThrown(err, errorCode),
+    );
+  let settled = false;
+  void real.then(() => (settled = true));
+  return Promise.race([real, aborted(context.signal)]).then((first) => {
+    if (context.signal.aborted && context.late && !settled) context.late(real.then((outcome) => (secrets.length === 0 ? outcome : scrubOutcome(outcome, secrets))));
+    return first;
+  });
+}
+
 export function registryGateway(registry: GatewayRegistry): Gateway {
   const tools = new Map(Object.entries(registry.tools ?? {}).map(([k, v]) => [k, asTool(v)]));
   const agents = new Map(Object.entries(registry.agents ?? {}).map(([k, v]) => [k, asAgent(v)]));
@@ -118,14 +138,13 @@ export function registryGateway(registry: GatewayRegistry): Gateway {
         case 'tool': {
           const tool = tools.get(request.name);
           if (!tool) return { ok: false, error: { code: 'tool.not-registered', message: `no tool named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
-          const output = await Promise.race([Promise.resolve(tool.execute(request.input, ctx)).then((o) => ({ ok: true as const, output: o ?? null })), aborted(context.signal)]);
-          return output;
+          return raceAbort(() => tool.execute(request.input, ctx), context, 'tool.error', secrets);
         }
         case 'agent': {
           const agent = agents.get(request.name);
           if (!agent) return { ok: false, error: { code: 'agent.not-registered', message: `no agent named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
           const { credentialRef: _c, connectionRef: _n, ...config } = (request.config ?? {}) as { instructions?: string; outputSchema?: unknown; credentialRef?: string; connectionRef?: string };
-          return await Promise.race([Promise.resolve(agent.run(request.input, { ...ctx, ...config })).then((o) => ({ ok: true as const, output: o ?? null })), aborted(context.signal)]);
+          return raceAbort(() => agent.run(request.input, { ...ctx, ...config }), context, 'agent.error', secrets);
         }
         case 'approval': {
           if (!registry.approvals) return undefined;

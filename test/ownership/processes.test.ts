@@ -103,6 +103,9 @@ describe('two processes on one run', () => {
     await until('the tool to see the abort', () => effects(w).some((e) => e.tool === 'charge' && e.phase === 'aborted'));
     const events = await trace(w, runId);
     expect(events.filter((e) => e.type === 'run.cancelled')).toHaveLength(1);
+    // What the tool really returned after the abort is kept as evidence; it wakes nothing.
+    expect(events.find((e) => e.type === 'capability.late')).toMatchObject({ payload: { invocationId: charges(w)[0].invocationId, ok: true, output: { charged: 1 }, reason: 'run cancelled' } });
+    expect(events[events.length - 1].type).toBe('capability.late');
     expect(events.find((e) => e.type === 'run.cancel-requested')?.origin.actor).toBe('operator:cli');
   }, 60_000);
 });
