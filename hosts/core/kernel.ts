@@ -7,6 +7,7 @@
 import { EngineCallError, EngineTrapError, type EngineInstance } from './engine-instance.js';
 import { outcomeOfThrown, type Gateway } from './gateway.js';
 import { LeaseKeeper, type LeaseOptions } from './leases.js';
+import { approvalFact } from './operator.js';
 import type { LeaseGrant, OperatorCommand } from './ownership-store.js';
 import { StoreError, type CommitEntry, type JournalStore, type RunOutcomeProjection, type RunRecord, type RunTail, type SyncJournalStore } from './store.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type CapabilityOutcome, type ExecutionPlan, type Fact, type GatewayRequest, type HostLog } from './types.js';
@@ -202,11 +203,13 @@ export class Kernel {
     }
     switch (c.type) {
       case 'approve':
-        facts.push({ type: 'capability-completed', invocationId: c.invocationId, ok: true, output: { approved: c.approved, by: c.by, ...(c.comment !== undefined ? { comment: c.comment } : {}) } });
+        facts.push(approvalFact(c.invocationId, c));
         break;
-      case 'resolve':
-        facts.push({ type: 'outcome-resolved', nodeId: c.nodeId, resolution: c.resolution, by: c.by, ...(c.item !== undefined ? { item: c.item } : {}), ...(c.output !== undefined ? { output: c.output } : {}), ...(c.reason !== undefined ? { reason: c.reason } : {}) });
+      case 'resolve': {
+        const { type: _, ...fields } = c;
+        facts.push({ type: 'outcome-resolved', ...fields });
         break;
+      }
       case 'cancel':
         facts.push({ type: 'cancel-requested', reason: c.reason, by: c.by });
         break;

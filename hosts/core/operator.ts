@@ -1,6 +1,6 @@
 // Operator actions shared by every host that accepts them: finding the invocation a node waits
 // for, from the latest checkpoint and the events after it (never the whole journal).
-import type { JournalStore, RunTail, SyncJournalStore } from './store.js';
+import type { RunTail, SyncJournalStore } from './store.js';
 
 export class OperatorError extends Error {
   constructor(
@@ -17,12 +17,8 @@ export function pendingInvocation(store: SyncJournalStore, runId: string, nodeId
   return pendingInTail(store.load(runId), runId, nodeId, kinds);
 }
 
-/** `pendingInvocation` for a store that may answer with a promise. */
-export async function pendingInvocationOf(store: JournalStore, runId: string, nodeId: string, kinds: readonly string[]): Promise<string> {
-  return pendingInTail(await store.load(runId), runId, nodeId, kinds);
-}
-
-function pendingInTail(tail: RunTail | undefined, runId: string, nodeId: string, kinds: readonly string[]): string {
+/** `pendingInvocation` in a tail the caller already loaded. */
+export function pendingInTail(tail: RunTail | undefined, runId: string, nodeId: string, kinds: readonly string[]): string {
   if (!tail) throw new OperatorError('run.not-found', `run ${runId} does not exist in this store`);
   const decoder = new TextDecoder();
   const inflight = new Map<string, { nodeId: string; kind: string }>();
@@ -47,5 +43,26 @@ export function approvalFact(invocationId: string, decision: { approved: boolean
     invocationId,
     ok: true,
     output: { approved: decision.approved, by: decision.by, ...(decision.comment !== undefined ? { comment: decision.comment } : {}) },
+  };
+}
+
+/** What an operator says of a node (or foreach item) whose outcome is unknown. */
+export interface Resolution {
+  by: string;
+  succeeded?: unknown;
+  retry?: boolean;
+  fail?: string;
+  item?: number;
+}
+
+/** A resolution as the fields an `outcome-resolved` fact (and a `resolve` command) carries. */
+export function resolutionFields(r: Resolution) {
+  const resolution = r.retry ? ('retry' as const) : r.fail !== undefined ? ('fail' as const) : ('succeeded' as const);
+  return {
+    resolution,
+    by: r.by,
+    ...(r.item !== undefined ? { item: r.item } : {}),
+    ...(resolution === 'succeeded' ? { output: r.succeeded ?? null } : {}),
+    ...(resolution === 'fail' ? { reason: r.fail } : {}),
   };
 }

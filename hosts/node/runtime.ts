@@ -5,7 +5,7 @@ import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { newRunId } from '../core/ids.js';
 import { assertRunInput, assertTemplateJson } from '../core/json-input.js';
-import { pendingInvocationOf } from '../core/operator.js';
+import { pendingInTail, resolutionFields } from '../core/operator.js';
 import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { leaseDefaults } from '../core/leases.js';
 import type { OperatorCommand, RunOwnership } from '../core/ownership-store.js';
@@ -456,29 +456,15 @@ export class WorkflowRuntime {
   async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean }): Promise<CommandOutcome> {
     const record = await this.record(runId);
     if (terminalStatuses.has(record.status)) throw new WorkflowError('run.terminal', `run ${runId} is ${record.status}; there is nothing to approve`);
+    const tail = await this.store.load(runId);
     let invocationId: string;
     try {
-      invocationId = await pendingInvocationOf(this.store, runId, nodeId, ['approval']);
+      invocationId = pendingInTail(tail, runId, nodeId, ['approval']);
     } catch (err) {
       throw asError(err);
     }
-    await this.assertApprover(runId, nodeId, options.by);
+    assertApprover(JSON.parse(new TextDecoder().decode(tail!.plan)) as ExecutionPlan, runId, nodeId, options.by);
     return this.command(runId, { type: 'approve', nodeId, invocationId, approved: options.approved !== false, by: options.by, ...(options.comment !== undefined ? { comment: options.comment } : {}) });
-  }
-
-  /** A node's `approvers` list, when it has one, names who may decide it. */
-  private async assertApprover(runId: string, nodeId: string, by: string): Promise<void> {
-    const tail = await this.store.load(runId);
-    if (!tail) return;
-    const plan = JSON.parse(new TextDecoder().decode(tail.plan)) as ExecutionPlan;
-    for (const t of Object.values(plan.templates)) {
-      const node = (t.template?.spec?.nodes ?? []).find((n: { id?: string }) => n.id === nodeId);
-      const approvers = node?.config?.approvers as unknown;
-      if (Array.isArray(approvers) && approvers.length > 0 && !approvers.includes(by)) {
-        throw new WorkflowError('approval.not-allowed', `${JSON.stringify(by)} may not decide ${nodeId} of run ${runId}; its approvers are ${approvers.map((a) => JSON.stringify(a)).join(', ')}`);
-      }
-      if (node) return;
-    }
   }
 
   reject(runId: string, nodeId: string, options: { by: string; comment?: string }): Promise<CommandOutcome> {
@@ -488,16 +474,7 @@ export class WorkflowRuntime {
   /** Settles a node whose outcome is unknown (`needs_attention`); recorded with who did it. */
   async resolve(runId: string, nodeId: string, resolution: { succeeded?: unknown; retry?: boolean; fail?: string; by: string; item?: number }): Promise<CommandOutcome> {
     await this.record(runId);
-    const kind = resolution.retry ? 'retry' : resolution.fail !== undefined ? 'fail' : 'succeeded';
-    return this.command(runId, {
-      type: 'resolve',
-      nodeId,
-      resolution: kind,
-      by: resolution.by,
-      ...(resolution.item !== undefined ? { item: resolution.item } : {}),
-      ...(kind === 'succeeded' ? { output: resolution.succeeded ?? null } : {}),
-      ...(kind === 'fail' ? { reason: resolution.fail } : {}),
-    });
+    return this.command(runId, { type: 'resolve', nodeId, ...resolutionFields(resolution) });
   }
 
   /** A self-contained export of a run: events, pinned plan, captured artifacts. */
@@ -617,6 +594,19 @@ export class WorkflowRuntime {
     await this.kernel.close({ abortInflight: true });
     await this.store.close();
     this.disposeScripts();
+  }
+}
+
+/** A node's `approvers` list, when it has one, names who may decide it. */
+function assertApprover(plan: ExecutionPlan, runId: string, nodeId: string, by: string): void {
+  for (const t of Object.values(plan.templates)) {
+    const node = (t.template?.spec?.nodes ?? []).find((n: { id?: string }) => n.id === nodeId);
+    if (!node) continue;
+    const approvers = node.config?.approvers as unknown;
+    if (Array.isArray(approvers) && approvers.length > 0 && !approvers.includes(by)) {
+      throw new WorkflowError('approval.not-allowed', `${JSON.stringify(by)} may not decide ${nodeId} of run ${runId}; its approvers are ${approvers.map((a) => JSON.stringify(a)).join(', ')}`);
+    }
+    return;
   }
 }
 

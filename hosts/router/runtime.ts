@@ -21,7 +21,7 @@ import * as path from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { newRunId } from '../core/ids.js';
 import { Kernel, outcomeFromSyncStore, type RunOutcome } from '../core/kernel.js';
-import { approvalFact, pendingInvocation } from '../core/operator.js';
+import { approvalFact, pendingInvocation, resolutionFields } from '../core/operator.js';
 import { assertPortableId } from '../core/store.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog } from '../core/types.js';
 import { recoverAttempts, type AttemptRecovery } from './attempt-recovery.js';
@@ -415,18 +415,9 @@ export class RouterHost {
   /** Settles a node (or foreach item) whose outcome is unknown after a restart. */
   resolve(runId: string, nodeId: string, resolution: { by: string; succeeded?: unknown; retry?: boolean; fail?: string; item?: number }): Promise<ActivationSummary> {
     if (!this.store.getRun(runId)) return Promise.reject(new RouterError('run.not-found', `run ${runId} does not exist in this store`));
-    const kind = resolution.retry ? 'retry' : resolution.fail !== undefined ? 'fail' : 'succeeded';
     return this.kernel.deliver(
       runId,
-      {
-        type: 'outcome-resolved',
-        nodeId,
-        resolution: kind,
-        by: resolution.by,
-        ...(resolution.item !== undefined ? { item: resolution.item } : {}),
-        ...(kind === 'succeeded' ? { output: resolution.succeeded ?? null } : {}),
-        ...(kind === 'fail' ? { reason: resolution.fail } : {}),
-      },
+      { type: 'outcome-resolved', nodeId, ...resolutionFields(resolution) },
       `operator:${resolution.by}`,
     );
   }
