@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
+import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
 
 export const api = 'workflow.gm-hz.dev/v1alpha1';
 
@@ -112,8 +113,7 @@ export async function publish(rt: WorkflowRuntime, template: any): Promise<{ rev
 // When PostgreSQL is unreachable the PostgreSQL cases fail and say how to start it; they are
 // never skipped.
 
-export const pgUrl = process.env.AGENT_WORKFLOW_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
-const howToStart = `PostgreSQL is not reachable at ${pgUrl}. Start it with \`pg_ctlcluster --skip-systemctl-redirect 15 main start\` (or point AGENT_WORKFLOW_TEST_PG at a server where this user may create schemas).`;
+export { pgUrl };
 
 export interface CatalogStoreHarness {
   name: 'sqlite' | 'postgres';
@@ -138,17 +138,6 @@ export function postgresStores(): CatalogStoreHarness {
   const prefix = `t_cat_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
   const schemas: string[] = [];
   let reachable: Promise<void> | undefined;
-  async function reach(): Promise<void> {
-    const client = new pg.Client({ connectionString: pgUrl, connectionTimeoutMillis: 3000 });
-    try {
-      await client.connect();
-      await client.query('SELECT 1');
-    } catch (err) {
-      throw new Error(`${howToStart} (${(err as Error).message})`);
-    } finally {
-      await client.end().catch(() => {});
-    }
-  }
   return {
     name: 'postgres',
     fresh() {
@@ -158,11 +147,11 @@ export function postgresStores(): CatalogStoreHarness {
       return { dir: tempDir(), store: `${pgUrl}${pgUrl.includes('?') ? '&' : '?'}schema=${schema}` };
     },
     assertReachable() {
-      return (reachable ??= reach());
+      return (reachable ??= assertPostgresReachable());
     },
     async cleanup() {
       // Without a server nothing was created.
-      if (schemas.length === 0 || !(await (reachable ?? reach()).then(() => true, () => false))) return;
+      if (schemas.length === 0 || !(await (reachable ?? assertPostgresReachable()).then(() => true, () => false))) return;
       const client = new pg.Client({ connectionString: pgUrl, connectionTimeoutMillis: 3000 });
       await client.connect();
       try {

@@ -18,6 +18,30 @@ async function storeWithRun(): Promise<{ dir: string; db: string; runId: string 
   return { dir, db: join(dir, 'workflow.db'), runId: r.out[0].runId };
 }
 
+/**
+ * A host module (the echo example's) under which journal event inserts fail as SQLite does when
+ * the disk is full — every one, or those whose row also satisfies `when` (JS over `args`).
+ */
+function fullDiskHostModule(cwd: string, when: string): string {
+  const config = join(cwd, 'full-disk.config.mjs');
+  writeFileSync(
+    config,
+    `import { createRequire } from 'node:module';
+const Database = createRequire(import.meta.url)(${JSON.stringify(require.resolve('better-sqlite3'))});
+const probe = new Database(':memory:');
+const statement = Object.getPrototypeOf(probe.prepare('SELECT 1'));
+probe.close();
+const run = statement.run;
+statement.run = function (...args) {
+  if (this.source.startsWith('INSERT INTO events')${when ? ` && ${when}` : ''}) throw new Database.SqliteError('database or disk is full', 'SQLITE_FULL');
+  return run.apply(this, args);
+};
+export { default } from ${JSON.stringify(examplePath('echo/agent-workflow.config.mjs'))};
+`,
+  );
+  return config;
+}
+
 function expectError(r: { code: number; out: any[] }, exit: number, code: string, file: string): void {
   expect(r.out).toEqual([expect.objectContaining({ kind: 'Error', error: expect.objectContaining({ code }) })]);
   expect(r.out[0].error.message).toContain(file);
@@ -92,22 +116,7 @@ describe('store failures', () => {
   it('reports a full disk with exit 11', async () => {
     // The host module makes every journal insert fail as SQLite does when the disk is full.
     const cwd = tempDir('adw-store-');
-    const config = join(cwd, 'full-disk.config.mjs');
-    writeFileSync(
-      config,
-      `import { createRequire } from 'node:module';
-const Database = createRequire(import.meta.url)(${JSON.stringify(require.resolve('better-sqlite3'))});
-const probe = new Database(':memory:');
-const statement = Object.getPrototypeOf(probe.prepare('SELECT 1'));
-probe.close();
-const run = statement.run;
-statement.run = function (...args) {
-  if (this.source.startsWith('INSERT INTO events')) throw new Database.SqliteError('database or disk is full', 'SQLITE_FULL');
-  return run.apply(this, args);
-};
-export { default } from ${JSON.stringify(examplePath('echo/agent-workflow.config.mjs'))};
-`,
-    );
+    const config = fullDiskHostModule(cwd, '');
     const r = await runCli(['run', examplePath('echo/echo.json'), '--config', config, '--dir', join(cwd, 'state'), '--input', '{"text":"x"}']);
     expect(r.code).toBe(11);
     expect(r.out[0].error.message).toContain('disk is full');
@@ -118,22 +127,7 @@ describe('a fact lost after the launch', () => {
   it('ends the command with the store error when a later commit of its run fails, never hangs or exits 0', async () => {
     // The launch commits; the commit that would record the tool's result hits a full disk.
     const cwd = tempDir('adw-store-');
-    const config = join(cwd, 'full-later.config.mjs');
-    writeFileSync(
-      config,
-      `import { createRequire } from 'node:module';
-const Database = createRequire(import.meta.url)(${JSON.stringify(require.resolve('better-sqlite3'))});
-const probe = new Database(':memory:');
-const statement = Object.getPrototypeOf(probe.prepare('SELECT 1'));
-probe.close();
-const run = statement.run;
-statement.run = function (...args) {
-  if (this.source.startsWith('INSERT INTO events') && String(args[2]).includes('capability.completed')) throw new Database.SqliteError('database or disk is full', 'SQLITE_FULL');
-  return run.apply(this, args);
-};
-export { default } from ${JSON.stringify(examplePath('echo/agent-workflow.config.mjs'))};
-`,
-    );
+    const config = fullDiskHostModule(cwd, "String(args[2]).includes('capability.completed')");
     const r = await runCli(['run', examplePath('echo/echo.json'), '--config', config, '--dir', join(cwd, 'state'), '--input', '{"text":"x"}']);
     expect(r.out[r.out.length - 1], JSON.stringify(r)).toMatchObject({ kind: 'Error', error: { message: expect.stringContaining('disk is full') } });
     expect(r.code, JSON.stringify(r.out)).toBe(11);

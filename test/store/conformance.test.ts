@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteJournalStore } from '../../dist/hosts/node/journal.js';
 import { PostgresJournalStore } from '../../dist/hosts/node/pg-store.js';
 import type { ClaimedRun, QueuedLaunch, RunOwnership } from '../../hosts/core/ownership-store.js';
+import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
 import type { CommitEntry, JournalStore } from '../../hosts/core/store.js';
 
 type Store = JournalStore & { readonly ownership: RunOwnership };
@@ -23,8 +24,6 @@ interface Harness {
   cleanup(): Promise<void>;
 }
 
-const pgUrl = process.env.AGENT_WORKFLOW_TEST_PG ?? 'postgres://postgres@127.0.0.1:5432/test';
-const howToStart = `PostgreSQL is not reachable at ${pgUrl}. Start it with \`pg_ctlcluster --skip-systemctl-redirect 15 main start\` (or point AGENT_WORKFLOW_TEST_PG at a server where this user may create schemas).`;
 
 function sqliteHarness(): Harness {
   const dir = mkdtempSync(join(tmpdir(), 'store-conformance-'));
@@ -62,18 +61,6 @@ function postgresHarness(): Harness {
       }
     },
   };
-}
-
-async function assertPostgresReachable(): Promise<void> {
-  const client = new pg.Client({ connectionString: pgUrl, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    await client.query('SELECT 1');
-  } catch (err) {
-    throw new Error(`${howToStart} (${(err as Error).message})`);
-  } finally {
-    await client.end().catch(() => {});
-  }
 }
 
 const plan = Buffer.from('{"plan":"p"}');
