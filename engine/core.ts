@@ -5,8 +5,8 @@ import type { ExecutionPlan } from './compiler/plan.js';
 import { EngineError } from './errors.js';
 import { limits } from './limits.js';
 import { Activation, type ActivationRequest, type GatewayRequest, type ScriptHost } from './runtime/activation.js';
-import { wakeAt } from './runtime/advance.js';
 import { applyFacts, failWithoutPayloads } from './runtime/facts.js';
+import { projectRun, type RunProjection } from './runtime/projection.js';
 import { ensureIndexes, reduce } from './state/reduce.js';
 import type { EventEnvelope, RunState } from './state/types.js';
 import { checkpointSchemaVersion, supportedFlags } from './version.js';
@@ -40,16 +40,12 @@ export interface CoreHost extends ScriptHost {
   cancel(invocationId: string, reason: string): void;
 }
 
-export interface ActivationSummary {
+/** The run's projection after an activation (see runtime/projection.ts), and where it stands. */
+export interface ActivationSummary extends RunProjection {
   runId: string;
-  status: string;
-  pausedReason?: string;
   seq: number;
   activation: number;
   events: number;
-  result?: unknown;
-  error?: unknown;
-  wakeAt?: number;
   /** False for a `metadata` run: the host keeps `result` in memory only, out of its projection. */
   payloadsKept?: false;
 }
@@ -133,17 +129,12 @@ export class EngineCore {
     const state = activation.run;
     const summary: ActivationSummary = {
       runId: request.runId,
-      status: state.status,
       seq: state.seq,
       activation: state.activation,
       events: activation.events.length,
+      ...projectRun(state, graph),
     };
-    if (state.pausedReason) summary.pausedReason = state.pausedReason;
-    if (state.result !== undefined) summary.result = state.result;
-    if (state.error !== undefined) summary.error = state.error;
     if (state.capture === 'metadata') summary.payloadsKept = false;
-    const wake = wakeAt(activation);
-    if (wake !== undefined) summary.wakeAt = wake;
     if (activation.events.length === 0) return summary;
 
     const expectedSeq = activation.events[0].seq - 1;

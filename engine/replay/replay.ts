@@ -6,6 +6,7 @@ import { EngineCore, loadPlan, type CommitData } from '../core.js';
 import { EngineError } from '../errors.js';
 import type { Json } from '../json.js';
 import type { Fact, GatewayRequest, ScriptHost } from '../runtime/activation.js';
+import { projectRun } from '../runtime/projection.js';
 import { reduce } from '../state/reduce.js';
 import type { EventEnvelope, RunState } from '../state/types.js';
 
@@ -49,14 +50,31 @@ function outcomeOf(state: RunState | undefined): Json {
   return o;
 }
 
+/** The graph of a run's template; `undefined` for a plan this engine cannot run (inspect still folds it). */
+function graphOf(plan: ExecutionPlan, templateKey: string) {
+  try {
+    return loadPlan(plan).graphs.get(templateKey);
+  } catch (err) {
+    if (err instanceof EngineError) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Folds a journal into its state. The report carries the run's projection (what a commit of the
+ * last activation would have carried): hosts derive it this way for runs recorded before
+ * projections were stored.
+ */
 export function inspect(request: ReplayRequest): Json {
   let state: RunState | undefined;
   for (const event of request.events) state = reduce(state, event);
+  const graph = state ? graphOf(request.plan, state.templateKey) : undefined;
   return {
     mode: 'inspect',
     runId: state?.runId ?? null,
     events: request.events.length,
     outcome: outcomeOf(state),
+    ...(state && graph ? { projection: projectRun(state, graph) as unknown as Json } : {}),
     nodes: nodesView(state) as unknown as Json,
     ...(request.includeState ? { state: (state ?? null) as unknown as Json } : {}),
   };

@@ -123,18 +123,6 @@ export function abandonUnknown(a: Activation, inv: Invocation, reason: string, c
   a.emit('node.needs-attention', { invocationId: inv.invocationId, item: inv.item, evidence }, { id: inv.nodeId, attempt: a.run.nodes[inv.nodeId].attempt });
 }
 
-/** The next time this run wants an activation without any new fact. */
-export function wakeAt(a: Activation): number | undefined {
-  if (isTerminal(a)) return undefined;
-  let at = a.run.deadlineAt;
-  for (const id of Object.keys(a.run.timed)) {
-    const node = a.run.nodes[id];
-    const t = node.status === 'retry-wait' ? node.retryAt : node.timeoutAt;
-    if (t !== undefined && (at === undefined || t < at)) at = t;
-  }
-  return at;
-}
-
 export function startNode(a: Activation, spec: NodeSpec, attempt: number): void {
   const config = (spec.config ?? {}) as Record<string, any>;
   const timeoutAt = spec.timeoutMs !== undefined ? a.now + spec.timeoutMs : undefined;

@@ -9,17 +9,11 @@ import { outcomeOfThrown, type Gateway } from './gateway.js';
 import { LeaseKeeper, type LeaseOptions } from './leases.js';
 import { approvalFact } from './operator.js';
 import type { LeaseGrant, OperatorCommand } from './ownership-store.js';
-import { StoreError, type CommitEntry, type JournalStore, type RunOutcomeProjection, type RunRecord, type RunTail, type SyncJournalStore } from './store.js';
-import { terminalStatuses, type ActivationSummary, type Authority, type CapabilityOutcome, type ExecutionPlan, type Fact, type GatewayRequest, type HostLog } from './types.js';
+import { outcomeOfRecord, projectionOfRecord, storedProjection, type RunOutcome } from './projection.js';
+import { StoreError, type CommitEntry, type JournalStore, type RunRecord, type RunTail } from './store.js';
+import { terminalStatuses, type ActivationSummary, type Authority, type CapabilityOutcome, type ExecutionPlan, type Fact, type GatewayRequest, type HostLog, type RunProjection } from './types.js';
 
-export interface RunOutcome {
-  runId: string;
-  status: string;
-  pausedReason?: string;
-  output?: unknown;
-  error?: { code: string; message: string; detail?: unknown };
-  seq: number;
-}
+export type { RunOutcome };
 
 /**
  * What a deployment keeps of capability payloads. `metadata`: digests and sizes only (recorded
@@ -294,19 +288,19 @@ export class Kernel {
   }
 
   private async outcomeOf(record: RunRecord): Promise<RunOutcome> {
-    if (record.outcome !== undefined || record.lastSeq === 0) {
-      const o = record.outcome ?? {};
-      return {
-        runId: record.runId,
-        status: record.status,
-        seq: record.lastSeq,
-        ...(o.pausedReason !== undefined && record.status === 'paused' ? { pausedReason: o.pausedReason } : {}),
-        ...(o.result !== undefined ? { output: o.result } : {}),
-        ...(o.error !== undefined ? { error: o.error } : {}),
-      };
-    }
-    // A store that keeps no outcome projection (the router's file journal, runs of schema v3).
-    return outcomeFromLastEvents(this.options.store as SyncJournalStore, record);
+    return outcomeOfRecord(record, await this.projectionOf(record));
+  }
+
+  /** A stored run's projection (derived once from its journal when it was recorded without one). */
+  projectionOf(record: RunRecord): Promise<RunProjection> {
+    return projectionOfRecord(this.options.store, this.options.engine, record);
+  }
+
+  /** A run's record and projection; `run.not-found` when it does not exist. */
+  async projection(runId: string): Promise<{ record: RunRecord; projection: RunProjection }> {
+    const record = await this.options.store.getRun(runId);
+    if (!record) throw new KernelError('run.not-found', `run ${runId} does not exist`);
+    return { record, projection: await this.projectionOf(record) };
   }
 
   private enqueue(runId: string, facts: Fact[], actor?: string, newRun?: Pending['newRun'], commandId?: number): Promise<ActivationSummary> {
@@ -506,7 +500,7 @@ export class Kernel {
         entries.push({
           ...c,
           ...(r.lease ? { lease: r.lease } : {}),
-          ...(last ? { outcome: projectionOf(r.summary), ...(rest && r.lease ? { releaseLease: true } : {}) } : {}),
+          ...(last ? { outcome: storedProjection(r.summary), ...(rest && r.lease ? { releaseLease: true } : {}) } : {}),
           ...(last ? { appliedCommands: r.groups.flatMap((g) => (g.commandId !== undefined ? [g.commandId] : [])) } : {}),
         });
       });
@@ -835,34 +829,4 @@ export function captureModeOf(plan: ExecutionPlan, policy: CapturePolicy): Captu
     if (narrowed && captureOrder.indexOf(narrowed) < captureOrder.indexOf(mode)) mode = narrowed;
   }
   return mode;
-}
-
-/** The projection a commit carries: what hosts read instead of events (no payload of a `metadata` run). */
-function projectionOf(summary: ActivationSummary): RunOutcomeProjection {
-  return {
-    ...(summary.pausedReason !== undefined && summary.status === 'paused' ? { pausedReason: summary.pausedReason } : {}),
-    ...(summary.result !== undefined && summary.payloadsKept !== false ? { result: summary.result } : {}),
-    ...(summary.error !== undefined ? { error: summary.error } : {}),
-    ...(summary.wakeAt !== undefined ? { wakeAt: summary.wakeAt } : {}),
-  };
-}
-
-/** For stores without the outcome projection: the outcome from the run's last events. */
-function outcomeFromLastEvents(store: SyncJournalStore, record: RunRecord): RunOutcome {
-  const page = store.readEvents(record.runId, Math.max(0, record.lastSeq - 8), 8);
-  const out: RunOutcome = { runId: record.runId, status: record.status, seq: record.lastSeq };
-  for (const line of page.events) {
-    const e = JSON.parse(line);
-    if (e.type === 'run.completed') out.output = e.payload.output;
-    if (e.type === 'run.failed') out.error = e.payload.error;
-    if (e.type === 'run.paused') out.pausedReason = e.payload.reason;
-  }
-  return out;
-}
-
-/** The router's synchronous reading of a run's outcome (its file journal keeps no projection). */
-export function outcomeFromSyncStore(store: SyncJournalStore, runId: string): RunOutcome {
-  const record = store.getRun(runId);
-  if (!record) throw new KernelError('run.not-found', `run ${runId} does not exist`);
-  return outcomeFromLastEvents(store, record);
 }

@@ -1,6 +1,6 @@
-// Operator actions shared by every host that accepts them: finding the invocation a node waits
-// for, from the latest checkpoint and the events after it (never the whole journal).
-import type { RunTail, SyncJournalStore } from './store.js';
+// Operator actions shared by every host that accepts them. What a run waits for is read from its
+// projection (the engine's, stored with its last commit), never from its events.
+import type { RunProjection } from './types.js';
 
 export class OperatorError extends Error {
   constructor(
@@ -12,28 +12,20 @@ export class OperatorError extends Error {
   }
 }
 
-/** The invocation of kind `kinds` a node is waiting for, or a typed error. */
-export function pendingInvocation(store: SyncJournalStore, runId: string, nodeId: string, kinds: readonly string[]): string {
-  return pendingInTail(store.load(runId), runId, nodeId, kinds);
-}
+type WaitingApproval = NonNullable<RunProjection['approvals']>[number];
 
-/** `pendingInvocation` in a tail the caller already loaded. */
-export function pendingInTail(tail: RunTail | undefined, runId: string, nodeId: string, kinds: readonly string[]): string {
-  if (!tail) throw new OperatorError('run.not-found', `run ${runId} does not exist in this store`);
-  const decoder = new TextDecoder();
-  const inflight = new Map<string, { nodeId: string; kind: string }>();
-  if (tail.checkpoint) {
-    const state = JSON.parse(decoder.decode(tail.checkpoint)) as { inflight: Record<string, { invocationId: string; nodeId: string; kind: string }> };
-    for (const inv of Object.values(state.inflight)) inflight.set(inv.invocationId, inv);
+/**
+ * The approval node `nodeId` of a run waits for, by its projection; with `by`, also checks that
+ * `by` is one of the node's approvers (a node without approvers may be decided by anyone).
+ */
+export function pendingApproval(projection: RunProjection, runId: string, nodeId: string, by?: string): WaitingApproval {
+  const approval = projection.approvals?.find((a) => a.nodeId === nodeId);
+  if (!approval) throw new OperatorError('approval.not-pending', `node ${nodeId} of run ${runId} is not waiting for an approval`);
+  const approvers = approval.approvers;
+  if (by !== undefined && Array.isArray(approvers) && approvers.length > 0 && !approvers.includes(by)) {
+    throw new OperatorError('approval.not-allowed', `${JSON.stringify(by)} may not decide ${nodeId} of run ${runId}; its approvers are ${approvers.map((a) => JSON.stringify(a)).join(', ')}`);
   }
-  for (const line of decoder.decode(tail.events).split('\n')) {
-    if (!line) continue;
-    const e = JSON.parse(line);
-    if (e.type === 'capability.requested') inflight.set(e.payload.invocationId, { nodeId: e.node.id, kind: e.payload.kind });
-    if (e.type === 'capability.completed' || e.type === 'capability.cancelled' || e.type === 'capability.abandoned') inflight.delete(e.payload.invocationId);
-  }
-  for (const [id, inv] of inflight) if (inv.nodeId === nodeId && kinds.includes(inv.kind)) return id;
-  throw new OperatorError('approval.not-pending', `node ${nodeId} of run ${runId} is not waiting for an approval`);
+  return approval;
 }
 
 /** The fact that records an approval decision. */

@@ -13,6 +13,7 @@
  * `ownership-store.ts`.
  */
 import type { RunOwnership } from './ownership-store.js';
+import type { RunProjection } from './types.js';
 
 export type Awaitable<T> = T | Promise<T>;
 
@@ -41,17 +42,12 @@ export interface CommitEntry {
   releaseLease?: boolean;
   /** Inbox commands this activation applied; marked applied in the same transaction. */
   appliedCommands?: readonly number[];
-  /** What the run's outcome is after this commit (projection, from the engine's summary). */
-  outcome?: RunOutcomeProjection;
-}
-
-/** The engine's summary of a run after a commit, kept beside the status so nobody re-reads events. */
-export interface RunOutcomeProjection {
-  pausedReason?: string;
-  result?: unknown;
-  error?: { code: string; message: string; detail?: unknown };
-  /** Host clock (ms) of the run's next timer, if any. */
-  wakeAt?: number;
+  /**
+   * The run's projection after this commit (from the engine's summary; no result of a `metadata`
+   * run), kept beside the status so nobody re-reads events. `wakeAt` is also kept on its own
+   * where a store selects runs by it.
+   */
+  outcome?: RunProjection;
 }
 
 /** What a cold activation needs to rebuild a run (mirrors the WIT `run-tail`). */
@@ -70,8 +66,11 @@ export interface RunRecord {
   /** Milliseconds since the epoch, host clock; projections only. */
   createdAt: number;
   updatedAt: number;
-  /** The outcome projection of the last commit (stores that keep it). */
-  outcome?: RunOutcomeProjection;
+  /**
+   * The projection of the last commit. Absent for a run recorded before the store kept whole
+   * projections: the kernel derives it once from the journal (`keepProjection`).
+   */
+  outcome?: RunProjection;
   /** The current lease (stores with `RunOwnership`); `owner` is absent when it is free. */
   lease?: { owner?: string; epoch: number; expiresAt?: number };
   /** For a queued run: why it waits (`queued`, or `concurrency <key>: N of N active`). */
@@ -121,6 +120,11 @@ export interface SyncJournalStore {
   getRun(runId: string): RunRecord | undefined;
   /** Runs, newest first, optionally only those with one of `statuses`. */
   listRuns(filter?: { statuses?: readonly string[]; limit?: number }): RunRecord[];
+  /**
+   * Keeps a projection derived from the journal of a run recorded without one, unless the run
+   * moved past `lastSeq` meanwhile (then its own commit carried a newer one).
+   */
+  keepProjection?(runId: string, lastSeq: number, projection: RunProjection): void;
   close(): void;
 }
 
@@ -138,6 +142,7 @@ export interface JournalStore {
   readEvents(runId: string, afterSeq: number, limit: number): Awaitable<EventPage>;
   getRun(runId: string): Awaitable<RunRecord | undefined>;
   listRuns(filter?: { statuses?: readonly string[]; limit?: number }): Awaitable<RunRecord[]>;
+  keepProjection?(runId: string, lastSeq: number, projection: RunProjection): Awaitable<void>;
   close(): Awaitable<void>;
   /** Leases, inbox and queue, for stores that several processes share. */
   readonly ownership?: RunOwnership;

@@ -39,16 +39,33 @@ export interface Authority {
   scopes: string[];
 }
 
-export interface ActivationSummary {
+/**
+ * What the engine says of a run after each activation (engine/runtime/projection.ts): stores keep
+ * it beside the run's status, and hosts, operators, recovery and the replay page read it instead
+ * of the run's events. Empty lists are absent.
+ */
+export interface RunProjection {
+  /** Absent from projections stored before it was part of them (the store's status column is authoritative). */
+  status?: string;
+  pausedReason?: string;
+  result?: unknown;
+  error?: { code: string; message: string; detail?: unknown };
+  /** The next time (ms) the run wants an activation without any new fact. */
+  wakeAt?: number;
+  /** Approvals waiting for a person: who may decide (`approvers`, absent: anyone) and what they are asked. */
+  approvals?: { nodeId: string; item?: number; invocationId: string; attempt: number; approvers?: unknown; prompt?: unknown }[];
+  /** Every call in flight, approvals included, with the effect class recovery decides by. */
+  calls?: { invocationId: string; nodeId: string; item?: number; attempt: number; kind: string; name: string; effect: string; /** Seq of its `capability.requested` event. */ requestedSeq: number }[];
+  /** Nodes (and foreach items) whose outcome is unknown, waiting for an operator's resolution. */
+  attention?: { nodeId: string; item?: number }[];
+}
+
+export interface ActivationSummary extends RunProjection {
   runId: string;
   status: RunStatus;
-  pausedReason?: string;
   seq: number;
   activation: number;
   events: number;
-  result?: unknown;
-  error?: { code: string; message: string; detail?: unknown };
-  wakeAt?: number;
   /** False for a run with capture mode `metadata`: `result` is kept in memory, never in the store. */
   payloadsKept?: false;
 }

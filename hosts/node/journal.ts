@@ -7,6 +7,7 @@ import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type RunRecord, type RunTail, type SyncJournalStore } from '../core/store.js';
+import type { RunProjection } from '../core/types.js';
 import { migrations, schemaVersion } from './migrations.js';
 import { fencingRefusal } from './lease-rules.js';
 import { SqliteOwnership, runRecordOf, type RunRow } from './sqlite-ownership.js';
@@ -169,6 +170,7 @@ export class SqliteJournalStore implements SyncJournalStore {
     eventsAfter: Statement;
     getRun: Statement;
     markApplied: Statement;
+    keepProjection: Statement;
   };
   private readonly commitTx: Transaction<(entries: readonly CommitEntry[]) => CommitRejection[]>;
 
@@ -195,6 +197,7 @@ export class SqliteJournalStore implements SyncJournalStore {
       eventsAfter: db.prepare('SELECT seq, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
       getRun: db.prepare(`SELECT ${runColumns} FROM runs WHERE run_id = ?`),
       markApplied: db.prepare("UPDATE run_inbox SET state = 'applied', applied_at = ?, applied_by = ? WHERE id = ? AND run_id = ? AND state = 'pending'"),
+      keepProjection: db.prepare('UPDATE runs SET outcome = ?, wake_at = ? WHERE run_id = ? AND last_seq = ? AND outcome IS NULL'),
     };
     this.commitTx = db.transaction((entries: readonly CommitEntry[]) => {
       const rejected: CommitRejection[] = [];
@@ -287,6 +290,10 @@ export class SqliteJournalStore implements SyncJournalStore {
     const where = statuses.length > 0 ? `WHERE status IN (${statuses.map(() => '?').join(', ')})` : '';
     const rows = this.db.prepare(`SELECT ${runColumns} FROM runs ${where} ORDER BY created_at DESC, run_id DESC LIMIT ?`).all(...statuses, limit) as RunRow[];
     return rows.map((row) => this.ownership.withWaitReason(runRecordOf(row)));
+  }
+
+  keepProjection(runId: string, lastSeq: number, projection: RunProjection): void {
+    this.stmt.keepProjection.run(JSON.stringify(projection), projection.wakeAt ?? null, runId, lastSeq);
   }
 
   putArtifact(bytes: Uint8Array, mediaType: string): ArtifactRef {

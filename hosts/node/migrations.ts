@@ -128,6 +128,18 @@ export const migrations: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 5,
+    description: 'whole run projections: the outcome column holds the engine projection (waiting approvals, calls in flight, attention, wake-up) of the last commit',
+    destructive: false,
+    up(db) {
+      // The outcome of a run that can still change was written before projections listed its
+      // approvals and calls: forget it (a projection is derived data; the journal keeps every
+      // fact), and the kernel derives the whole projection once from the journal when it is
+      // first read. A terminal run's outcome is already whole: it waits for nothing.
+      db.exec(`UPDATE runs SET outcome = NULL WHERE status NOT IN ('queued', 'completed', 'failed', 'cancelled');`);
+    },
+  },
 ];
 
 export const schemaVersion = migrations[migrations.length - 1].version;

@@ -117,6 +117,12 @@ export const pgMigrations: readonly PgMigration[] = [
         info          text
       );`,
   },
+  {
+    version: 5,
+    description: 'whole run projections: the outcome column holds the engine projection (waiting approvals, calls in flight, attention, wake-up) of the last commit',
+    // As in SQLite: the outcome of a run that can still change is derived again, once, from its journal.
+    up: (s) => `UPDATE ${s}.runs SET outcome = NULL WHERE status NOT IN ('queued', 'completed', 'failed', 'cancelled');`,
+  },
 ];
 
 export const pgSchemaVersion = pgMigrations[pgMigrations.length - 1].version;

@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../core/store.js';
+import type { RunProjection } from '../core/types.js';
 import { PgCatalogStorage } from './pg-catalog.js';
 import { migratePg, quoteSchema } from './pg-migrations.js';
 import { PgOwnership, pgRunRecordOf, runRecordColumns, type PgRunRow } from './pg-ownership.js';
@@ -303,6 +304,14 @@ export class PostgresJournalStore implements JournalStore {
       values: [now, statuses, filter.limit ?? 100],
     });
     return found.map((row) => pgRunRecordOf(row, now));
+  }
+
+  async keepProjection(runId: string, lastSeq: number, projection: RunProjection): Promise<void> {
+    await statement(this.pool, 'keepProjection', {
+      name: `${this.s}.keepProjection`,
+      text: `UPDATE ${this.s}.runs SET outcome = $1::json, wake_at = $2 WHERE run_id = $3 AND last_seq = $4 AND outcome IS NULL`,
+      values: [JSON.stringify(projection), projection.wakeAt ?? null, runId, lastSeq],
+    });
   }
 
   async putArtifact(bytes: Uint8Array, mediaType: string): Promise<ArtifactRef> {

@@ -5,7 +5,7 @@ import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { newRunId } from '../core/ids.js';
 import { assertRunInput, assertTemplateJson } from '../core/json-input.js';
-import { pendingInTail, resolutionFields } from '../core/operator.js';
+import { pendingApproval, resolutionFields } from '../core/operator.js';
 import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { leaseDefaults } from '../core/leases.js';
 import type { OperatorCommand, RunOwnership } from '../core/ownership-store.js';
@@ -456,14 +456,12 @@ export class WorkflowRuntime {
   async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean }): Promise<CommandOutcome> {
     const record = await this.record(runId);
     if (terminalStatuses.has(record.status)) throw new WorkflowError('run.terminal', `run ${runId} is ${record.status}; there is nothing to approve`);
-    const tail = await this.store.load(runId);
     let invocationId: string;
     try {
-      invocationId = pendingInTail(tail, runId, nodeId, ['approval']);
+      invocationId = pendingApproval(await this.kernel.projectionOf(record), runId, nodeId, options.by).invocationId;
     } catch (err) {
       throw asError(err);
     }
-    assertApprover(JSON.parse(new TextDecoder().decode(tail!.plan)) as ExecutionPlan, runId, nodeId, options.by);
     return this.command(runId, { type: 'approve', nodeId, invocationId, approved: options.approved !== false, by: options.by, ...(options.comment !== undefined ? { comment: options.comment } : {}) });
   }
 
@@ -598,18 +596,6 @@ export class WorkflowRuntime {
 }
 
 /** A node's `approvers` list, when it has one, names who may decide it. */
-function assertApprover(plan: ExecutionPlan, runId: string, nodeId: string, by: string): void {
-  for (const t of Object.values(plan.templates)) {
-    const node = (t.template?.spec?.nodes ?? []).find((n: { id?: string }) => n.id === nodeId);
-    if (!node) continue;
-    const approvers = node.config?.approvers as unknown;
-    if (Array.isArray(approvers) && approvers.length > 0 && !approvers.includes(by)) {
-      throw new WorkflowError('approval.not-allowed', `${JSON.stringify(by)} may not decide ${nodeId} of run ${runId}; its approvers are ${approvers.map((a) => JSON.stringify(a)).join(', ')}`);
-    }
-    return;
-  }
-}
-
 /** The run id an idempotency key names: `k-` and 32 hex digits of its SHA-256. */
 export function idempotentRunId(key: string): string {
   return `k-${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;

@@ -54,6 +54,7 @@ export function writeCompactedJournal(input: CompactionInput): CompactionReport 
         status: run.status,
         plan: input.read(run.plan),
         ...(run.checkpoint ? { checkpoint: input.read(run.checkpoint) } : {}),
+        ...(run.projection ? { projection: run.projection instanceof Uint8Array ? run.projection : input.read(run.projection) } : {}),
       };
       write(encodeRecord(recordType.runSnapshot, encodeSnapshot(snapshot)));
       const cut = input.isTerminal(run) ? undefined : run.checkpointSeq;

@@ -25,6 +25,7 @@ import {
   type RunRecord,
   type RunTail,
 } from '../core/store.js';
+import type { RunProjection } from '../core/types.js';
 import { ArtifactStore, type Artifact, type ArtifactRef } from './artifacts.js';
 import { writeCompactedJournal, type CompactionReport } from './compaction.js';
 import { eventStrings, normalizeEvents, offsetOfSeq } from './event-lines.js';
@@ -53,7 +54,8 @@ import {
 } from './record-file.js';
 import { acquireStateLock, type StateLock } from './state-lock.js';
 
-export const journalFileKind: RecordFileKind = { magic: 'ADWJRNL\n', version: 1 };
+/** Version 2: entries and snapshots may carry the run's projection (journal-codec.ts). */
+export const journalFileKind: RecordFileKind = { magic: 'ADWJRNL\n', version: 2 };
 export const journalFileName = 'journal.log';
 export const compactTempFileName = 'journal.log.compact.tmp';
 export const defaultTerminalStatuses: readonly string[] = ['completed', 'failed', 'cancelled'];
@@ -84,6 +86,8 @@ export class FileJournalStore implements JournalStore {
   private readonly artifacts: ArtifactStore;
   private fd: number;
   private end: number;
+  /** Format version of the open file: a version-1 file gets no projection until compaction rewrites it. */
+  private version: number;
   private index: JournalIndex;
   private bytesAtLastCompaction: number;
   private failure: StoreError | undefined;
@@ -108,6 +112,7 @@ export class FileJournalStore implements JournalStore {
     const opened = openJournal(this.file);
     this.fd = opened.fd;
     this.end = opened.end;
+    this.version = opened.version;
     this.index = opened.index;
     this.bytesAtLastCompaction = opened.end;
     this.openReport = {
@@ -130,6 +135,11 @@ export class FileJournalStore implements JournalStore {
     }
   }
 
+  /** Format version of the journal file (older files are rewritten in the current one by `compact`). */
+  get formatVersion(): number {
+    return this.version;
+  }
+
   /** Current size of the journal file in bytes. */
   get fileBytes(): number {
     return this.end;
@@ -144,7 +154,7 @@ export class FileJournalStore implements JournalStore {
     const accepted: NormalizedEntry[] = [];
     const staged = new Map<string, number>();
     for (const entry of entries) {
-      const normalized = validateEntry(entry);
+      const normalized = validateEntry(entry, this.version);
       const problem = this.index.checkEntry(entry, staged.get(entry.runId));
       if (problem) {
         rejections.push({ runId: entry.runId, code: 'store.conflict', message: `run ${entry.runId}: ${problem}` });
@@ -165,6 +175,8 @@ export class FileJournalStore implements JournalStore {
     }
     this.end = at + record.length;
     this.indexCommittedRecord(at, record);
+    // A version-1 file cannot hold projections: they are kept in memory until compaction.
+    if (this.version < 2) for (const entry of entries) if (entry.outcome && !rejections.some((r) => r.runId === entry.runId)) this.keepProjection(entry.runId, entry.lastSeq, entry.outcome);
     return rejections;
   }
 
@@ -210,7 +222,7 @@ export class FileJournalStore implements JournalStore {
     this.usable();
     assertPortableId(runId, 'run id');
     const run = this.index.runs.get(runId);
-    return run && toRunRecord(run);
+    return run && toRunRecord(run, (slice) => this.read(slice));
   }
 
   listRuns(filter: { statuses?: readonly string[]; limit?: number } = {}): RunRecord[] {
@@ -219,7 +231,20 @@ export class FileJournalStore implements JournalStore {
     const limit = Math.max(0, Math.min(filter.limit ?? listRunsLimitMax, listRunsLimitMax));
     const runs = [...this.index.runs.values()].filter((run) => !statuses || statuses.has(run.status));
     runs.sort((a, b) => b.createdAt - a.createdAt || b.ordinal - a.ordinal);
-    return runs.slice(0, limit).map(toRunRecord);
+    return runs.slice(0, limit).map((run) => toRunRecord(run, (slice) => this.read(slice)));
+  }
+
+  /** Every run recorded without a projection (a file written before they existed): the host derives them once. */
+  runsWithoutProjection(): RunRecord[] {
+    this.usable();
+    return [...this.index.runs.values()].filter((run) => run.projection === undefined && run.lastSeq > 0).map((run) => toRunRecord(run, (slice) => this.read(slice)));
+  }
+
+  /** Keeps a derived projection in memory until the next compaction writes it to the file. */
+  keepProjection(runId: string, lastSeq: number, projection: RunProjection): void {
+    this.usable();
+    const run = this.index.runs.get(runId);
+    if (run && run.lastSeq === lastSeq) run.projection = Buffer.from(JSON.stringify(projection));
   }
 
   /** True when enough has been appended since the last compaction (see `compactAfterBytes`). */
@@ -263,6 +288,7 @@ export class FileJournalStore implements JournalStore {
     fs.closeSync(this.fd);
     this.fd = reopened.fd;
     this.end = reopened.end;
+    this.version = reopened.version;
     this.index = reopened.index;
     this.bytesAtLastCompaction = reopened.end;
     return { ...report, bytesAfter: reopened.end };
@@ -321,8 +347,8 @@ function openJournal(file: string): ReturnType<typeof openRecordFile> & { index:
   return { ...opened, index };
 }
 
-/** Checks one entry's shape; returns it with its events `\n`-terminated. */
-function validateEntry(entry: CommitEntry): NormalizedEntry {
+/** Checks one entry's shape; returns it with its events `\n`-terminated and its projection as JSON (version 2). */
+function validateEntry(entry: CommitEntry, version: number): NormalizedEntry {
   assertPortableId(entry.runId, 'run id');
   if (!Number.isInteger(entry.expectedSeq) || !Number.isInteger(entry.lastSeq) || entry.expectedSeq < 0 || entry.lastSeq < entry.expectedSeq || entry.lastSeq > 0xffffffff) {
     throw new RangeError(`run ${entry.runId}: bad seqs expectedSeq=${entry.expectedSeq} lastSeq=${entry.lastSeq}`);
@@ -334,12 +360,16 @@ function validateEntry(entry: CommitEntry): NormalizedEntry {
   if ((entry.plan?.length ?? 0) > planBytesMax || (entry.checkpoint?.length ?? 0) > checkpointBytesMax) {
     throw new StoreError('store.io', `run ${entry.runId}: plan or checkpoint exceeds planBytesMax/checkpointBytesMax`);
   }
-  const size = events.length + (entry.plan?.length ?? 0) + (entry.checkpoint?.length ?? 0);
+  const { outcome, ...rest } = entry;
+  const projection = outcome && version >= 2 ? Buffer.from(JSON.stringify(outcome)) : undefined;
+  if ((projection?.length ?? 0) > checkpointBytesMax) {
+    throw new StoreError('store.io', `run ${entry.runId}: projection exceeds checkpointBytesMax`);
+  }
+  const size = events.length + (entry.plan?.length ?? 0) + (entry.checkpoint?.length ?? 0) + (projection?.length ?? 0);
   if (size > recordBytesMax) {
     throw new StoreError('store.io', `run ${entry.runId}: entry of ${size} bytes exceeds recordBytesMax (${recordBytesMax})`);
   }
-  const normalized: NormalizedEntry = { ...entry, events };
-  return normalized;
+  return { ...rest, events, ...(projection ? { projection } : {}) };
 }
 
 function assertSameRuns(before: JournalIndex, after: JournalIndex): void {

@@ -40,6 +40,12 @@ export interface RunIndex {
   ordinal: number;
   /** Set by a `run-snapshot` record: the seq its `events` records must reach. */
   snapshotLastSeq?: number;
+  /**
+   * The run's projection after its last entry: where it lies in the file, or its JSON bytes when
+   * it is not in the file (derived for a run recorded without one, or kept by a version-1 file).
+   * Absent when unknown.
+   */
+  projection?: FileSlice | Uint8Array;
 }
 
 export class JournalIndex {
@@ -69,6 +75,7 @@ export class JournalIndex {
         run.snapshotLastSeq = s.lastSeq;
         run.checkpointSeq = s.checkpointSeq;
         if (s.checkpoint) run.checkpoint = s.checkpoint;
+        if (s.projection) run.projection = s.projection;
         return;
       }
       case recordType.events: {
@@ -124,6 +131,8 @@ export class JournalIndex {
     run.lastSeq = entry.lastSeq;
     run.status = entry.status;
     run.updatedAt = committedAt;
+    if (entry.projection) run.projection = entry.projection;
+    else delete run.projection;
   }
 
   private addRun(runId: string, status: string, createdAt: number, plan: FileSlice): RunIndex {
@@ -143,8 +152,14 @@ export class JournalIndex {
   }
 }
 
-export function toRunRecord(run: RunIndex): RunRecord {
-  return { runId: run.runId, status: run.status, lastSeq: run.lastSeq, createdAt: run.createdAt, updatedAt: run.updatedAt };
+/** A run's record; `read` reads its projection from the file. */
+export function toRunRecord(run: RunIndex, read: (slice: FileSlice) => Uint8Array): RunRecord {
+  const record: RunRecord = { runId: run.runId, status: run.status, lastSeq: run.lastSeq, createdAt: run.createdAt, updatedAt: run.updatedAt };
+  if (run.projection) {
+    const bytes = run.projection instanceof Uint8Array ? run.projection : read(run.projection);
+    record.outcome = JSON.parse(new TextDecoder().decode(bytes));
+  }
+  return record;
 }
 
 /** Index of the first segment whose `lastSeq` is greater than `seq` (segments are sorted). */

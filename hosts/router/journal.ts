@@ -1,6 +1,7 @@
 // The router host's journal store: the checksummed append-only file journal (file-journal.ts),
 // plus a thin wrapper that measures how long each group commit takes (write + fdatasync).
 import type { CommitEntry, CommitRejection, EventPage, JournalStore, RunRecord, RunTail } from '../core/store.js';
+import type { RunProjection } from '../core/types.js';
 import type { CompactionReport } from './compaction.js';
 import { FileJournalStore } from './file-journal.js';
 import { commitSamplesMax } from './limits.js';
@@ -64,6 +65,18 @@ export class MeasuredJournalStore implements JournalStore {
 
   listRuns(filter?: { statuses?: readonly string[]; limit?: number }): RunRecord[] {
     return this.inner.listRuns(filter);
+  }
+
+  runsWithoutProjection(): RunRecord[] {
+    return this.inner.runsWithoutProjection();
+  }
+
+  keepProjection(runId: string, lastSeq: number, projection: RunProjection): void {
+    this.inner.keepProjection(runId, lastSeq, projection);
+  }
+
+  get formatVersion(): number {
+    return this.inner.formatVersion;
   }
 
   compactionDue(): boolean {

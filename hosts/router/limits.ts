@@ -43,8 +43,6 @@ export const receiptBytesMax = toolStdoutBytesMax + 64 * 1024;
 
 /** Commit durations kept for the latency summary (a ring; 8 bytes each). */
 export const commitSamplesMax = 4096;
-/** Events read per page when recovery scans a run for its invocations in flight. */
-export const recoveryPageEvents = 500;
 /** Cycles between two passes that retire receipts the journal no longer needs. */
 export const retireEveryCycles = 64;
 /** Settled receipts that trigger a retire pass before `retireEveryCycles`. */

@@ -1,7 +1,7 @@
 /**
- * Startup recovery of the runs a previous process left unfinished, from the journal and the
- * receipt log. Per invocation in flight in the journal (requested, not completed, cancelled or
- * abandoned):
+ * Startup recovery of the runs a previous process left unfinished, from the projections of their
+ * last commits (the calls in flight, with their effect class) and the receipt log. Per call in
+ * flight:
  *
  *   local tool, receipts                     | what the router does
  *   -----------------------------------------+-------------------------------------------------
@@ -24,53 +24,44 @@
  * settled outcomes, outcomes of the re-run attempts, then `resume-requested`.
  */
 import type { SyncJournalStore as JournalStore } from '../core/store.js';
-import type { GatewayRequest } from '../core/types.js';
+import type { GatewayRequest, RunProjection } from '../core/types.js';
 import type { AttemptRecovery } from './attempt-recovery.js';
-import { recoveryPageEvents } from './limits.js';
 
-/** The invocations of a run in flight according to its journal, as the requests that started them. */
-export function inflightRequests(store: JournalStore, runId: string): GatewayRequest[] {
-  const inflight = new Map<string, GatewayRequest>();
-  for (let after = 0; ; ) {
-    const page = store.readEvents(runId, after, recoveryPageEvents);
-    for (const line of page.events) {
-      const e = JSON.parse(line) as { type: string; node?: { id: string; attempt: number }; payload: Record<string, any> };
-      if (e.type === 'capability.requested') {
-        const p = e.payload;
-        inflight.set(p.invocationId, {
-          invocationId: p.invocationId,
-          runId,
-          nodeId: e.node?.id ?? '',
-          attempt: e.node?.attempt ?? 1,
-          kind: p.kind,
-          name: p.name,
-          input: p.input,
-          effect: p.effect,
-          ...(p.item !== undefined ? { item: p.item } : {}),
-        });
-      } else if (e.type === 'capability.completed' || e.type === 'capability.cancelled' || e.type === 'capability.abandoned') {
-        inflight.delete(e.payload.invocationId);
-      }
-    }
-    after = page.lastSeq;
-    if (!page.more) break;
-  }
-  return [...inflight.values()];
+/** A call in flight, as the run's projection lists it. */
+export type CallInFlight = NonNullable<RunProjection['calls']>[number];
+
+/** The calls of a run in flight, by the projection of its last commit (no event is read). */
+export function inflightCalls(store: JournalStore, runId: string): CallInFlight[] {
+  return store.getRun(runId)?.outcome?.calls ?? [];
 }
 
-export interface RunRecoveryPlan {
+/**
+ * The request that started a call, to run it again: its recorded input is in the one
+ * `capability.requested` event at `requestedSeq` (a read of one event, not a scan).
+ */
+export function requestOf(store: JournalStore, runId: string, call: CallInFlight): GatewayRequest {
+  const [line] = store.readEvents(runId, call.requestedSeq - 1, 1).events;
+  const event = line === undefined ? undefined : (JSON.parse(line) as { type: string; payload: { invocationId?: string; input?: unknown } });
+  if (event?.type !== 'capability.requested' || event.payload.invocationId !== call.invocationId) {
+    throw new Error(`run ${runId}: seq ${call.requestedSeq} is not the request of ${call.invocationId}`);
+  }
+  const { requestedSeq: _, ...rest } = call;
+  return { ...rest, runId, input: event.payload.input };
+}
+
+export interface RunRecoveryPlan<Call extends { invocationId: string } = CallInFlight> {
   runId: string;
   /** Outcomes read from completion receipts. */
   settled: { invocationId: string; recovery: Extract<AttemptRecovery, { state: 'settled' }> }[];
-  /** Local tool requests that never started a process: run them again. */
-  rerun: GatewayRequest[];
+  /** Local tool calls that never started a process: run them again. */
+  rerun: Call[];
   /** Invocations whose outcome nobody knows: the engine decides (afterRestart). */
   unknown: string[];
 }
 
 /** Pure: what to do with each invocation in flight of one run. */
-export function planRunRecovery(runId: string, inflight: readonly GatewayRequest[], attempts: ReadonlyMap<string, AttemptRecovery>, isLocalTool: (request: GatewayRequest) => boolean): RunRecoveryPlan {
-  const plan: RunRecoveryPlan = { runId, settled: [], rerun: [], unknown: [] };
+export function planRunRecovery<Call extends { invocationId: string; kind: string; name: string }>(runId: string, inflight: readonly Call[], attempts: ReadonlyMap<string, AttemptRecovery>, isLocalTool: (call: Call) => boolean): RunRecoveryPlan<Call> {
+  const plan: RunRecoveryPlan<Call> = { runId, settled: [], rerun: [], unknown: [] };
   for (const request of inflight) {
     if (!isLocalTool(request)) {
       plan.unknown.push(request.invocationId);

@@ -20,20 +20,22 @@ import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { newRunId } from '../core/ids.js';
-import { Kernel, outcomeFromSyncStore, type RunOutcome } from '../core/kernel.js';
-import { approvalFact, pendingInvocation, resolutionFields } from '../core/operator.js';
+import { Kernel, type RunOutcome } from '../core/kernel.js';
+import { approvalFact, pendingApproval, resolutionFields } from '../core/operator.js';
+import { outcomeOfRecord } from '../core/projection.js';
 import { assertPortableId } from '../core/store.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog } from '../core/types.js';
 import { recoverAttempts, type AttemptRecovery } from './attempt-recovery.js';
 import { routerComponentLoader } from './component.js';
 import { outcomeOfCompletion, RouterGateway, type ApprovalHandler, type InProcessAgent, type InProcessTool } from './gateway.js';
 import { FileJournalStore, MeasuredJournalStore, type LatencySummary } from './journal.js';
+import { journalFileKind } from './file-journal.js';
 import { retireAfterSettled, retireEveryCycles, toolStopGraceMs } from './limits.js';
 import { LocalToolLauncher, type LocalToolSpec, type LocalToolTable } from './local-tools.js';
 import { stderrLog } from './log.js';
 import { profileNamed, withinBudget, type RouterProfile } from './profiles.js';
 import { ReceiptLog } from './receipt-log.js';
-import { inflightRequests, planRunRecovery, stopOrphan } from './recovery.js';
+import { inflightCalls, planRunRecovery, requestOf, stopOrphan } from './recovery.js';
 import { createScriptImports } from './sandbox.js';
 
 export type AuthorityResolver = (context: { runId: string; workflowId: string; requested?: Authority }) => Authority;
@@ -170,6 +172,7 @@ export class RouterHost {
       const kernel = new Kernel({ store, engine, gateway, log, authority: resolveAuthority, timers: false, flushMode: 'manual' });
       const recovery: RecoveryReport = { runs: 0, settledFromReceipts: 0, rerun: 0, unknown: 0, orphansStopped: 0, receiptsRetired: 0 };
       const host = new RouterHost(profile, kernel, engine, store, receipts, gateway, localTools, resolveAuthority, log, options.cadenceMs ?? profile.cadenceMs, stopGraceMs, () => scripts.evaluator.dispose(), recovery);
+      await host.deriveProjections();
       host.recover();
       host.arm();
       return host;
@@ -187,6 +190,19 @@ export class RouterHost {
 
   // ---- startup recovery -------------------------------------------------------------------
 
+  /**
+   * Runs recorded before the journal kept projections get theirs once, from the engine's fold of
+   * their journal; a compaction then writes them to the file (in the current format).
+   */
+  private async deriveProjections(): Promise<void> {
+    const records = this.store.runsWithoutProjection();
+    for (const record of records) await this.kernel.projectionOf(record);
+    if (records.length > 0 || this.store.formatVersion < journalFileKind.version) {
+      this.store.compact();
+      this.compactions++;
+    }
+  }
+
   private recover(): void {
     const attempts = new Map<string, AttemptRecovery>(recoverAttempts(this.receipts.all()).map((r) => [r.invocationId, r]));
     // A process still running from the previous host: its pipes died with that host, so its
@@ -201,8 +217,8 @@ export class RouterHost {
     const isLocal = (request: { kind: string; name: string }) => request.kind === 'tool' && Object.hasOwn(this.localTools, request.name);
     const open = this.store.listRuns({ limit: Number.MAX_SAFE_INTEGER }).filter((r) => !terminalStatuses.has(r.status));
     for (const record of open) {
-      const inflight = inflightRequests(this.store, record.runId);
-      for (const request of inflight) referenced.add(request.invocationId);
+      const inflight = inflightCalls(this.store, record.runId);
+      for (const call of inflight) referenced.add(call.invocationId);
       const plan = planRunRecovery(record.runId, inflight, attempts, isLocal);
       this.recovery.runs++;
       this.recovery.settledFromReceipts += plan.settled.length;
@@ -228,7 +244,8 @@ export class RouterHost {
       // Attempts that never started run again (same invocation id) through admission and
       // dispatch; the run is resumed once all of them have an outcome.
       let left = plan.rerun.length;
-      for (const request of plan.rerun) {
+      for (const call of plan.rerun) {
+        const request = requestOf(this.store, record.runId, call);
         const controller = new AbortController();
         this.gateway.execute({ ...request, reissued: true }, { signal: controller.signal, invocationId: request.invocationId, reissued: true }).then((outcome) => {
           if (outcome === undefined) return; // the host is stopping: the next start recovers it
@@ -316,7 +333,7 @@ export class RouterHost {
     const done: string[] = [];
     for (const [runId, ids] of byRun) {
       const record = this.store.getRun(runId);
-      const inflight = record && !terminalStatuses.has(record.status) ? new Set(inflightRequests(this.store, runId).map((r) => r.invocationId)) : new Set<string>();
+      const inflight = new Set(record && !terminalStatuses.has(record.status) ? (record.outcome?.calls ?? []).map((c) => c.invocationId) : []);
       for (const id of ids) if (!inflight.has(id)) done.push(id);
     }
     if (done.length === 0) return;
@@ -393,7 +410,7 @@ export class RouterHost {
   getRun(runId: string): RunOutcome & { lastSeq: number; createdAt: number; updatedAt: number } {
     const record = this.store.getRun(runId);
     if (!record) throw new RouterError('run.not-found', `run ${runId} does not exist in this store`);
-    return { ...outcomeFromSyncStore(this.store, runId), lastSeq: record.lastSeq, createdAt: record.createdAt, updatedAt: record.updatedAt };
+    return { ...outcomeOfRecord(record, record.outcome ?? {}), lastSeq: record.lastSeq, createdAt: record.createdAt, updatedAt: record.updatedAt };
   }
 
   listRuns(filter?: { statuses?: string[]; limit?: number }) {
@@ -408,7 +425,9 @@ export class RouterHost {
 
   /** Approves or rejects a `human.approval@1` node that is waiting; recorded with who decided. */
   approve(runId: string, nodeId: string, decision: { by: string; approved?: boolean; comment?: string }): Promise<ActivationSummary> {
-    const invocationId = pendingInvocation(this.store, runId, nodeId, ['approval']);
+    const record = this.store.getRun(runId);
+    if (!record) throw new RouterError('run.not-found', `run ${runId} does not exist in this store`);
+    const { invocationId } = pendingApproval(record.outcome ?? {}, runId, nodeId, decision.by);
     return this.kernel.deliver(runId, approvalFact(invocationId, { approved: decision.approved !== false, by: decision.by, comment: decision.comment }), `operator:${decision.by}`);
   }
 

@@ -3,7 +3,7 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreError } from '../../hosts/core/store.js';
 import { crc32c } from '../../hosts/router/crc32c.js';
-import { FileJournalStore, journalFileName } from '../../hosts/router/file-journal.js';
+import { FileJournalStore, journalFileKind, journalFileName } from '../../hosts/router/file-journal.js';
 import { entry, eventLines, stepClock, tempDir, text, utf8 } from './helpers.js';
 
 const open: FileJournalStore[] = [];
@@ -236,10 +236,61 @@ describe('FileJournalStore recovery on open', () => {
     fs.writeFileSync(file, Buffer.concat([Buffer.from('SQLite format 3\0'), bytes.subarray(16)]));
     expect(storeError(() => FileJournalStore.open(dir)).code).toBe('store.corrupt');
     const newer = Buffer.from(bytes);
-    newer.writeUInt32LE(2, 8);
+    newer.writeUInt32LE(journalFileKind.version + 1, 8);
     newer.writeUInt32LE(crc32c(newer.subarray(0, 12)), 12);
     fs.writeFileSync(file, newer);
     expect(storeError(() => FileJournalStore.open(dir)).code).toBe('store.schema-too-new');
+  });
+});
+
+describe('FileJournalStore projections', () => {
+  const waiting = { status: 'paused', pausedReason: 'approval', approvals: [{ nodeId: 'ask', invocationId: 'iv-1', attempt: 1, approvers: ['ops'] }], calls: [{ invocationId: 'iv-1', nodeId: 'ask', attempt: 1, kind: 'approval', name: 'ask', effect: 'idempotent', requestedSeq: 2 }] };
+
+  it('keeps the projection of each entry beside the status, through a reopen and a compaction', () => {
+    let store = openStore(tempDir());
+    store.commit([{ ...entry('run-1', 0, 3, { plan: 'p', status: 'paused' }), outcome: waiting }]);
+    expect(store.getRun('run-1')!.outcome).toEqual(waiting);
+    store = reopen(store);
+    expect(store.getRun('run-1')!.outcome).toEqual(waiting);
+    store.compact();
+    expect(store.getRun('run-1')!.outcome).toEqual(waiting);
+    store = reopen(store);
+    expect(store.getRun('run-1')!.outcome).toEqual(waiting);
+    // An entry without a projection leaves the run without one (it is derived again, never stale).
+    store.commit([entry('run-1', 3, 1, { status: 'running' })]);
+    expect(store.getRun('run-1')!.outcome).toBeUndefined();
+    expect(store.runsWithoutProjection().map((r) => r.runId)).toEqual(['run-1']);
+  });
+
+  it('a version-1 file is read as it is, gets no projection bytes until compaction rewrites it in version 2', () => {
+    const dir = tempDir();
+    let store = openStore(dir);
+    store.commit([entry('old', 0, 2, { plan: 'p', status: 'completed' })]);
+    store.close();
+    const file = path.join(dir, journalFileName);
+    const v1 = fs.readFileSync(file);
+    v1.writeUInt32LE(1, 8);
+    v1.writeUInt32LE(crc32c(v1.subarray(0, 12)), 12);
+    fs.writeFileSync(file, v1);
+    store = openStore(dir);
+    expect(store.formatVersion).toBe(1);
+    expect(store.runsWithoutProjection().map((r) => r.runId)).toEqual(['old']);
+    store.keepProjection('old', 2, { status: 'completed', result: 1 });
+    store.commit([{ ...entry('new', 0, 1, { plan: 'p', status: 'paused' }), outcome: waiting }]);
+    expect(store.getRun('new')!.outcome).toEqual(waiting);
+    // Nothing of version 2 was appended to the version-1 file: an older reader still reads it.
+    store = reopen(store);
+    expect(store.formatVersion).toBe(1);
+    expect(store.getRun('new')!.outcome).toBeUndefined();
+    store.keepProjection('old', 2, { status: 'completed', result: 1 });
+    store.keepProjection('new', 1, waiting);
+    store.keepProjection('new', 7, { status: 'stale' });
+    store.compact();
+    expect(store.formatVersion).toBe(journalFileKind.version);
+    store = reopen(store);
+    expect(store.getRun('old')!.outcome).toEqual({ status: 'completed', result: 1 });
+    expect(store.getRun('new')!.outcome).toEqual(waiting);
+    expect(store.runsWithoutProjection()).toEqual([]);
   });
 });
 

@@ -427,6 +427,28 @@ describe.each(harnesses)('store conformance: $name', (harness) => {
     expect(await store.listRuns({ statuses: ['nothing'] })).toEqual([]);
   });
 
+  it('keeps a whole projection, and a derived one only for a run committed without one and not moved on since', async () => {
+    const store = await freshStore();
+    const waiting = {
+      status: 'paused',
+      pausedReason: 'approval',
+      approvals: [{ nodeId: 'ask', invocationId: 'iv-1', attempt: 1, approvers: ['ops'], prompt: 'ship?' }],
+      calls: [{ invocationId: 'iv-1', nodeId: 'ask', attempt: 1, kind: 'approval', name: 'ask', effect: 'idempotent', requestedSeq: 3 }],
+      attention: [{ nodeId: 'each', item: 2 }],
+    };
+    await store.commit([entry('r1', 0, 3, { status: 'paused', outcome: waiting })]);
+    expect((await store.getRun('r1'))!.outcome).toEqual(waiting);
+    // A run recorded without a projection keeps the derived one, once, at the seq it was derived at.
+    await store.commit([entry('old', 0, 2, { status: 'paused' })]);
+    expect(store.keepProjection).toBeTypeOf('function');
+    await store.keepProjection!('old', 1, waiting);
+    expect((await store.getRun('old'))!.outcome).toBeUndefined();
+    await store.keepProjection!('old', 2, waiting);
+    expect((await store.getRun('old'))!.outcome).toEqual(waiting);
+    await store.keepProjection!('old', 2, { status: 'paused' });
+    expect((await store.getRun('old'))!.outcome).toEqual(waiting);
+  });
+
   it('stores artifacts once under their digest and verifies them', async () => {
     const store = await freshStore();
     const bytes = Buffer.from('payload \u0000 bytes');
@@ -486,7 +508,7 @@ describe('PostgreSQL store: migrations', () => {
     await client.connect();
     try {
       const { rows } = await client.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
-      expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4]);
+      expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5]);
       await client.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES (99, 'from the future')`);
     } finally {
       await client.end();

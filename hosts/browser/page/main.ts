@@ -71,12 +71,18 @@ function renderRun(model: RunModel): void {
   if (o.output !== undefined) result.append(h('h4', {}, 'Output'), jsonBlock(o.output));
   if (o.error !== undefined) result.append(h('h4', {}, 'Error'), jsonBlock(o.error, 'json error'));
   if (o.output === undefined && o.error === undefined) result.append(h('p', { class: 'muted' }, o.status === 'paused' ? `The run is paused (${o.pausedReason ?? 'waiting'}); it has no result yet.` : 'The run has no result.'));
-  const unknown = [...model.highlights.values()].filter((v) => v === 'unknown').length;
-  const approvals = [...model.highlights.values()].filter((v) => v === 'approval').length;
+  // What the run waits for, as the engine projects it (known once inspect has answered).
+  const p = model.projection;
   const flags = $('#run-flags');
   flags.textContent = '';
-  if (unknown > 0) flags.append(h('span', { class: 'flag hl-unknown' }, `${unknown} unknown outcome${unknown === 1 ? '' : 's'}`));
-  if (approvals > 0) flags.append(h('span', { class: 'flag hl-approval' }, `${approvals} approval event${approvals === 1 ? '' : 's'}`));
+  if (!p) return;
+  const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
+  const unknown = p.attention?.length ?? 0;
+  const approvals = p.approvals ?? [];
+  const calls = (p.calls ?? []).filter((c) => c.kind !== 'approval');
+  if (unknown > 0) flags.append(h('span', { class: 'flag hl-unknown', title: p.attention!.map((a) => (a.item !== undefined ? `${a.nodeId}[${a.item}]` : a.nodeId)).join(', ') }, `${plural(unknown, 'unknown outcome')}`));
+  if (approvals.length > 0) flags.append(h('span', { class: 'flag hl-approval', title: approvals.map((a) => a.nodeId).join(', ') }, `${plural(approvals.length, 'waiting approval')}`));
+  if (calls.length > 0) flags.append(h('span', { class: 'flag', title: calls.map((c) => `${c.nodeId}: ${c.kind}:${c.name} (${c.effect})`).join('\n') }, `${plural(calls.length, 'call')} in flight`));
 }
 
 function showReport(mode: ReplayMode, text: string, report: Record<string, any>, ms: number): void {

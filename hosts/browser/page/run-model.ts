@@ -1,6 +1,8 @@
-// What the page shows about a run, read from its export in one pass over the events. Node states
-// come from the component's `inspect` replay when it is available; until then (and for anything
-// inspect does not report) they are read from the events here.
+// What the page shows about a run. The timeline and each node's attempts are read from the
+// export's events in one pass (they are the journal, shown as it is). What the run waits for, how
+// it ended and the node states come from the engine: the projection of the component's `inspect`
+// replay; until it answers, only the export's status is known.
+import type { RunProjection } from '../../core/types.js';
 import type { RunExport } from '../journal.js';
 
 export type Highlight = 'unknown' | 'approval' | 'failure' | undefined;
@@ -52,6 +54,8 @@ export interface RunModel {
   nodes: Map<string, NodeView>;
   edges: EdgeSpec[];
   outcome: { status: string; pausedReason?: string; output?: unknown; error?: unknown };
+  /** The engine's projection of the run (waiting approvals, calls in flight, unknown outcomes), from `inspect`. */
+  projection?: RunProjection;
   /** Seqs of events to point out in the timeline. */
   highlights: Map<number, Exclude<Highlight, undefined>>;
 }
@@ -72,7 +76,7 @@ const statusOfEvent: Record<string, string> = {
 export function highlightOf(e: any): Highlight {
   const p = e.payload ?? {};
   if (e.type === 'node.needs-attention' || e.type === 'capability.abandoned') return 'unknown';
-  if (e.type === 'approval.rejected' || (e.type === 'capability.requested' && p.kind === 'approval') || (e.type === 'node.waiting' && p.reason === 'approval') || e.type === 'node.resolved') return 'approval';
+  if ((e.type === 'capability.requested' && p.kind === 'approval') || (e.type === 'node.waiting' && p.reason === 'approval') || e.type === 'node.resolved') return 'approval';
   if (e.type === 'node.failed' || e.type === 'run.failed' || e.type === 'node.item-failed' || (e.type === 'capability.completed' && p.ok === false)) return 'failure';
   return undefined;
 }
@@ -97,10 +101,7 @@ export function buildRunModel(exported: RunExport): RunModel {
     if (e.type === 'edge.taken' || e.type === 'edge.skipped') {
       const edge = edges[p.edge as number];
       if (edge) edge.status = e.type === 'edge.taken' ? 'taken' : 'skipped';
-    } else if (e.type === 'run.completed') outcome.output = p.output;
-    else if (e.type === 'run.failed' || e.type === 'run.cancelled') {
-      if (p.error !== undefined) outcome.error = p.error;
-    } else if (e.type === 'run.paused') outcome.pausedReason = p.reason as string | undefined;
+    }
     if (!e.node) continue;
     const view = nodes.get(e.node.id);
     if (!view) continue;
@@ -146,7 +147,7 @@ export function buildRunModel(exported: RunExport): RunModel {
   };
 }
 
-/** Takes node states, outputs and the run outcome from the component's inspect report. */
+/** Takes node states, outputs, the run outcome and its projection from the component's inspect report. */
 export function applyInspect(model: RunModel, report: Record<string, any>): void {
   for (const [id, n] of Object.entries<any>(report.nodes ?? {})) {
     const view = model.nodes.get(id);
@@ -157,4 +158,5 @@ export function applyInspect(model: RunModel, report: Record<string, any>): void
     if (n.error !== undefined) view.error = n.error;
   }
   if (report.outcome && typeof report.outcome === 'object') model.outcome = { ...report.outcome };
+  if (report.projection && typeof report.projection === 'object') model.projection = report.projection as RunProjection;
 }
