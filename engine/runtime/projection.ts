@@ -6,7 +6,7 @@
 // and (the caller's business, see `payloadsKept`) no result.
 import type { Graph } from '../compiler/graph.js';
 import type { Json } from '../json.js';
-import type { Effect, ErrorInfo, PausedReason, RunState, RunStatus } from '../state/types.js';
+import type { ErrorInfo, Invocation, PausedReason, RunState, RunStatus } from '../state/types.js';
 
 /** A `human.approval@1` call waiting for a person's decision. */
 export interface WaitingApproval {
@@ -19,19 +19,12 @@ export interface WaitingApproval {
   prompt?: Json;
 }
 
-/** A call the engine requested whose outcome is not recorded yet (approvals included). */
-export interface CallInFlight {
-  invocationId: string;
-  nodeId: string;
-  item?: number;
-  attempt: number;
-  kind: string;
-  name: string;
-  /** What recovery may do with it: `read-only` and `idempotent` calls may be issued again. */
-  effect: Effect;
-  /** Seq of its `capability.requested` event (where its recorded input is). */
-  requestedSeq: number;
-}
+/**
+ * A call the engine requested whose outcome is not recorded yet (approvals included), as the run
+ * state holds it: its effect class says what recovery may do with it, `requestedSeq` where its
+ * recorded input is.
+ */
+export type CallInFlight = Invocation;
 
 /** A node (or foreach item) whose outcome is unknown, waiting for an operator's resolution. */
 export interface NeedsAttention {
@@ -86,8 +79,8 @@ export function projectRun(state: RunState, graph: Graph): RunProjection {
   const approvals: WaitingApproval[] = [];
   const calls: CallInFlight[] = [];
   for (const inv of Object.values(state.inflight)) {
-    const call: CallInFlight = { invocationId: inv.invocationId, nodeId: inv.nodeId, attempt: inv.attempt, kind: inv.kind, name: inv.name, effect: inv.effect, requestedSeq: inv.requestedSeq };
-    if (inv.item !== undefined) call.item = inv.item;
+    const call: CallInFlight = { ...inv };
+    if (call.item === undefined) delete call.item;
     calls.push(call);
     if (inv.kind !== 'approval') continue;
     const approval: WaitingApproval = { nodeId: inv.nodeId, invocationId: inv.invocationId, attempt: inv.attempt };

@@ -1,0 +1,202 @@
+// Dispatch: the gateway requests and cancellations of committed activations. A request is carried
+// out only after the commit that recorded it is durable (the scheduler calls `dispatch` then);
+// its outcome comes back as a fact of a later activation. A call the engine cancelled whose work
+// still ends is recorded as evidence (`capability.late`), never as a wake-up; a run that moved to
+// another owner meanwhile gets the outcome through its inbox.
+import type { ChildRuns } from './kernel-children.js';
+import { KernelError } from './kernel-errors.js';
+import { outcomeOfThrown, type Gateway } from './gateway.js';
+import type { LeaseKeeper } from './leases.js';
+import type { JournalStore } from './store.js';
+import type { ActivationSummary, CapabilityOutcome, ExecutionPlan, Fact, GatewayRequest, HostLog } from './types.js';
+
+/**
+ * What a deployment keeps of capability payloads. `metadata`: digests and sizes only (recorded
+ * replay is refused); `standard`: payloads up to `maxArtifactBytes`, larger ones redacted;
+ * `replayable`: every payload. Payloads above `inlineBytesMax` are stored once as artifacts and
+ * events carry their digest. A template's `spec.policies.capture` can only narrow this.
+ */
+export interface CapturePolicy {
+  mode: 'metadata' | 'standard' | 'replayable';
+  maxArtifactBytes: number;
+  inlineBytesMax: number;
+}
+
+export const defaultCapture: CapturePolicy = { mode: 'replayable', maxArtifactBytes: 16 * 1024 * 1024, inlineBytesMax: 16 * 1024 };
+
+const captureOrder = ['metadata', 'standard', 'replayable'] as const;
+
+/** The capture mode of a run: the deployment's, narrowed by any template of its plan. */
+export function captureModeOf(plan: ExecutionPlan, policy: CapturePolicy): CapturePolicy['mode'] {
+  let mode = policy.mode;
+  for (const t of Object.values(plan.templates)) {
+    const narrowed = t.template?.spec?.policies?.capture as CapturePolicy['mode'] | undefined;
+    if (narrowed && captureOrder.indexOf(narrowed) < captureOrder.indexOf(mode)) mode = narrowed;
+  }
+  return mode;
+}
+
+/** What the kernel lends dispatch. */
+export interface DispatchHost {
+  gateway: Gateway;
+  store: JournalStore;
+  log: HostLog;
+  capture: CapturePolicy;
+  sha256?: (bytes: Uint8Array) => string;
+  leases?: LeaseKeeper;
+  children: ChildRuns;
+  planOf(runId: string): Promise<ExecutionPlan>;
+  deliver(runId: string, fact: Fact): Promise<ActivationSummary>;
+  /** True once the host is closed: outcomes are no longer recorded here. */
+  closed(): boolean;
+  /** True while the host hands its calls back: their outcomes are unknown to the next owner. */
+  stopping(): boolean;
+}
+
+export class Dispatcher {
+  private readonly controllers = new Map<string, AbortController>();
+  /** Calls in flight per run that need this process to stay the owner (approvals do not). */
+  private readonly busy = new Map<string, number>();
+  /** Every dispatch in flight per run, approvals included: a run is settled only once none is left. */
+  private readonly dispatching = new Map<string, number>();
+  private readonly inflight = new Set<Promise<unknown>>();
+  /** Invocations the engine cancelled whose gateway answer has not come back yet. */
+  private readonly cancelledByEngine = new Set<string>();
+  /** Outcomes of cancelled calls still on their way (evidence a closing host waits a moment for). */
+  private readonly lateWork = new Set<Promise<unknown>>();
+
+  constructor(private readonly host: DispatchHost) {}
+
+  /** Calls of a run in flight here that need this process to stay its owner. */
+  busyFor(runId: string): number {
+    return this.busy.get(runId) ?? 0;
+  }
+
+  /** Whether any call of the run (approvals included) is still on its way here. */
+  dispatchingFor(runId: string): boolean {
+    return this.dispatching.has(runId);
+  }
+
+  /** Calls this process is carrying out now (not approvals waiting for a person). */
+  get callsInFlight(): number {
+    let n = 0;
+    for (const v of this.busy.values()) n += v;
+    return n;
+  }
+
+  /** Waits up to `ms` for the real outcomes of cancelled calls (a tool that ignores its signal is not waited for). */
+  async settleLate(ms: number): Promise<void> {
+    if (this.lateWork.size > 0) await Promise.race([Promise.all(this.lateWork), new Promise((r) => setTimeout(r, ms))]);
+  }
+
+  /** Aborts every call in flight (a host that closes without waiting for them). */
+  abortAll(): void {
+    for (const c of this.controllers.values()) c.abort(new KernelError('host.closed', 'the host is closing'));
+  }
+
+  /** The engine cancelled an invocation: abort it here, or cancel the child run it is. */
+  cancel(invocationId: string, reason: string): void {
+    const controller = this.controllers.get(invocationId);
+    if (controller) {
+      // The engine recorded the cancellation: the gateway's own "cancelled" answer adds nothing.
+      this.cancelledByEngine.add(invocationId);
+      controller.abort(new KernelError('capability.cancelled', reason));
+      this.controllers.delete(invocationId);
+    }
+    this.host.children.cancel(invocationId, reason);
+  }
+
+  dispatch(request: GatewayRequest): void {
+    if (request.kind === 'workflow') {
+      this.host.children.start(request);
+      return;
+    }
+    const controller = new AbortController();
+    this.controllers.set(request.invocationId, controller);
+    const holdsOwner = request.kind !== 'approval';
+    if (holdsOwner) count(this.busy, request.runId, 1);
+    count(this.dispatching, request.runId, 1);
+    const settle = async (outcome: CapabilityOutcome | undefined) => {
+      this.controllers.delete(request.invocationId);
+      try {
+        if (holdsOwner) count(this.busy, request.runId, -1);
+        const cancelled = this.cancelledByEngine.delete(request.invocationId);
+        // A host that is stopping hands its calls back: their outcomes are unknown to the next owner.
+        if (outcome === undefined || this.host.closed() || this.host.stopping()) return;
+        if (cancelled && !outcome.ok && outcome.error.code === 'capability.cancelled') return;
+        await this.deliverOutcome(request, outcome);
+      } finally {
+        // After the outcome is queued: a run is not settled while its outcome is on the way.
+        count(this.dispatching, request.runId, -1);
+      }
+    };
+    let promise: Promise<CapabilityOutcome | undefined>;
+    try {
+      promise = this.host.gateway.execute(request, {
+        signal: controller.signal,
+        invocationId: request.invocationId,
+        reissued: request.reissued === true,
+        // What the call really did, when it ends after it was cancelled: evidence, never a wake-up.
+        late: (outcome) => {
+          const delivered = outcome.then((o) => (this.host.closed() ? undefined : this.deliverOutcome(request, o)), () => undefined);
+          this.lateWork.add(delivered);
+          void delivered.finally(() => this.lateWork.delete(delivered));
+        },
+      });
+    } catch (err) {
+      promise = Promise.resolve(outcomeOfThrown(err, `${request.kind}.error`));
+    }
+    const tracked = promise.then(settle, (err) => settle(outcomeOfThrown(err, `${request.kind}.error`)));
+    this.inflight.add(tracked);
+    void tracked.finally(() => this.inflight.delete(tracked));
+  }
+
+  /**
+   * Delivers a call's outcome to its run. When the run moved to another owner meanwhile, the
+   * outcome goes to the run's inbox instead, and that owner records it as `capability.late`.
+   */
+  private async deliverOutcome(request: GatewayRequest, outcome: CapabilityOutcome): Promise<void> {
+    let fact: Extract<Fact, { type: 'capability-completed' }>;
+    try {
+      fact = outcome.ok
+        ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output, ...(await this.capture(request.runId, outcome.output)) }
+        : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error };
+    } catch (err) {
+      fact = { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: { code: 'capability.output-not-json', message: `the result cannot be stored: ${(err as Error).message}`, retryable: false } };
+    }
+    const leases = this.host.leases;
+    this.host.deliver(request.runId, fact).catch((err) => {
+      const code = (err as { code?: string }).code;
+      if ((code === 'run.owned-elsewhere' || code === 'run.fenced') && leases) {
+        leases
+          .postLateOutcome(request.runId, { invocationId: fact.invocationId, ok: fact.ok, output: fact.output, error: fact.error })
+          .catch((e) => this.host.log('warn', `recording the late outcome of ${request.invocationId} failed: ${(e as Error).message}`));
+        return;
+      }
+      this.host.log('warn', `delivering ${request.invocationId} failed: ${(err as Error).message}`);
+    });
+  }
+
+  /** Decides how a capability result is kept: inline, as an artifact, or redacted to its digest. */
+  private async capture(runId: string, output: unknown): Promise<{ artifact?: { digest: string; size: number; mediaType: string; redacted: boolean } }> {
+    const { capture: policy, sha256, store } = this.host;
+    if (!sha256) return {};
+    const mode = captureModeOf(await this.host.planOf(runId), policy);
+    const text = JSON.stringify(output ?? null);
+    if (mode !== 'metadata' && text.length <= policy.inlineBytesMax) return {};
+    const bytes = new TextEncoder().encode(text);
+    const mediaType = 'application/json';
+    if (mode === 'metadata' || (mode === 'standard' && bytes.byteLength > policy.maxArtifactBytes) || !store.putArtifact) {
+      return { artifact: { digest: sha256(bytes), size: bytes.byteLength, mediaType, redacted: true } };
+    }
+    const ref = await store.putArtifact(bytes, mediaType);
+    return { artifact: { digest: ref.digest, size: ref.size, mediaType, redacted: false } };
+  }
+}
+
+/** Adds `by` to a per-run counter, dropping it at zero. */
+function count(counter: Map<string, number>, runId: string, by: number): void {
+  const n = (counter.get(runId) ?? 0) + by;
+  if (n > 0) counter.set(runId, n);
+  else counter.delete(runId);
+}

@@ -1,0 +1,296 @@
+// The scheduler: the queue of facts per run, and the flush that turns it into activations and
+// group commits. Per batch: activate every run of the batch -> store.commit(all their entries,
+// each with the projection of its run) -> for the entries that landed, the kernel carries out
+// what they staged (`committed`). A trap of the engine fails the run that caused it; the rest of
+// its batch goes back to the front of the queue, activated by the next round on a fresh instance.
+import { EngineCallError, EngineTrapError, type EngineInstance } from './engine-instance.js';
+import { KernelError } from './kernel-errors.js';
+import type { LeaseKeeper } from './leases.js';
+import { storedProjection } from './projection.js';
+import { StoreError, type CommitEntry, type JournalStore, type RunTail } from './store.js';
+import { terminalStatuses, type ActivationSummary, type ExecutionPlan, type Fact, type GatewayRequest, type HostLog } from './types.js';
+
+/**
+ * Runs `fn` on a later turn of the event loop, after pending I/O: `setImmediate` where the
+ * platform has it (Node), a zero timeout elsewhere (browsers, workers).
+ */
+export const nextTurn: (fn: () => void) => void =
+  typeof (globalThis as { setImmediate?: unknown }).setImmediate === 'function' ? (fn) => void (globalThis as unknown as { setImmediate: (f: () => void) => unknown }).setImmediate(fn) : (fn) => void setTimeout(fn, 0);
+
+/** Facts of one `deliver` call: applied together, refused together. */
+export interface FactGroup {
+  facts: Fact[];
+  actor?: string;
+  /** Inbox command this group applies (marked applied in the commit). */
+  commandId?: number;
+  resolve: (s: ActivationSummary) => void;
+  reject: (e: unknown) => void;
+}
+
+/** Everything queued for one run. */
+export interface Pending {
+  groups: FactGroup[];
+  newRun?: { plan: ExecutionPlan; templateKey?: string; epoch?: number };
+}
+
+/** One activation whose commit landed: what the kernel carries out now. */
+export interface Committed {
+  runId: string;
+  groups: FactGroup[];
+  summary: ActivationSummary;
+  requests: GatewayRequest[];
+  cancels: { invocationId: string; reason: string }[];
+  lease?: CommitEntry['lease'];
+  /** Whether the run came to rest with this commit (its lease was given up with it). */
+  rest: boolean;
+  /** Whether the activation committed anything. */
+  wrote: boolean;
+}
+
+/** What the kernel lends the scheduler. */
+export interface SchedulerHost {
+  engine: EngineInstance;
+  store: JournalStore;
+  log: HostLog;
+  now(): number;
+  leases?: LeaseKeeper;
+  manual: boolean;
+  closed(): boolean;
+  /** The lease a run's commit is staged under; `null` when the run is owned elsewhere (its groups were rejected). */
+  leaseFor(runId: string, pending: Pending): Promise<CommitEntry['lease'] | null | undefined>;
+  /** Calls of the run in flight here that need this process to stay its owner. */
+  busyFor(runId: string): number;
+  /** The run's activation was discarded: its engine copy is dropped. */
+  evict(runId: string): void;
+  /** This process no longer knows how the run's in-flight work ended (its facts were lost). */
+  lost(runId: string, err: unknown): void;
+  /** The run's commit was refused by the fencing check: another process owns it now. */
+  fenced(runId: string): void;
+  committed(result: Committed): void;
+}
+
+export class Scheduler {
+  private readonly queue = new Map<string, Pending>();
+  private flushScheduled = false;
+  /** True while a flush runs. */
+  flushing = false;
+  /** Tails loaded ahead of a cold activation, for stores that cannot answer `load` synchronously. */
+  private readonly tails = new Map<string, RunTail | undefined>();
+
+  constructor(private readonly host: SchedulerHost) {}
+
+  has(runId: string): boolean {
+    return this.queue.has(runId);
+  }
+
+  get size(): number {
+    return this.queue.size;
+  }
+
+  /**
+   * The engine's synchronous `load`: a tail loaded ahead, else the store's own synchronous load;
+   * a store that has neither makes the scheduler load the tail and try again.
+   */
+  loadForEngine(runId: string): RunTail | undefined {
+    if (this.tails.has(runId)) {
+      const tail = this.tails.get(runId);
+      this.tails.delete(runId);
+      return tail;
+    }
+    if (this.host.store.loadSync) return this.host.store.loadSync(runId);
+    throw new StoreError('store.not-loaded', `run ${runId} must be loaded before its activation`);
+  }
+
+  enqueue(runId: string, facts: Fact[], actor?: string, newRun?: Pending['newRun'], commandId?: number): Promise<ActivationSummary> {
+    if (this.host.closed()) return Promise.reject(new KernelError('host.closed', 'the host is closed'));
+    return new Promise((resolve, reject) => {
+      let pending = this.queue.get(runId);
+      if (!pending) this.queue.set(runId, (pending = { groups: [] }));
+      pending.groups.push({ facts, ...(actor ? { actor } : {}), ...(commandId !== undefined ? { commandId } : {}), resolve, reject });
+      if (newRun) pending.newRun = newRun;
+      this.scheduleFlush();
+    });
+  }
+
+  private scheduleFlush(): void {
+    if (this.host.manual || this.flushScheduled || this.flushing) return;
+    this.flushScheduled = true;
+    nextTurn(() => {
+      this.flushScheduled = false;
+      void this.flush();
+    });
+  }
+
+  /**
+   * Activates runs with queued facts, oldest first, and group-commits each batch. Without a
+   * limit it goes on until the queue is empty; with `maxRuns` it activates at most that many
+   * runs, in one batch. Resolves with the number of runs activated.
+   */
+  async flush(maxRuns = Infinity): Promise<number> {
+    if (this.flushing) return 0;
+    this.flushing = true;
+    let activated = 0;
+    try {
+      while (this.queue.size > 0 && activated < maxRuns) {
+        if (this.host.engine.dead) await this.host.engine.revive();
+        const batch: [string, Pending][] = [];
+        for (const entry of this.queue) {
+          if (batch.length >= maxRuns - activated) break;
+          batch.push(entry);
+        }
+        for (const [runId] of batch) this.queue.delete(runId);
+        activated += await this.runBatch(batch);
+      }
+    } finally {
+      this.flushing = false;
+    }
+    return activated;
+  }
+
+  /** Puts facts back in front of the queue (a batch cut short by a trap). */
+  private requeue(rest: [string, Pending][]): void {
+    const after = [...this.queue];
+    this.queue.clear();
+    for (const [runId, pending] of rest) this.queue.set(runId, pending);
+    for (const [runId, pending] of after) {
+      const first = this.queue.get(runId);
+      if (first) first.groups.push(...pending.groups);
+      else this.queue.set(runId, pending);
+    }
+  }
+
+  private activateGroups(runId: string, pending: Pending, groups: FactGroup[]) {
+    return this.host.engine.activate({
+      runId,
+      now: this.host.now(),
+      facts: groups.flatMap((g) => g.facts),
+      ...(groups[groups.length - 1].actor ? { actor: groups[groups.length - 1].actor } : {}),
+      ...(pending.newRun ? { plan: pending.newRun.plan, templateKey: pending.newRun.templateKey } : {}),
+    });
+  }
+
+  /** One activation; a cold run of a store without a synchronous load is loaded first. */
+  private async activateLoading(runId: string, pending: Pending, groups: FactGroup[]) {
+    try {
+      // A new run has no journal to load: a store without a synchronous load is not asked (the
+      // commit's sequence check still refuses a run id that exists).
+      if (pending.newRun && !this.host.store.loadSync) this.tails.set(runId, undefined);
+      try {
+        return this.activateGroups(runId, pending, groups);
+      } catch (err) {
+        if (!(err instanceof EngineCallError && err.code === 'store.not-loaded')) throw err;
+        this.tails.set(runId, await this.host.store.load(runId));
+        return this.activateGroups(runId, pending, groups);
+      }
+    } finally {
+      this.tails.delete(runId);
+    }
+  }
+
+  /** Activates and commits one batch; answers how many of its runs it took (the rest was requeued after a trap). */
+  private async runBatch(batch: [string, Pending][]): Promise<number> {
+    type Result = Omit<Committed, 'rest' | 'wrote'> & { commits: CommitEntry[]; rest?: boolean };
+    const results: Result[] = [];
+    const refused: { id: number; error: { code: string; message: string } }[] = [];
+    let taken = batch.length;
+    const fail = (g: FactGroup, err: unknown) => {
+      const failure = err instanceof EngineCallError ? new KernelError(err.code, err.message, err.detail) : err;
+      if (g.commandId !== undefined) {
+        const e = failure as { code?: string; message?: string };
+        refused.push({ id: g.commandId, error: { code: e.code ?? 'command.refused', message: e.message ?? String(failure) } });
+      }
+      g.reject(failure);
+    };
+    for (let i = 0; i < taken; i++) {
+      const [runId, pending] = batch[i];
+      let lease: CommitEntry['lease'] | null | undefined;
+      try {
+        lease = await this.host.leaseFor(runId, pending);
+      } catch (err) {
+        for (const g of pending.groups) fail(g, err);
+        continue;
+      }
+      if (lease === null) continue;
+      // The facts of several deliveries are applied in one activation; when the engine refuses
+      // that, each delivery is applied alone, so one bad command cannot take the others down.
+      const attempts = pending.groups.length > 1 && !pending.newRun ? [pending.groups, ...pending.groups.map((g) => [g])] : [pending.groups];
+      for (let a = 0; a < attempts.length; a++) {
+        const groups = attempts[a];
+        try {
+          const out = await this.activateLoading(runId, pending, groups);
+          results.push({ runId, groups, summary: out.summary, requests: out.requests, cancels: out.cancels, commits: out.commits, lease });
+          if (a === 0) break;
+        } catch (err) {
+          if (err instanceof EngineTrapError) {
+            this.host.log('error', `run ${runId}: ${err.message}`);
+            for (const g of groups) fail(g, err);
+            // The rest of the batch was not activated: it goes back to the queue, not lost.
+            this.requeue(batch.slice(i + 1));
+            taken = i + 1;
+            break;
+          }
+          if (a === 0 && attempts.length > 1) continue;
+          for (const g of groups) fail(g, err);
+        }
+      }
+    }
+    const entries: CommitEntry[] = [];
+    for (const r of results) {
+      // Decided once, when the entry is staged: the lease bookkeeping after the commit follows it.
+      const rest = (r.rest = this.comesToRest(r.runId, r.summary, r.requests));
+      r.commits.forEach((c, n) => {
+        const last = n === r.commits.length - 1;
+        entries.push({
+          ...c,
+          ...(r.lease ? { lease: r.lease } : {}),
+          ...(last ? { outcome: storedProjection(r.summary), ...(rest && r.lease ? { releaseLease: true } : {}) } : {}),
+          ...(last ? { appliedCommands: r.groups.flatMap((g) => (g.commandId !== undefined ? [g.commandId] : [])) } : {}),
+        });
+      });
+    }
+    const leases = this.host.leases;
+    if (refused.length > 0 && leases) await leases.refuse(refused).catch((err) => this.host.log('warn', `recording refused commands failed: ${(err as Error).message}`));
+    let rejected = new Map<string, string>();
+    if (entries.length > 0) {
+      try {
+        rejected = new Map((await this.host.store.commit(entries)).map((r) => [r.runId, r.code]));
+      } catch (err) {
+        // Nothing was written: every run of the batch goes back to the journal's truth. The
+        // facts of the batch (outcomes of calls among them) are lost, so this process no longer
+        // knows how its in-flight work ended: a later resume must treat it as after a restart.
+        for (const r of results) {
+          this.host.lost(r.runId, err);
+          for (const g of r.groups) g.reject(err);
+        }
+        this.host.log('error', `commit of ${entries.length} activation(s) failed: ${(err as Error).message}`);
+        return taken;
+      }
+    }
+    for (const r of results) {
+      const code = rejected.get(r.runId);
+      if (code === 'store.fenced') {
+        this.host.fenced(r.runId);
+        const fenced = new KernelError('run.fenced', `run ${r.runId} is owned by another process now; this process's activation was discarded`);
+        for (const g of r.groups) g.reject(fenced);
+        continue;
+      }
+      if (code) {
+        this.host.evict(r.runId);
+        const conflict = new KernelError('store.conflict', `run ${r.runId} was changed by another writer; its activation was discarded`);
+        for (const g of r.groups) g.reject(conflict);
+        continue;
+      }
+      this.host.committed({ runId: r.runId, groups: r.groups, summary: r.summary, requests: r.requests, cancels: r.cancels, ...(r.lease ? { lease: r.lease } : {}), rest: r.rest === true, wrote: r.commits.length > 0 });
+    }
+    return taken;
+  }
+
+  /**
+   * A run comes to rest when it ended, or is paused with nothing in flight here but approvals and
+   * no timer: its lease is given up with the commit, so that any process may act on it next.
+   */
+  private comesToRest(runId: string, summary: ActivationSummary, requests: readonly GatewayRequest[]): boolean {
+    if (terminalStatuses.has(summary.status)) return true;
+    return summary.status === 'paused' && summary.wakeAt === undefined && this.host.busyFor(runId) === 0 && requests.every((r) => r.kind === 'approval');
+  }
+}
