@@ -49,6 +49,10 @@ export async function loadCase(name: string): Promise<TestCase> {
     input: json(join(dir, 'input.json')),
     host,
     expected: json(join(dir, 'expected.json')),
-    events: json(join(dir, 'events.json')),
+    events: existsSync(join(dir, 'events.json')) ? json(join(dir, 'events.json')) : missingEvents(name),
   };
+}
+
+function missingEvents(name: string): never {
+  throw new Error(`test/cases/${name} has no events.json: run \`node test/cases/record.mjs ${name}\` (after \`npm run build\`) and review it`);
 }
