@@ -8,7 +8,8 @@
 // | origin (actor, activation number)          | left out (how a host batches facts into activations)     |
 // | seq                                        | the position in the list                                 |
 // | node.id, node.attempt, node.item           | `node`, `attempt`, `item`                                |
-// | node.invocationId, payload.invocationId    | `node#attempt`, `node[item]#attempt` (first announced)   |
+// | node.invocationId, payload.invocationId    | `node#attempt`, `node[item]#attempt` (`node@2[item]#...` |
+// |                                            | in the node's second attempt): the name first announced  |
 // | payload.planHash                           | left out (a digest of the plan, engine version included) |
 // | payload.retryAt, timeoutAt, deadlineAt     | `+<ms>`: milliseconds after the event's own occurredAt   |
 // | everything else in the payload             | as journaled                                             |
@@ -22,6 +23,7 @@ const dropped = ['planHash'];
  */
 export function comparableEvents(events) {
   const names = new Map();
+  const nodeAttempts = new Map();
   const nameOf = (id) => {
     const name = names.get(id);
     if (name === undefined) throw new Error(`invocation ${id} appears before an event announced it`);
@@ -31,11 +33,16 @@ export function comparableEvents(events) {
     if (e.seq !== i + 1) throw new Error(`event ${i} has seq ${e.seq}`);
     const out = { type: e.type };
     if (e.node) {
+      if (e.type === 'node.started') nodeAttempts.set(e.node.id, e.node.attempt);
       out.node = e.node.id;
       out.attempt = e.node.attempt;
       if (e.node.item !== undefined) out.item = e.node.item;
       if (e.node.invocationId !== undefined) {
-        if (!names.has(e.node.invocationId)) names.set(e.node.invocationId, e.node.item === undefined ? `${e.node.id}#${e.node.attempt}` : `${e.node.id}[${e.node.item}]#${e.node.attempt}`);
+        if (!names.has(e.node.invocationId)) {
+          const nodeAttempt = nodeAttempts.get(e.node.id) ?? 1;
+          const item = `${e.node.id}${nodeAttempt > 1 ? `@${nodeAttempt}` : ''}[${e.node.item}]`;
+          names.set(e.node.invocationId, e.node.item === undefined ? `${e.node.id}#${e.node.attempt}` : `${item}#${e.node.attempt}`);
+        }
         out.invocation = nameOf(e.node.invocationId);
       }
     }

@@ -1,7 +1,7 @@
 // Protocol tests of core.foreach@1: concurrency, failure policies, item retries, cancellation of
 // running items, script bodies.
 import { describe, expect, it } from 'vitest';
-import { bind, ev, expectEvents, fact, node, nodeFailure, protocolRun, refOf, template, type Ev } from './harness.js';
+import { bind, ev, expectEvents, fact, node, nodeFailure, protocolRun, refOf, t0, template, type Ev } from './harness.js';
 
 const lookup = { uses: 'tool.call@1', config: { tool: 'lookup' } };
 
@@ -114,6 +114,37 @@ describe('core.foreach@1', () => {
     ]);
     expect(s.cancels.map((c) => c.inv)).toEqual(['each[0]#1', 'each[1]#1']);
     expect(s.summary.status).toBe('cancelled');
+  });
+
+  it('past its time limit, items with unknown effects are cancelled and the node fails without a retry', () => {
+    const t = protocolRun(foreachTemplate({ maxConcurrency: 2 }, { timeoutMs: 100, retry: { maxAttempts: 3 } }));
+    const s1 = t.start({ items: [1, 2, 3] });
+    expect(s1.requests.map((r) => [r.inv, r.deadlineAt])).toEqual([
+      ['each[0]#1', t0 + 100],
+      ['each[1]#1', t0 + 100],
+    ]);
+    expect(s1.summary.wakeAt).toBe(t0 + 100);
+    const s2 = t.wake(t0 + 100);
+    const error = { code: 'node.timeout', message: 'node each passed its time limit; its items have effects that are not known to be safe to repeat, so it is not retried', retryable: false };
+    expectEvents(s2.events, [ev.cancelledCall('each[0]#1', 'node timed out'), ev.cancelledCall('each[1]#1', 'node timed out'), ev.nodeFailed('each', error), ev.runFailed(nodeFailure('each', error)), ev.checkpoint()]);
+    expect(s2.cancels.map((c) => c.inv)).toEqual(['each[0]#1', 'each[1]#1']);
+  });
+
+  it('past its time limit, a foreach of idempotent items is retried from its first item', () => {
+    const t = protocolRun(template('each', [node.start(), node.foreach('each', bind.input('/items'), { uses: 'tool.call@1', config: { tool: 'lookup', idempotent: true } }, { maxConcurrency: 1 }, { timeoutMs: 100, retry: { maxAttempts: 2 } }), node.end()]));
+    t.start({ items: [1, 2] });
+    t.activate(fact.completed('each[0]#1', 'A'), t0 + 50);
+    const s = t.wake(t0 + 100);
+    const error = { code: 'node.timeout', message: 'node each passed its time limit', retryable: true };
+    expectEvents(s.events, [
+      ev.cancelledCall('each[1]#1', 'node timed out'),
+      { type: 'node.retry-scheduled', node: 'each', attempt: 1, payload: { error, retryAt: t0 + 100 } },
+      ev.nodeStarted('each', { timeoutAt: t0 + 200, foreach: { items: [1, 2], maxConcurrency: 1, failurePolicy: 'fail-fast' } }, { attempt: 2 }),
+      // The node's second attempt runs its items under new invocation ids.
+      itemStarted('each@2[0]#1'),
+      ev.requested('each@2[0]#1', { kind: 'tool', name: 'lookup', effect: 'idempotent', input: 1, item: 0 }),
+    ]);
+    expect(s.requests.map((r) => r.inv)).toEqual(['each@2[0]#1']);
   });
 
   it('a script body runs every item inside the activation', () => {

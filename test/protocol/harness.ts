@@ -168,6 +168,7 @@ export class ProtocolRun {
   private readonly journal: Journal;
   private readonly names = new Map<string, string>();
   private readonly ids = new Map<string, string>();
+  private readonly nodeAttempts = new Map<string, number>();
   private readonly metadata: boolean;
   private staged: { commits: CommitData[]; requests: Obj[]; cancels: { invocationId: string; reason: string }[] } = { commits: [], requests: [], cancels: [] };
   /** How many times the fold of the events was compared with the engine's state or a checkpoint. */
@@ -300,11 +301,16 @@ export class ProtocolRun {
     };
   }
 
-  /** Symbolic invocation ids: `node#attempt`, or `node[item]#attempt` for a foreach item. */
-  private learnNames(e: { node?: { id: string; attempt: number; invocationId?: string; item?: number } }): void {
+  /**
+   * Symbolic invocation ids: `node#attempt`, or `node[item]#attempt` for a foreach item
+   * (`node@2[item]#attempt` in the node's second attempt, whose items have new ids).
+   */
+  private learnNames(e: { type: string; node?: { id: string; attempt: number; invocationId?: string; item?: number } }): void {
     const ref = e.node;
+    if (ref && e.type === 'node.started') this.nodeAttempts.set(ref.id, ref.attempt);
     if (!ref?.invocationId || this.names.has(ref.invocationId)) return;
-    const name = ref.item === undefined ? `${ref.id}#${ref.attempt}` : `${ref.id}[${ref.item}]#${ref.attempt}`;
+    const nodeAttempt = this.nodeAttempts.get(ref.id) ?? 1;
+    const name = ref.item === undefined ? `${ref.id}#${ref.attempt}` : `${ref.id}${nodeAttempt > 1 ? `@${nodeAttempt}` : ''}[${ref.item}]#${ref.attempt}`;
     expect(this.ids.has(name), `two invocations are both ${name}`).toBe(false);
     this.names.set(ref.invocationId, name);
     this.ids.set(name, ref.invocationId);
@@ -413,9 +419,9 @@ export const ev = {
   checkpoint: (): Ev => ({ type: 'checkpoint.committed', payload: { checkpointVersion: 1 } }),
 };
 
-/** The node reference of an event about a symbolic invocation (`node#2`, `node[3]#1`). */
+/** The node reference of an event about a symbolic invocation (`node#2`, `node[3]#1`, `node@2[3]#1`). */
 export function refOf(inv: string): Pick<Ev, 'node' | 'attempt' | 'item' | 'inv'> {
-  const m = /^([^[#]+)(?:\[(\d+)\])?#(\d+)$/.exec(inv);
+  const m = /^([^[#@]+)(?:@\d+)?(?:\[(\d+)\])?#(\d+)$/.exec(inv);
   if (!m) throw new Error(`bad invocation name ${inv}`);
   return { node: m[1], attempt: Number(m[3]), ...(m[2] !== undefined ? { item: Number(m[2]) } : {}), inv };
 }

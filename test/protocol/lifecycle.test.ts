@@ -145,7 +145,17 @@ describe('outcome-resolved', () => {
     const t = protocolRun(template('each', [node.start(), node.foreach('each', bind.input('/items'), { uses: 'tool.call@1', config: { tool: 'charge' } }, { maxConcurrency: 2 }), node.end('end', { r: bind.output('each', '/results') })]));
     t.start({ items: ['x', 'y'] });
     t.restart();
-    t.activate(fact.restarted());
+    const s0 = t.activate(fact.restarted());
+    const reason = 'the host restarted before the outcome was recorded; it is unknown whether the call took effect';
+    expectEvents(s0.events, [
+      { type: 'run.resumed', payload: { by: 'host', afterRestart: true } },
+      { type: 'capability.abandoned', ...refOf('each[0]#1'), payload: { invocationId: 'each[0]#1', reason } },
+      { type: 'node.needs-attention', node: 'each', attempt: 1, payload: { invocationId: 'each[0]#1', item: 0, evidence: { kind: 'tool', name: 'charge', effect: 'unknown', requestedSeq: 8 } } },
+      { type: 'capability.abandoned', ...refOf('each[1]#1'), payload: { invocationId: 'each[1]#1', reason } },
+      { type: 'node.needs-attention', node: 'each', attempt: 1, payload: { invocationId: 'each[1]#1', item: 1, evidence: { kind: 'tool', name: 'charge', effect: 'unknown', requestedSeq: 10 } } },
+      ev.paused('needs_attention'),
+      ev.checkpoint(),
+    ]);
     const s1 = t.activate(fact.resolved('each', 'succeeded', { item: 0, output: 'X' }));
     expectEvents(s1.events, [
       { type: 'node.resolved', node: 'each', attempt: 1, item: 0, payload: { resolution: 'succeeded', by: 'operator:bob', output: 'X', item: 0 } },
