@@ -31,4 +31,4 @@ export {
   type LocalToolSpec,
   type LocalToolTable,
 } from './local-tools.js';
-export { identifyProcess, observeProcess, readBootId, type ProcessIdentity, type ProcessObservation } from './process-identity.js';
+export { identifyProcess, observeProcess, readBootId, type ProcessIdentity, type ProcessObservation } from '../shared/process-identity.js';
