@@ -15,12 +15,14 @@
  * Of an operator action: the host reads the run's record and tail -> `approvalTarget` /
  * `resolutionFields` -> the host's kernel applies it (directly, or through the inbox).
  */
+import type { EngineInstance } from './engine-instance.js';
 import { newRunId } from './ids.js';
+import { assertTemplateJson } from './json-input.js';
 import type { RunOutcome } from './kernel.js';
 import { pendingInTail } from './operator.js';
 import { assertPortableId, type EventPage, type JournalStore, type RunRecord, type RunTail, type SyncJournalStore } from './store.js';
 import { exportFormat, artifactTexts, type RunExport } from './export-format.js';
-import { terminalStatuses, type Authority, type ExecutionPlan } from './types.js';
+import { terminalStatuses, type Authority, type ExecutionPlan, type ValidationReport } from './types.js';
 
 /** The error every host runtime throws: a stable `code`, a message, and detail when there is any. */
 export class HostError extends Error {
@@ -68,6 +70,14 @@ export const allowEverything: Authority = { id: 'local', scopes: ['*'] };
 /** A host's `authorities` option as a resolver (a fixed authority, a function, or everything). */
 export function authorityResolver(option: AuthorityResolver | Authority | undefined): AuthorityResolver {
   return typeof option === 'function' ? option : () => option ?? allowEverything;
+}
+
+// ---- templates ------------------------------------------------------------------------------
+
+/** Validates a template (a JSON value, or its text) once it has passed the input guard. */
+export function validateTemplate(engine: Pick<EngineInstance, 'validate'>, template: unknown): ValidationReport {
+  assertTemplateJson(template);
+  return engine.validate(typeof template === 'string' ? template : JSON.stringify(template));
 }
 
 // ---- launch ---------------------------------------------------------------------------------

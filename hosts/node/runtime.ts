@@ -3,26 +3,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
-import {
-  approvalTarget,
-  asHostError,
-  authorityResolver,
-  exportFromStore,
-  isTerminal,
-  launchIdentity,
-  launchTargetOf,
-  pinnedDependencies,
-  planOfTail,
-  replayRequest,
-  runNotFound,
-  runView,
-  templateKeyOf,
-  workflowIdOf,
-  type AuthorityResolver,
-  type LaunchTarget,
-  type RunView,
-} from '../core/host-runtime.js';
-import { assertRunInput, assertTemplateJson } from '../core/json-input.js';
+import { approvalTarget, asHostError, authorityResolver, exportFromStore, isTerminal, launchIdentity, launchTargetOf, pinnedDependencies, planOfTail, replayRequest, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
+import { assertRunInput } from '../core/json-input.js';
 import { resolutionFields } from '../core/operator.js';
 import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { leaseDefaults } from '../core/leases.js';
@@ -33,6 +15,7 @@ import { newOwnerId } from './owner-id.js';
 import { openJournalStore } from './open-store.js';
 import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../core/types.js';
 import { nodeComponentLoader } from './component.js';
+import { sha256Digest } from '../shared/digest.js';
 import type { RunExport } from '../core/export-format.js';
 import { registryGateway, type GatewayRegistry } from './gateway.js';
 import { assertCaptureOptions, assertLaunchOptions, launchCorrelation } from './launch-options.js';
@@ -108,7 +91,7 @@ export interface WorkflowRunHandle {
 }
 
 function digestOf(value: unknown): string {
-  return `sha256:${createHash('sha256').update(JSON.stringify(value ?? null)).digest('hex')}`;
+  return sha256Digest(JSON.stringify(value ?? null));
 }
 
 export { WorkflowError };
@@ -160,7 +143,7 @@ export class WorkflowRuntime {
         now: options.now,
         authority: resolveAuthority,
         capture: { ...defaultCapture, ...options.capture },
-        sha256: (bytes) => `sha256:${createHash('sha256').update(bytes).digest('hex')}`,
+        sha256: sha256Digest,
         leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
       });
       return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose(), ownerId, pollMs);
@@ -181,8 +164,7 @@ export class WorkflowRuntime {
   }
 
   validate(template: unknown): ValidationReport {
-    assertTemplateJson(template);
-    return this.engine.validate(typeof template === 'string' ? template : JSON.stringify(template));
+    return validateTemplate(this.engine, template);
   }
 
   /** Compiles a template and its `workflow.call` dependencies into a pinned plan. */

@@ -16,30 +16,11 @@
  * Call order: `open` (recovers what a previous process left) -> `launch`/`cancel`/`getRun` ...
  * -> `stop` (freeze admission, drain execution, settle, close storage).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import type { RunExport } from '../core/export-format.js';
-import {
-  approvalTarget,
-  asHostError,
-  authorityResolver,
-  exportFromSyncStore,
-  HostError,
-  launchIdentity,
-  launchTargetOf,
-  mapErrors,
-  planOfTail,
-  readAllEvents,
-  replayRequest,
-  runNotFound,
-  runView,
-  templateKeyOf,
-  workflowIdOf,
-  type AuthorityResolver,
-  type LaunchTarget as HostLaunchTarget,
-  type RunView,
-} from '../core/host-runtime.js';
+import { approvalTarget, asHostError, authorityResolver, exportFromSyncStore, HostError, launchIdentity, launchTargetOf, mapErrors, planOfTail, readAllEvents, replayRequest, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget as HostLaunchTarget, type RunView } from '../core/host-runtime.js';
 import { assertRunInput } from '../core/json-input.js';
 import { defaultCapture, Kernel, outcomeFromSyncStore, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { assertCaptureOptions } from '../core/capture-options.js';
@@ -47,6 +28,7 @@ import { approvalFact, resolutionFields } from '../core/operator.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog } from '../core/types.js';
 import { recoverAttempts, type AttemptRecovery } from './attempt-recovery.js';
 import { routerComponentLoader } from './component.js';
+import { sha256Digest } from '../shared/digest.js';
 import { outcomeOfCompletion, RouterGateway, type ApprovalHandler, type CredentialResolver, type InProcessAgent, type InProcessTool } from './gateway.js';
 import { FileJournalStore, LatencyRing, type LatencySummary } from './journal.js';
 import { retireAfterSettled, retireEveryCycles, toolStopGraceMs } from './limits.js';
@@ -195,7 +177,7 @@ export class RouterHost {
         log,
         authority: resolveAuthority,
         capture: { ...defaultCapture, ...options.capture },
-        sha256: (bytes) => `sha256:${createHash('sha256').update(bytes).digest('hex')}`,
+        sha256: sha256Digest,
         timers: false,
         flushMode: 'manual',
       });
@@ -372,7 +354,7 @@ export class RouterHost {
   // ---- the SDK surface --------------------------------------------------------------------
 
   validate(template: unknown) {
-    return this.engine.validate(typeof template === 'string' ? template : JSON.stringify(template));
+    return validateTemplate(this.engine, template);
   }
 
   compile(template: unknown, dependencies: { template: unknown; revision: number }[] = []): ExecutionPlan {
