@@ -14,10 +14,9 @@ import type { ComponentLoader } from '../core/engine-instance.js';
 import { artifactTexts } from '../core/export-format.js';
 import type { RunExport } from './journal.js';
 
-export { parseExport, parseExportText, ExportError, ImportedJournal, exportFormat, type RunExport } from './journal.js';
+export { parseExport, parseExportText, ExportError, exportFormat, type RunExport } from './journal.js';
 export { browserComponentLoader, fetchWasmSource, inlineWasmSource, defaultWasmSource, inlineWasmGlobal, WasmLoadError, type WasmSource } from './component.js';
 export { createScriptImports, quickjsVariant, quickjsWasmName } from './sandbox.js';
-export { refusingGateway } from './gateway.js';
 export { consoleLog } from './log.js';
 
 export type ReplayMode = 'inspect' | 'recorded';

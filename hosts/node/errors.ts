@@ -1,11 +1,9 @@
 // The error the Node host's SDK throws: a stable `code`, a message, and detail when there is any.
-export class WorkflowError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly detail?: unknown,
-  ) {
-    super(message);
+import { HostError } from '../core/host-runtime.js';
+
+export class WorkflowError extends HostError {
+  constructor(code: string, message: string, detail?: unknown) {
+    super(code, message, detail);
     this.name = 'WorkflowError';
   }
 }

@@ -3,23 +3,7 @@
 
 import { WorkflowError as OptionError } from './errors.js';
 
-const captureKeys = new Set(['mode', 'maxArtifactBytes', 'inlineBytesMax']);
-const captureModes = new Set(['metadata', 'standard', 'replayable']);
-
-/**
- * `RuntimeOptions.capture`: `retentionDays`, `encryptArtifacts` (and any other key) are not
- * implemented, so they are refused (`policy.unsupported`) instead of being ignored.
- */
-export function assertCaptureOptions(capture: unknown): void {
-  if (capture === undefined) return;
-  if (capture === null || typeof capture !== 'object' || Array.isArray(capture)) throw new OptionError('policy.unsupported', 'capture must be an object { mode, maxArtifactBytes, inlineBytesMax }');
-  const unknown = Object.keys(capture).filter((k) => !captureKeys.has(k));
-  if (unknown.length > 0) {
-    throw new OptionError('policy.unsupported', `capture.${unknown.join(', capture.')} ${unknown.length > 1 ? 'are' : 'is'} not supported by this host (supported: mode, maxArtifactBytes, inlineBytesMax); nothing would enforce it`, { unsupported: unknown });
-  }
-  const mode = (capture as { mode?: unknown }).mode;
-  if (mode !== undefined && !captureModes.has(mode as string)) throw new OptionError('policy.unsupported', `capture.mode must be metadata, standard or replayable, not ${JSON.stringify(mode)}`);
-}
+export { assertCaptureOptions } from '../core/capture-options.js';
 
 const launchKeys = new Set(['input', 'runId', 'authority', 'timeoutMs', 'correlation', 'executionMode', 'idempotencyKey', 'concurrencyKey', 'concurrencyLimit', 'actor', 'origin', 'deliveryRef']);
 

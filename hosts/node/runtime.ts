@@ -3,19 +3,20 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
-import { newRunId } from '../core/ids.js';
-import { assertRunInput, assertTemplateJson } from '../core/json-input.js';
-import { pendingApproval, resolutionFields } from '../core/operator.js';
+import { approvalTarget, asHostError, authorityResolver, exportFromStore, isTerminal, launchIdentity, launchTargetOf, pinnedDependencies, planOfTail, replayRequest, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
+import { assertRunInput } from '../core/json-input.js';
+import { resolutionFields } from '../core/operator.js';
 import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { leaseDefaults } from '../core/leases.js';
 import type { OperatorCommand, RunOwnership } from '../core/ownership-store.js';
-import { assertPortableId, type JournalStore } from '../core/store.js';
+import type { JournalStore } from '../core/store.js';
 import { WorkflowError } from './errors.js';
 import { newOwnerId } from './owner-id.js';
 import { openJournalStore } from './open-store.js';
-import { terminalStatuses, type Authority, type ExecutionPlan, type HostLog, type ValidationReport } from '../core/types.js';
+import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../core/types.js';
 import { nodeComponentLoader } from './component.js';
-import { artifactTexts, exportFormat, type RunExport } from '../core/export-format.js';
+import { sha256Digest } from '../shared/digest.js';
+import type { RunExport } from '../core/export-format.js';
 import { registryGateway, type GatewayRegistry } from './gateway.js';
 import { assertCaptureOptions, assertLaunchOptions, launchCorrelation } from './launch-options.js';
 import { SqliteJournalStore } from './journal.js';
@@ -24,7 +25,7 @@ import { SqliteCatalogStorage } from './sqlite-catalog.js';
 import { stderrLog } from './log.js';
 import { createScriptImports } from './sandbox.js';
 
-export type AuthorityResolver = (context: { runId: string; workflowId: string; requested?: Authority }) => Authority;
+export type { AuthorityResolver, LaunchTarget };
 
 export interface RuntimeOptions extends GatewayRegistry {
   /** State directory; default `./.agent-workflow`. */
@@ -49,11 +50,6 @@ export interface RuntimeOptions extends GatewayRegistry {
   /** What is kept of capability payloads (default: replayable, 16 KiB inline, 16 MiB per artifact). */
   capture?: Partial<CapturePolicy>;
 }
-
-export type LaunchTarget =
-  | { type: 'inline'; template: unknown; dependencies?: { template: unknown; revision: number }[] }
-  | { type: 'plan'; plan: ExecutionPlan; templateKey?: string }
-  | { type: 'published'; id: string; revision: number };
 
 export interface LaunchOptions {
   input?: unknown;
@@ -95,20 +91,16 @@ export interface WorkflowRunHandle {
 }
 
 function digestOf(value: unknown): string {
-  return `sha256:${createHash('sha256').update(JSON.stringify(value ?? null)).digest('hex')}`;
+  return sha256Digest(JSON.stringify(value ?? null));
 }
 
 export { WorkflowError };
-
-const allowEverything: Authority = { id: 'local', scopes: ['*'] };
 
 /** Distinct inline templates whose compiled plans a runtime keeps. */
 const planCacheEntriesMax = 256;
 
 function asError(err: unknown): WorkflowError {
-  if (err instanceof WorkflowError) return err;
-  const e = err as { code?: string; message?: string; detail?: unknown };
-  return new WorkflowError(e.code ?? 'host.error', e.message ?? String(err), e.detail);
+  return asHostError(err, WorkflowError);
 }
 
 /** Where a runtime's journal lives. */
@@ -140,8 +132,7 @@ export class WorkflowRuntime {
       const scripts = await createScriptImports();
       let kernel: Kernel | undefined;
       const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => kernel!.loadForEngine(runId), ...scripts, log });
-      const a = options.authorities;
-      const resolveAuthority: AuthorityResolver = typeof a === 'function' ? a : () => a ?? allowEverything;
+      const resolveAuthority = authorityResolver(options.authorities);
       const ownerId = options.ownerId ?? newOwnerId();
       const pollMs = options.pollMs ?? leaseDefaults.pollMs;
       kernel = new Kernel({
@@ -152,7 +143,7 @@ export class WorkflowRuntime {
         now: options.now,
         authority: resolveAuthority,
         capture: { ...defaultCapture, ...options.capture },
-        sha256: (bytes) => `sha256:${createHash('sha256').update(bytes).digest('hex')}`,
+        sha256: sha256Digest,
         leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
       });
       return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose(), ownerId, pollMs);
@@ -168,13 +159,12 @@ export class WorkflowRuntime {
 
   private async record(runId: string) {
     const record = await this.store.getRun(runId);
-    if (!record) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    if (!record) throw asError(runNotFound(runId));
     return record;
   }
 
   validate(template: unknown): ValidationReport {
-    assertTemplateJson(template);
-    return this.engine.validate(typeof template === 'string' ? template : JSON.stringify(template));
+    return validateTemplate(this.engine, template);
   }
 
   /** Compiles a template and its `workflow.call` dependencies into a pinned plan. */
@@ -200,24 +190,30 @@ export class WorkflowRuntime {
     }
     assertRunInput(options.input ?? {});
     await this.engine.ready();
-    const kind = (target as { type?: string }).type;
-    const t = kind === 'inline' || kind === 'plan' || kind === 'published' ? (target as LaunchTarget) : ({ type: 'inline', template: target } as LaunchTarget);
+    const t: LaunchTarget = launchTargetOf(target, ['inline', 'plan', 'published'] as const);
     let plan: ExecutionPlan;
     try {
       plan = t.type === 'plan' ? t.plan : t.type === 'published' ? await this.catalog.plan(t.id, t.revision) : this.inlinePlan(t.template, t.dependencies ?? []);
     } catch (err) {
       throw asError(err);
     }
-    const templateKey = t.type === 'plan' ? (t.templateKey ?? plan.root) : plan.root;
-    // An idempotency key names the run: a second launch with it finds the first run.
-    const runId = options.idempotencyKey !== undefined ? idempotentRunId(options.idempotencyKey) : (options.runId ?? newRunId(this.kernel.now(), (n) => randomBytes(n)));
+    const templateKey = templateKeyOf(t, plan);
+    let runId: string;
+    let authority: Authority;
     try {
-      assertPortableId(runId, 'run id');
+      ({ runId, authority } = launchIdentity({
+        plan,
+        templateKey,
+        // An idempotency key names the run: a second launch with it finds the first run.
+        runId: options.idempotencyKey !== undefined ? idempotentRunId(options.idempotencyKey) : options.runId,
+        ...(options.authority ? { requested: options.authority } : {}),
+        resolveAuthority: this.resolveAuthority,
+        now: this.kernel.now(),
+        randomBytes: (n) => randomBytes(n),
+      }));
     } catch (err) {
       throw asError(err);
     }
-    const workflowId = plan.templates[templateKey].template.metadata.id as string;
-    const authority = this.resolveAuthority({ runId, workflowId, ...(options.authority ? { requested: options.authority } : {}) });
     const actor = options.actor ?? 'sdk';
     if (options.executionMode === 'background' || options.concurrencyKey !== undefined) {
       try {
@@ -321,9 +317,9 @@ export class WorkflowRuntime {
   /** Whether this engine and host can continue a stored run as pinned; never guesses. */
   async checkRun(runId: string): Promise<RunCompatibility> {
     const tail = await this.store.load(runId);
-    if (!tail) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    if (!tail) throw asError(runNotFound(runId));
     const d = this.engine.describe() as { flags: string[]; checkpointSchemaVersion: number };
-    const plan = JSON.parse(new TextDecoder().decode(tail.plan)) as ExecutionPlan;
+    const plan = planOfTail(tail);
     const checkpoint = tail.checkpoint ? (JSON.parse(new TextDecoder().decode(tail.checkpoint)) as { checkpointVersion?: unknown }) : undefined;
     return runCompatibility(runId, plan, checkpoint, { flags: d.flags, checkpointSchemaVersion: d.checkpointSchemaVersion, nodeDefinitionSetHash: this.nodeDefinitionSetHash() });
   }
@@ -346,17 +342,9 @@ export class WorkflowRuntime {
     };
   }
 
-  async getRun(runId: string): Promise<RunOutcome & { lastSeq: number; createdAt: number; updatedAt: number; owner?: string; waitReason?: string }> {
+  async getRun(runId: string): Promise<RunView> {
     const record = await this.record(runId);
-    const outcome = await this.kernel.outcomeFromStore(runId);
-    return {
-      ...outcome,
-      lastSeq: record.lastSeq,
-      createdAt: record.createdAt,
-      updatedAt: record.updatedAt,
-      ...(record.lease?.owner ? { owner: record.lease.owner } : {}),
-      ...(record.waitReason ? { waitReason: record.waitReason } : {}),
-    };
+    return runView(record, await this.kernel.outcomeFromStore(runId));
   }
 
   async listRuns(filter?: { statuses?: string[]; limit?: number }) {
@@ -433,7 +421,7 @@ export class WorkflowRuntime {
    */
   async resume(runId: string, options: { by?: string } = {}): Promise<WorkflowRunHandle> {
     const record = await this.record(runId);
-    if (terminalStatuses.has(record.status) || record.status === 'queued') return this.handle(runId);
+    if (isTerminal(record) || record.status === 'queued') return this.handle(runId);
     await this.assertRunnable(runId);
     await this.command(runId, { type: 'resume', by: options.by ?? 'sdk' });
     return this.handle(runId);
@@ -448,17 +436,17 @@ export class WorkflowRuntime {
     const record = await this.record(runId);
     const reason = options.reason ?? 'cancelled';
     const by = options.by ?? 'sdk';
-    if (terminalStatuses.has(record.status)) return this.kernel.outcomeFromStore(runId);
+    if (isTerminal(record)) return this.kernel.outcomeFromStore(runId);
     if (record.status === 'queued' && (await this.ownership.cancelQueued(runId, reason, by, this.kernel.now()))) return this.kernel.outcomeFromStore(runId);
     return this.command(runId, { type: 'cancel', reason, by });
   }
 
   async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean }): Promise<CommandOutcome> {
     const record = await this.record(runId);
-    if (terminalStatuses.has(record.status)) throw new WorkflowError('run.terminal', `run ${runId} is ${record.status}; there is nothing to approve`);
+    const projection = isTerminal(record) ? {} : await this.kernel.projectionOf(record);
     let invocationId: string;
     try {
-      invocationId = pendingApproval(await this.kernel.projectionOf(record), runId, nodeId, options.by).invocationId;
+      invocationId = approvalTarget(record, projection, runId, nodeId, options.by);
     } catch (err) {
       throw asError(err);
     }
@@ -477,33 +465,16 @@ export class WorkflowRuntime {
 
   /** A self-contained export of a run: events, pinned plan, captured artifacts. */
   async exportRun(runId: string): Promise<RunExport> {
-    const record = await this.store.getRun(runId);
-    const tail = await this.store.load(runId);
-    if (!record || !tail) throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
-    const plan = JSON.parse(new TextDecoder().decode(tail.plan)) as ExecutionPlan;
-    const events: any[] = [];
-    for (let after = 0; ; ) {
-      const page = await this.store.readEvents(runId, after, 5_000);
-      for (const e of page.events) events.push(JSON.parse(e));
-      after = page.lastSeq;
-      if (!page.more) break;
+    try {
+      return await exportFromStore(this.store, runId);
+    } catch (err) {
+      throw asError(err);
     }
-    const artifacts: RunExport['artifacts'] = {};
-    for (const e of events) {
-      const ref = e.payload?.artifact as { digest: string; redacted?: boolean } | undefined;
-      if (!ref || ref.redacted || artifacts[ref.digest]) continue;
-      const stored = await this.store.getArtifact?.(ref.digest);
-      if (stored) artifacts[ref.digest] = { mediaType: stored.mediaType ?? 'application/json', base64: Buffer.from(stored.bytes).toString('base64') };
-    }
-    return { format: exportFormat, run: { runId, status: record.status, lastSeq: record.lastSeq }, plan, events, artifacts };
   }
 
   /** Compiles an edited version of a run's root template against the run's pinned dependencies. */
   editedPlan(plan: ExecutionPlan, editedTemplate: unknown): ExecutionPlan {
-    const deps = Object.entries(plan.templates)
-      .filter(([key, t]) => key !== plan.root && t.revision !== undefined)
-      .map(([, t]) => ({ template: t.template, revision: t.revision! }));
-    return this.compile(editedTemplate, deps);
+    return this.compile(editedTemplate, pinnedDependencies(plan));
   }
 
   /**
@@ -534,15 +505,15 @@ export class WorkflowRuntime {
   /** The pinned plan of a stored run. */
   async planOfRun(runId: string): Promise<ExecutionPlan> {
     const tail = await this.store.load(runId);
-    if (tail) return JSON.parse(new TextDecoder().decode(tail.plan)) as ExecutionPlan;
+    if (tail) return planOfTail(tail);
     const queued = await this.ownership.queuedLaunch(runId);
     if (queued) return JSON.parse(new TextDecoder().decode(queued.plan)) as ExecutionPlan;
-    throw new WorkflowError('run.not-found', `run ${runId} does not exist in this store`);
+    throw asError(runNotFound(runId));
   }
 
   /** The authority a run gets now (resolved again at every resume and takeover). */
   authorityOf(runId: string, plan: ExecutionPlan): Authority {
-    return this.resolveAuthority({ runId, workflowId: plan.templates[plan.root].template.metadata.id });
+    return this.resolveAuthority({ runId, workflowId: workflowIdOf(plan) });
   }
 
   /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */
@@ -550,7 +521,7 @@ export class WorkflowRuntime {
     const exported = await this.exportRun(runId);
     const editedPlan = options.editedTemplate !== undefined ? this.editedPlan(exported.plan, options.editedTemplate) : undefined;
     try {
-      return this.engine.replay({ mode: options.mode, plan: exported.plan, ...(editedPlan ? { editedPlan } : {}), events: exported.events, artifacts: artifactTexts(exported) });
+      return this.engine.replay(replayRequest(exported, options.mode, editedPlan));
     } catch (err) {
       throw asError(err);
     }
@@ -595,7 +566,6 @@ export class WorkflowRuntime {
   }
 }
 
-/** A node's `approvers` list, when it has one, names who may decide it. */
 /** The run id an idempotency key names: `k-` and 32 hex digits of its SHA-256. */
 export function idempotentRunId(key: string): string {
   return `k-${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;

@@ -1,14 +1,2 @@
-// The Node host's answer to the `sandbox` import: the QuickJS evaluator, in process.
-import { ScriptEvaluator } from '../../sandbox/index.js';
-import type { EngineHostImports } from '../core/engine-instance.js';
-
-export type ScriptImports = Pick<EngineHostImports, 'evaluateScript' | 'checkScriptSyntax'>;
-
-export async function createScriptImports(): Promise<ScriptImports & { evaluator: ScriptEvaluator }> {
-  const evaluator = await ScriptEvaluator.create();
-  return {
-    evaluator,
-    evaluateScript: (source, inputJson, limits) => evaluator.evaluate(source, inputJson, limits),
-    checkScriptSyntax: (source) => evaluator.checkSyntax(source),
-  };
-}
+// The Node host's answer to the `sandbox` import: the QuickJS evaluator every Node process shares.
+export { createScriptImports, type ScriptImports } from '../shared/sandbox.js';

@@ -16,7 +16,7 @@
  * outcome is unknown, and deciding to retry is the engine's business (`idempotent` is reported).
  */
 import type { AttemptReceipts, CompletionReceipt } from './receipt-log.js';
-import { observeProcess, readBootId, type ProcessIdentity, type ProcessObservation } from './process-identity.js';
+import { observeProcess, readBootId, type ProcessIdentity, type ProcessObservation } from '../shared/process-identity.js';
 
 export type AttemptRecovery =
   | { state: 'settled'; invocationId: string; idempotent: boolean; completion: CompletionReceipt }

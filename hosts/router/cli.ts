@@ -6,9 +6,9 @@
  * 0). Started without the memory flags (memory-flags.ts), it re-executes itself with them. This
  * module and everything it loads use Node built-ins, the engine component and QuickJS only.
  *
- * The host module exports `{ tools, agents?, authorities?, dir?, profile?, cadenceMs? }`; a tool
- * with an `executable` is a local tool `{ executable, args, timeoutMs, idempotent, env, cwd }`,
- * one with `execute` runs in process. `--runs` names a JSON list of
+ * The host module exports `{ tools, agents?, approvals?, credentials?, authorities?, capture?, dir?,
+ * profile?, cadenceMs? }`; a tool with an `executable` is a local tool `{ executable, args,
+ * timeoutMs, idempotent, env, cwd }`, one with `execute` runs in process. `--runs` names a JSON list of
  * `{ "template": file, "input": file | value, "count": N }` launched at start; with
  * `--until-idle` the router stops once nothing can progress and prints a `RouterSummary`.
  */

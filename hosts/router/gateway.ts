@@ -9,36 +9,22 @@
  * `completed` receipt -> outcome. Admission consults the receipts first, so an invocation id
  * never starts a second process: a completed receipt settles the request without running
  * anything, a started attempt without a completion is reported `tool.outcome-unknown`.
- * In-process tools and agents (JavaScript functions of the host module) have no receipts; after
- * a restart the engine decides about them (`afterRestart`).
+ * In-process tools and agents (JavaScript functions of the host module) are the shared gateway
+ * registry (hosts/core/gateway-registry.ts), as in the Node host: credential references resolved
+ * at call time, secrets scrubbed from outcomes. They have no receipts; after a restart the engine
+ * decides about them (`afterRestart`). A local tool is a fixed command that receives no
+ * credential, so a node that names one is refused instead of run without it.
  */
 import { outcomeOfThrown, type Gateway, type GatewayContext } from '../core/gateway.js';
+import { credentialRefsOf, credentialUnresolved, RegisteredCapabilities, type AgentDefinition, type ApprovalHandler, type CredentialResolver, type ToolContext, type ToolDefinition } from '../core/gateway-registry.js';
 import type { CapabilityOutcome, GatewayRequest, HostLog } from '../core/types.js';
 import type { LocalToolLauncher, LocalToolTable } from './local-tools.js';
 import type { CompletionReceipt, ReceiptLog } from './receipt-log.js';
 
-export interface InProcessToolContext extends GatewayContext {
-  runId: string;
-  nodeId: string;
-  attempt: number;
-  item?: number;
-}
-
-export interface InProcessTool {
-  execute(input: any, context: InProcessToolContext): unknown | Promise<unknown>;
-  idempotent?: boolean;
-  readOnly?: boolean;
-}
-
-export interface InProcessAgent {
-  run(input: any, context: InProcessToolContext & { instructions?: string; outputSchema?: unknown }): unknown | Promise<unknown>;
-  idempotent?: boolean;
-}
-
-export type ApprovalHandler = (
-  request: { runId: string; nodeId: string; invocationId: string; prompt?: string; approvers?: string[]; input: unknown },
-  context: GatewayContext,
-) => Promise<{ approved: boolean; by: string; comment?: string } | undefined> | { approved: boolean; by: string; comment?: string } | undefined;
+export type InProcessToolContext = ToolContext;
+export type InProcessTool = ToolDefinition;
+export type InProcessAgent = AgentDefinition;
+export type { ApprovalHandler, CredentialResolver };
 
 export interface RouterGatewayOptions {
   launcher: LocalToolLauncher;
@@ -48,6 +34,8 @@ export interface RouterGatewayOptions {
   agents?: Record<string, InProcessAgent | InProcessAgent['run']>;
   /** Decides approvals in process; without it (or when it returns undefined) a person decides later. */
   approvals?: ApprovalHandler;
+  /** Resolves the credential and connection references of in-process tools and agents. */
+  credentials?: CredentialResolver;
   attemptsInFlightMax: number;
   log: HostLog;
 }
@@ -86,23 +74,19 @@ export class RouterGateway implements Gateway {
   /** Invocations settled by a completion receipt, with their run: candidates for retirement. */
   readonly settled = new Map<string, string>();
   private frozen = false;
-  private readonly tools: Map<string, InProcessTool>;
-  private readonly agents: Map<string, InProcessAgent>;
+  private readonly registered: RegisteredCapabilities;
 
   constructor(private readonly options: RouterGatewayOptions) {
-    this.tools = new Map(Object.entries(options.tools ?? {}).map(([k, v]) => [k, typeof v === 'function' ? { execute: v } : v]));
-    this.agents = new Map(Object.entries(options.agents ?? {}).map(([k, v]) => [k, typeof v === 'function' ? { run: v } : v]));
+    this.registered = new RegisteredCapabilities({ tools: options.tools, agents: options.agents, approvals: options.approvals, credentials: options.credentials });
     for (const name of Object.keys(options.localTools)) {
-      if (this.tools.has(name)) throw new Error(`tool ${JSON.stringify(name)} is declared both as a local tool and in process`);
+      if (this.registered.has('tool', name)) throw new Error(`tool ${JSON.stringify(name)} is declared both as a local tool and in process`);
     }
   }
 
   effects(): Record<string, string> {
     const out: Record<string, string> = {};
     for (const [name, spec] of Object.entries(this.options.localTools)) out[`tool:${name}`] = spec.idempotent ? 'idempotent' : 'unknown';
-    for (const [name, t] of this.tools) out[`tool:${name}`] = t.readOnly ? 'read-only' : t.idempotent ? 'idempotent' : 'unknown';
-    for (const [name, a] of this.agents) out[`agent:${name}`] = a.idempotent ? 'idempotent' : 'unknown';
-    return out;
+    return { ...out, ...this.registered.effects() };
   }
 
   execute(request: GatewayRequest, context: GatewayContext): Promise<CapabilityOutcome | undefined> {
@@ -179,6 +163,7 @@ export class RouterGateway implements Gateway {
   private decide(request: GatewayRequest): { outcome: CapabilityOutcome | undefined } | undefined {
     const settle = (outcome: CapabilityOutcome | undefined) => ({ outcome });
     if (request.kind === 'tool' && Object.hasOwn(this.options.localTools, request.name)) {
+      if (Object.keys(credentialRefsOf(request)).length > 0) return settle(credentialUnresolved(request, `${request.name} is a local tool of the router, which receives no credential`));
       const receipts = this.options.receipts.get(request.invocationId);
       if (!receipts) return undefined;
       if (receipts.completion) {
@@ -192,9 +177,8 @@ export class RouterGateway implements Gateway {
       this.options.receipts.retire([request.invocationId]);
       return undefined;
     }
-    if (request.kind === 'tool' && this.tools.has(request.name)) return undefined;
-    if (request.kind === 'agent' && this.agents.has(request.name)) return undefined;
-    if (request.kind === 'approval') return this.options.approvals ? undefined : settle(undefined);
+    if ((request.kind === 'tool' || request.kind === 'agent') && this.registered.has(request.kind, request.name)) return undefined;
+    if (request.kind === 'approval') return this.registered.has('approval', request.name) ? undefined : settle(undefined);
     if (request.kind === 'tool' || request.kind === 'agent') {
       return settle({ ok: false, error: { code: `${request.kind}.not-registered`, message: `no ${request.kind} named ${JSON.stringify(request.name)} is declared in this router's host module`, retryable: false } });
     }
@@ -235,25 +219,8 @@ export class RouterGateway implements Gateway {
         }
         continue;
       }
-      const ctx: InProcessToolContext = { ...context, runId: request.runId, nodeId: request.nodeId, attempt: request.attempt, ...(request.item !== undefined ? { item: request.item } : {}) };
-      const call = (async (): Promise<unknown> => {
-        if (request.kind === 'approval') return this.options.approvals!({ runId: request.runId, nodeId: request.nodeId, invocationId: request.invocationId, input: request.input, ...((request.config ?? {}) as { prompt?: string; approvers?: string[] }) }, context);
-        if (request.kind === 'agent') {
-          const config = (request.config ?? {}) as { instructions?: string; outputSchema?: unknown };
-          return this.agents.get(request.name)!.run(request.input, { ...ctx, ...config });
-        }
-        return this.tools.get(request.name)!.execute(request.input, ctx);
-      })();
-      const tracked = call.then(
-        (output) => {
-          if (request.kind !== 'approval') finish({ ok: true, output: output ?? null });
-          else {
-            const d = output as { approved: boolean; by: string; comment?: string } | undefined;
-            finish(d === undefined ? undefined : { ok: true, output: { approved: d.approved === true, by: String(d.by), ...(d.comment !== undefined ? { comment: d.comment } : {}) } });
-          }
-        },
-        (err) => finish(outcomeOfThrown(err, `${request.kind}.error`)),
-      );
+      // In process: the shared registry resolves credentials, races cancellation and never throws.
+      const tracked = this.registered.execute(request, context).then(finish, (err) => finish(outcomeOfThrown(err, `${request.kind}.error`)));
       this.inProcessRunning.add(tracked);
       void tracked.finally(() => this.inProcessRunning.delete(tracked));
     }

@@ -1,9 +1,10 @@
 /** `@gm-hz/agent-dag-workflow/router`: the router host (one cadence, file journal, local tools). */
 export { RouterHost, RouterError, type RouterHostOptions, type RouterRunHandle, type RouterStats, type RecoveryReport, type RouterTool, type LaunchTarget, type AuthorityResolver } from './runtime.js';
+export type { CredentialResolver } from './gateway.js';
 export { RouterGateway, outcomeOfCompletion, type ApprovalHandler, type InProcessTool, type InProcessAgent, type InProcessToolContext } from './gateway.js';
 export { profiles, profileNamed, type RouterProfile, type PhaseBudget } from './profiles.js';
 export { inflightCalls, planRunRecovery, type RunRecoveryPlan } from './recovery.js';
-export { MeasuredJournalStore, LatencyRing, type LatencySummary } from './journal.js';
+export { LatencyRing, type LatencySummary } from './journal.js';
 export { routerComponentLoader } from './component.js';
 export { stderrLog } from './log.js';
 export { FileJournalStore, journalFileName, type FileJournalOptions, type OpenReport } from './file-journal.js';
@@ -31,4 +32,4 @@ export {
   type LocalToolSpec,
   type LocalToolTable,
 } from './local-tools.js';
-export { identifyProcess, observeProcess, readBootId, type ProcessIdentity, type ProcessObservation } from './process-identity.js';
+export { identifyProcess, observeProcess, readBootId, type ProcessIdentity, type ProcessObservation } from '../shared/process-identity.js';

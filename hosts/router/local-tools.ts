@@ -21,7 +21,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
 import { assertPortableId, StoreError } from '../core/store.js';
 import { toolArgBytesMax, toolArgsMax, toolStderrTailBytes, toolStdoutBytesMax, toolStopGraceMs, toolTimeoutMsMax } from './limits.js';
-import { identifyProcess } from './process-identity.js';
+import { identifyProcess } from '../shared/process-identity.js';
 import type { CompletionReceipt, ReceiptLog, StartReceipt } from './receipt-log.js';
 
 export { classifyAttempt, recoverAttempts, type AttemptRecovery, type ObservedNow } from './attempt-recovery.js';

@@ -16,7 +16,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { assertPortableId, StoreError } from '../core/store.js';
 import { receiptBytesMax } from './limits.js';
-import type { ProcessIdentity } from './process-identity.js';
+import type { ProcessIdentity } from '../shared/process-identity.js';
 import {
   appendDurable,
   createRecordFile,

@@ -19,16 +19,19 @@
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
-import { newRunId } from '../core/ids.js';
-import { Kernel, type RunOutcome } from '../core/kernel.js';
-import { approvalFact, pendingApproval, resolutionFields } from '../core/operator.js';
+import type { RunExport } from '../core/export-format.js';
+import { approvalTarget, asHostError, authorityResolver, exportFromSyncStore, HostError, launchIdentity, launchTargetOf, mapErrors, planOfTail, readAllEvents, replayRequest, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget as HostLaunchTarget, type RunView } from '../core/host-runtime.js';
+import { assertRunInput } from '../core/json-input.js';
+import { defaultCapture, Kernel, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { outcomeOfRecord } from '../core/projection.js';
-import { assertPortableId } from '../core/store.js';
+import { assertCaptureOptions } from '../core/capture-options.js';
+import { approvalFact, resolutionFields } from '../core/operator.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog } from '../core/types.js';
 import { recoverAttempts, type AttemptRecovery } from './attempt-recovery.js';
 import { routerComponentLoader } from './component.js';
-import { outcomeOfCompletion, RouterGateway, type ApprovalHandler, type InProcessAgent, type InProcessTool } from './gateway.js';
-import { FileJournalStore, MeasuredJournalStore, type LatencySummary } from './journal.js';
+import { sha256Digest } from '../shared/digest.js';
+import { outcomeOfCompletion, RouterGateway, type ApprovalHandler, type CredentialResolver, type InProcessAgent, type InProcessTool } from './gateway.js';
+import { FileJournalStore, LatencyRing, type LatencySummary } from './journal.js';
 import { journalFileKind } from './file-journal.js';
 import { retireAfterSettled, retireEveryCycles, toolStopGraceMs } from './limits.js';
 import { LocalToolLauncher, type LocalToolSpec, type LocalToolTable } from './local-tools.js';
@@ -38,7 +41,7 @@ import { ReceiptLog } from './receipt-log.js';
 import { inflightCalls, planRunRecovery, requestOf, stopOrphan } from './recovery.js';
 import { createScriptImports } from './sandbox.js';
 
-export type AuthorityResolver = (context: { runId: string; workflowId: string; requested?: Authority }) => Authority;
+export type { AuthorityResolver };
 
 /** A tool of the host module: a fixed local command, or a JavaScript function run in process. */
 export type RouterTool = LocalToolSpec | InProcessTool | InProcessTool['execute'];
@@ -50,7 +53,11 @@ export interface RouterHostOptions {
   tools?: Record<string, RouterTool>;
   agents?: Record<string, InProcessAgent | InProcessAgent['run']>;
   approvals?: ApprovalHandler;
+  /** Resolves the `credentialRef` / `connectionRef` of in-process tools and agents at call time (as in the Node host). */
+  credentials?: CredentialResolver;
   authorities?: AuthorityResolver | Authority;
+  /** What is kept of capability payloads (default: replayable, 16 KiB inline, 16 MiB per artifact), in `artifacts/`. */
+  capture?: Partial<CapturePolicy>;
   log?: HostLog;
   /** Period of the cadence timer; the profile's default when absent. */
   cadenceMs?: number;
@@ -58,7 +65,8 @@ export interface RouterHostOptions {
   stopGraceMs?: number;
 }
 
-export type LaunchTarget = { type: 'inline'; template: unknown; dependencies?: { template: unknown; revision: number }[] } | { type: 'plan'; plan: ExecutionPlan; templateKey?: string };
+/** The router has no catalog: it launches templates and pinned plans. */
+export type LaunchTarget = Extract<HostLaunchTarget, { type: 'inline' | 'plan' }>;
 
 export interface RouterRunHandle {
   runId: string;
@@ -90,18 +98,13 @@ export interface RouterStats {
   inFlight: number;
 }
 
-export class RouterError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly detail?: unknown,
-  ) {
-    super(message);
+export class RouterError extends HostError {
+  constructor(code: string, message: string, detail?: unknown) {
+    super(code, message, detail);
     this.name = 'RouterError';
   }
 }
 
-const allowEverything: Authority = { id: 'local', scopes: ['*'] };
 const phases = ['cancellation', 'schedule', 'frontier', 'admission', 'dispatch', 'housekeeping'] as const;
 
 function isLocalSpec(tool: RouterTool): tool is LocalToolSpec {
@@ -109,9 +112,7 @@ function isLocalSpec(tool: RouterTool): tool is LocalToolSpec {
 }
 
 function asError(err: unknown): RouterError {
-  if (err instanceof RouterError) return err;
-  const e = err as { code?: string; message?: string; detail?: unknown };
-  return new RouterError(e.code ?? 'host.error', e.message ?? String(err), e.detail);
+  return asHostError(err, RouterError);
 }
 
 export class RouterHost {
@@ -133,7 +134,8 @@ export class RouterHost {
     readonly profile: RouterProfile,
     readonly kernel: Kernel,
     readonly engine: EngineInstance,
-    readonly store: MeasuredJournalStore,
+    readonly store: FileJournalStore,
+    private readonly commitLatency: LatencyRing,
     private readonly receipts: ReceiptLog,
     private readonly gateway: RouterGateway,
     private readonly localTools: LocalToolTable,
@@ -156,22 +158,33 @@ export class RouterHost {
       if (isLocalSpec(tool)) localTools[name] = tool;
       else tools[name] = tool;
     }
-    const store = new MeasuredJournalStore(FileJournalStore.open(dir));
+    mapErrors(RouterError, () => assertCaptureOptions(options.capture));
+    const commitLatency = new LatencyRing();
+    const store = FileJournalStore.open(dir, { observeCommit: (ms) => commitLatency.add(ms) });
     const closers: (() => void)[] = [() => store.close()];
     try {
       const receipts = ReceiptLog.open(dir);
       closers.push(() => receipts.close());
       const stopGraceMs = options.stopGraceMs ?? toolStopGraceMs;
       const launcher = new LocalToolLauncher({ tools: localTools, receipts, stopGraceMs });
-      const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, approvals: options.approvals, attemptsInFlightMax: profile.attemptsInFlightMax, log });
+      const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, approvals: options.approvals, credentials: options.credentials, attemptsInFlightMax: profile.attemptsInFlightMax, log });
       const scripts = await createScriptImports();
       closers.push(() => scripts.evaluator.dispose());
       const engine = await EngineInstance.create(routerComponentLoader(), { load: (runId) => store.load(runId), ...scripts, log });
-      const a = options.authorities;
-      const resolveAuthority: AuthorityResolver = typeof a === 'function' ? a : () => a ?? allowEverything;
-      const kernel = new Kernel({ store, engine, gateway, log, authority: resolveAuthority, timers: false, flushMode: 'manual' });
+      const resolveAuthority = authorityResolver(options.authorities);
+      const kernel = new Kernel({
+        store,
+        engine,
+        gateway,
+        log,
+        authority: resolveAuthority,
+        capture: { ...defaultCapture, ...options.capture },
+        sha256: sha256Digest,
+        timers: false,
+        flushMode: 'manual',
+      });
       const recovery: RecoveryReport = { runs: 0, settledFromReceipts: 0, rerun: 0, unknown: 0, orphansStopped: 0, receiptsRetired: 0 };
-      const host = new RouterHost(profile, kernel, engine, store, receipts, gateway, localTools, resolveAuthority, log, options.cadenceMs ?? profile.cadenceMs, stopGraceMs, () => scripts.evaluator.dispose(), recovery);
+      const host = new RouterHost(profile, kernel, engine, store, commitLatency, receipts, gateway, localTools, resolveAuthority, log, options.cadenceMs ?? profile.cadenceMs, stopGraceMs, () => scripts.evaluator.dispose(), recovery);
       await host.deriveProjections();
       host.recover();
       host.arm();
@@ -261,9 +274,8 @@ export class RouterHost {
 
   private workflowIdOf(runId: string): string {
     const tail = this.store.load(runId);
-    if (!tail) throw new RouterError('run.not-found', `run ${runId} does not exist in this store`);
-    const plan = JSON.parse(Buffer.from(tail.plan).toString('utf8')) as ExecutionPlan;
-    return plan.templates[plan.root].template.metadata.id as string;
+    if (!tail) throw asError(runNotFound(runId));
+    return workflowIdOf(planOfTail(tail));
   }
 
   // ---- the cadence ------------------------------------------------------------------------
@@ -359,7 +371,7 @@ export class RouterHost {
   // ---- the SDK surface --------------------------------------------------------------------
 
   validate(template: unknown) {
-    return this.engine.validate(typeof template === 'string' ? template : JSON.stringify(template));
+    return validateTemplate(this.engine, template);
   }
 
   compile(template: unknown, dependencies: { template: unknown; revision: number }[] = []): ExecutionPlan {
@@ -373,18 +385,13 @@ export class RouterHost {
   /** Starts a run; resolves once `run.accepted` is durable (within a cycle or two). */
   async launch(target: LaunchTarget | Record<string, unknown>, input: unknown = {}, options: { runId?: string; timeoutMs?: number; correlation?: unknown } = {}): Promise<RouterRunHandle> {
     if (this.stopping) throw new RouterError('host.stopping', 'the router host is stopping; no run starts');
-    const kind = (target as { type?: string }).type;
-    const t = kind === 'inline' || kind === 'plan' ? (target as LaunchTarget) : ({ type: 'inline', template: target } as LaunchTarget);
+    mapErrors(RouterError, () => assertRunInput(input));
+    const t: LaunchTarget = launchTargetOf(target, ['inline', 'plan'] as const);
     const plan = t.type === 'plan' ? t.plan : this.compile(t.template, t.dependencies ?? []);
-    const templateKey = t.type === 'plan' ? (t.templateKey ?? plan.root) : plan.root;
-    const runId = options.runId ?? newRunId(this.kernel.now(), (n) => randomBytes(n));
-    try {
-      assertPortableId(runId, 'run id');
-    } catch (err) {
-      throw asError(err);
-    }
-    const workflowId = plan.templates[templateKey].template.metadata.id as string;
-    const authority = this.resolveAuthority({ runId, workflowId });
+    const templateKey = templateKeyOf(t, plan);
+    const { runId, authority } = mapErrors(RouterError, () =>
+      launchIdentity({ plan, templateKey, runId: options.runId, resolveAuthority: this.resolveAuthority, now: this.kernel.now(), randomBytes: (n) => randomBytes(n) }),
+    );
     this.active.add(runId);
     try {
       await this.kernel.launch({ runId, plan, templateKey, input, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor: 'router' });
@@ -407,10 +414,10 @@ export class RouterHost {
     }
   }
 
-  getRun(runId: string): RunOutcome & { lastSeq: number; createdAt: number; updatedAt: number } {
+  getRun(runId: string): RunView {
     const record = this.store.getRun(runId);
-    if (!record) throw new RouterError('run.not-found', `run ${runId} does not exist in this store`);
-    return { ...outcomeOfRecord(record, record.outcome ?? {}), lastSeq: record.lastSeq, createdAt: record.createdAt, updatedAt: record.updatedAt };
+    if (!record) throw asError(runNotFound(runId));
+    return runView(record, outcomeOfRecord(record, record.outcome ?? {}));
   }
 
   listRuns(filter?: { statuses?: string[]; limit?: number }) {
@@ -419,21 +426,26 @@ export class RouterHost {
 
   /** Asks for a run's cancellation; the next cycles converge it (processes get an exact stop). */
   cancel(runId: string, reason = 'cancelled'): Promise<ActivationSummary> {
-    if (!this.store.getRun(runId)) return Promise.reject(new RouterError('run.not-found', `run ${runId} does not exist in this store`));
+    if (!this.store.getRun(runId)) return Promise.reject(asError(runNotFound(runId)));
     return this.kernel.deliver(runId, { type: 'cancel-requested', reason, by: 'router' }, 'router');
   }
 
-  /** Approves or rejects a `human.approval@1` node that is waiting; recorded with who decided. */
+  /**
+   * Approves or rejects a `human.approval@1` node that is waiting; recorded with who decided, who
+   * must be one of the node's `approvers` when it names any. Throws at once when there is nothing
+   * to decide.
+   */
   approve(runId: string, nodeId: string, decision: { by: string; approved?: boolean; comment?: string }): Promise<ActivationSummary> {
-    const record = this.store.getRun(runId);
-    if (!record) throw new RouterError('run.not-found', `run ${runId} does not exist in this store`);
-    const { invocationId } = pendingApproval(record.outcome ?? {}, runId, nodeId, decision.by);
+    const invocationId = mapErrors(RouterError, () => {
+      const record = this.store.getRun(runId);
+      return approvalTarget(record, record?.outcome ?? {}, runId, nodeId, decision.by);
+    });
     return this.kernel.deliver(runId, approvalFact(invocationId, { approved: decision.approved !== false, by: decision.by, comment: decision.comment }), `operator:${decision.by}`);
   }
 
   /** Settles a node (or foreach item) whose outcome is unknown after a restart. */
   resolve(runId: string, nodeId: string, resolution: { by: string; succeeded?: unknown; retry?: boolean; fail?: string; item?: number }): Promise<ActivationSummary> {
-    if (!this.store.getRun(runId)) return Promise.reject(new RouterError('run.not-found', `run ${runId} does not exist in this store`));
+    if (!this.store.getRun(runId)) return Promise.reject(asError(runNotFound(runId)));
     return this.kernel.deliver(
       runId,
       { type: 'outcome-resolved', nodeId, ...resolutionFields(resolution) },
@@ -443,26 +455,18 @@ export class RouterHost {
 
   /** Every event of a run, ascending by seq. */
   events(runId: string): any[] {
-    const out: any[] = [];
-    for (let after = 0; ; ) {
-      const page = this.store.readEvents(runId, after, 1000);
-      for (const e of page.events) out.push(JSON.parse(e));
-      after = page.lastSeq;
-      if (!page.more) break;
-    }
-    return out;
+    return readAllEvents(this.store, runId);
   }
 
-  /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */
+  /** A self-contained export of a run: events, pinned plan, captured artifacts (the Node host's format). */
+  exportRun(runId: string): RunExport {
+    return mapErrors(RouterError, () => exportFromSyncStore(this.store, runId));
+  }
+
+  /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway, from its captured artifacts. */
   replay(runId: string, mode: 'inspect' | 'recorded' = 'recorded'): Record<string, unknown> {
-    const tail = this.store.load(runId);
-    if (!tail) throw new RouterError('run.not-found', `run ${runId} does not exist in this store`);
-    const plan = JSON.parse(Buffer.from(tail.plan).toString('utf8')) as ExecutionPlan;
-    try {
-      return this.engine.replay({ mode, plan, events: this.events(runId) });
-    } catch (err) {
-      throw asError(err);
-    }
+    const exported = this.exportRun(runId);
+    return mapErrors(RouterError, () => this.engine.replay(replayRequest(exported, mode)));
   }
 
   stats(): RouterStats {
@@ -471,7 +475,7 @@ export class RouterHost {
       cycles: this.cycles,
       firstCycleMs: this.firstCycleMs,
       phaseFailures: { ...this.phaseFailures },
-      commitLatency: this.store.commitLatency.summary(),
+      commitLatency: this.commitLatency.summary(),
       compactions: this.compactions,
       receiptsRetired: this.receiptsRetired + this.recovery.receiptsRetired,
       recovery: { ...this.recovery },

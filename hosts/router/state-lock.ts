@@ -7,7 +7,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { StoreError } from '../core/store.js';
-import { identifyProcess, isSameProcessRunning, type ProcessIdentity } from './process-identity.js';
+import { identifyProcess, isSameProcessRunning, type ProcessIdentity } from '../shared/process-identity.js';
 import { fsyncDir } from './record-file.js';
 
 export interface StateLock {

@@ -1,6 +1,6 @@
 // Every host-independent case of test/cases/ through the built component on the Node host.
 import { afterAll, describe, expect, it } from 'vitest';
-import { caseNames, loadCase } from '../helpers/cases.js';
+import { caseNames, comparableEvents, loadCase } from '../helpers/cases.js';
 import { openRuntime } from '../helpers/node-host.js';
 
 const names = caseNames();
@@ -26,6 +26,7 @@ describe('test/cases on the Node host', () => {
         const events = (await rt.readEvents(handle.runId, { limit: 10_000 })).events;
         expect(events.map((e) => e.type)).toEqual(c.expected.eventTypes);
         events.forEach((e, i) => expect(e.seq).toBe(i + 1));
+        expect(comparableEvents(events)).toEqual(c.events);
         const report = await rt.replay(handle.runId, { mode: 'recorded' });
         expect(report.identical).toBe(true);
         expect(report.unrecordedCapabilities).toEqual(c.expected.status === 'paused' ? expect.any(Array) : []);

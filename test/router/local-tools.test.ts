@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { classifyAttempt, LocalToolError, LocalToolLauncher, recoverAttempts, renderArgs, type LocalToolTable } from '../../hosts/router/local-tools.js';
-import { observeProcess, parseProcStat, readBootId } from '../../hosts/router/process-identity.js';
+import { observeProcess, parseProcStat, readBootId } from '../../hosts/shared/process-identity.js';
 import { ReceiptLog, type AttemptReceipts } from '../../hosts/router/receipt-log.js';
 import { stepClock, tempDir } from './helpers.js';
 

@@ -2,7 +2,7 @@
 // error message (`auth failed for token sk-live-…`) or its output would otherwise have it
 // journaled verbatim: in `capability.completed`, the node's error, the run's error, checkpoints
 // and exports. The gateway replaces every occurrence before the outcome reaches the kernel.
-import type { CapabilityOutcome } from '../core/types.js';
+import type { CapabilityOutcome } from './types.js';
 
 /** Shorter strings are not scrubbed: they would redact ordinary words and digits. */
 export const secretCharsMin = 4;

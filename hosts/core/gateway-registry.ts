@@ -1,0 +1,202 @@
+// The gateway registry every host shares: tools, agents and approval handlers registered by the
+// embedding application (the Node SDK's options, the router's host module), with credential
+// references resolved at call time. Secrets never pass through the engine: a tool receives its
+// credential in memory, and whatever a call returns (output, error code and message) is scrubbed
+// of every value the credential resolver gave it before the outcome leaves the gateway (see
+// redact.ts). A host with work of its own (the router's local processes) puts this registry
+// behind its own queue; the Node host uses `registryGateway` as it is.
+import { outcomeOfThrown, type Gateway, type GatewayContext } from './gateway.js';
+import type { Authority, CapabilityOutcome, GatewayRequest } from './types.js';
+import { scrubOutcome, secretStrings } from './redact.js';
+
+export interface ToolContext extends GatewayContext {
+  runId: string;
+  nodeId: string;
+  attempt: number;
+  item?: number;
+  /** The secret behind the node's `credentialRef`, resolved for this call only. */
+  credential?: unknown;
+  /** The connection behind the node's `connectionRef`. */
+  connection?: unknown;
+  /**
+   * The authority the run acts under when this call was staged: the one resolved at launch, or
+   * at the latest resume or operator command (approve, resolve, ...) before it.
+   */
+  authority?: Authority;
+}
+
+/**
+ * Resolves opaque references to secrets at call time. Whatever it returns reaches the tool in
+ * memory only; it is never part of a request, an event, a checkpoint or an artifact.
+ */
+export type CredentialResolver = (ref: { credentialRef?: string; connectionRef?: string; runId: string; nodeId: string }) => Promise<{ credential?: unknown; connection?: unknown }> | { credential?: unknown; connection?: unknown };
+
+export interface ToolDefinition {
+  execute(input: any, context: ToolContext): unknown | Promise<unknown>;
+  /** Calling it twice with the same invocation id has the effect of calling it once. */
+  idempotent?: boolean;
+  /** It changes nothing outside; an unknown outcome may always be retried. */
+  readOnly?: boolean;
+}
+
+export interface AgentDefinition {
+  run(input: any, context: ToolContext & { instructions?: string; outputSchema?: unknown }): unknown | Promise<unknown>;
+  idempotent?: boolean;
+}
+
+export interface ApprovalRequest {
+  runId: string;
+  nodeId: string;
+  invocationId: string;
+  prompt?: string;
+  approvers?: string[];
+  input: unknown;
+}
+
+/**
+ * Decides an approval in process (tests, bots), or returns undefined to leave it to a person
+ * (`approve`/`reject` through the SDK or CLI, possibly in another process).
+ */
+export type ApprovalHandler = (request: ApprovalRequest, context: GatewayContext) => Promise<{ approved: boolean; by: string; comment?: string } | undefined> | { approved: boolean; by: string; comment?: string } | undefined;
+
+export interface GatewayRegistry {
+  tools?: Record<string, ToolDefinition | ToolDefinition['execute']>;
+  agents?: Record<string, AgentDefinition | AgentDefinition['run']>;
+  approvals?: ApprovalHandler;
+  credentials?: CredentialResolver;
+}
+
+function asTool(t: ToolDefinition | ToolDefinition['execute']): ToolDefinition {
+  return typeof t === 'function' ? { execute: t } : t;
+}
+
+function asAgent(a: AgentDefinition | AgentDefinition['run']): AgentDefinition {
+  return typeof a === 'function' ? { run: a } : a;
+}
+
+function aborted(signal: AbortSignal): Promise<CapabilityOutcome> {
+  return new Promise((resolve) => {
+    const onAbort = () => resolve({ ok: false, error: { code: 'capability.cancelled', message: String((signal.reason as Error)?.message ?? 'cancelled'), retryable: false } });
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * The outcome of `work`, or `capability.cancelled` as soon as the signal fires. Work that goes on
+ * after that reports what it really did through `context.late` (scrubbed like any outcome), so the
+ * journal keeps it as evidence instead of dropping it.
+ */
+function raceAbort(work: () => unknown, context: GatewayContext, errorCode: string, secrets: readonly string[]): Promise<CapabilityOutcome> {
+  const real: Promise<CapabilityOutcome> = Promise.resolve()
+    .then(work)
+    .then(
+      (o) => ({ ok: true as const, output: o ?? null }),
+      (err) => outcomeOfThrown(err, errorCode),
+    );
+  let settled = false;
+  void real.then(() => (settled = true));
+  return Promise.race([real, aborted(context.signal)]).then((first) => {
+    if (context.signal.aborted && context.late && !settled) context.late(real.then((outcome) => (secrets.length === 0 ? outcome : scrubOutcome(outcome, secrets))));
+    return first;
+  });
+}
+
+/** The registered tools and agents of a host, with their effect classes, and how to call them. */
+export class RegisteredCapabilities {
+  private readonly tools: Map<string, ToolDefinition>;
+  private readonly agents: Map<string, AgentDefinition>;
+
+  constructor(private readonly registry: GatewayRegistry) {
+    this.tools = new Map(Object.entries(registry.tools ?? {}).map(([k, v]) => [k, asTool(v)]));
+    this.agents = new Map(Object.entries(registry.agents ?? {}).map(([k, v]) => [k, asAgent(v)]));
+  }
+
+  /** Whether a tool or agent of this name is registered, or (for approvals) a handler decides them here. */
+  has(kind: string, name: string): boolean {
+    if (kind === 'tool') return this.tools.has(name);
+    if (kind === 'agent') return this.agents.has(name);
+    if (kind === 'approval') return this.registry.approvals !== undefined;
+    return false;
+  }
+
+  /** How the registry classifies its capabilities: `tool:<name>` and `agent:<name>` to `read-only`, `idempotent` or `unknown`. */
+  effects(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const [name, t] of this.tools) out[`tool:${name}`] = t.readOnly ? 'read-only' : t.idempotent ? 'idempotent' : 'unknown';
+    for (const [name, a] of this.agents) out[`agent:${name}`] = a.idempotent ? 'idempotent' : 'unknown';
+    return out;
+  }
+
+  /** Carries out one request: credentials resolved, the call raced against cancellation, secrets scrubbed. Never throws. */
+  async execute(request: GatewayRequest, context: GatewayContext): Promise<CapabilityOutcome | undefined> {
+    const ctx: ToolContext = {
+      ...context,
+      runId: request.runId,
+      nodeId: request.nodeId,
+      attempt: request.attempt,
+      ...(request.item !== undefined ? { item: request.item } : {}),
+      ...(request.authority ? { authority: { id: request.authority.id, scopes: [...request.authority.scopes] } } : {}),
+    };
+    const secrets: string[] = [];
+    const outcome = await this.executeResolved(request, context, ctx, secrets);
+    return outcome === undefined || secrets.length === 0 ? outcome : scrubOutcome(outcome, secrets);
+  }
+
+  private async executeResolved(request: GatewayRequest, context: GatewayContext, ctx: ToolContext, secrets: string[]): Promise<CapabilityOutcome | undefined> {
+    const registry = this.registry;
+    try {
+      const refs = credentialRefsOf(request);
+      if (refs.credentialRef !== undefined || refs.connectionRef !== undefined) {
+        if (!registry.credentials) return credentialUnresolved(request);
+        const resolved = await registry.credentials({ ...refs, runId: request.runId, nodeId: request.nodeId });
+        if (resolved.credential !== undefined) ctx.credential = resolved.credential;
+        if (resolved.connection !== undefined) ctx.connection = resolved.connection;
+        secrets.push(...secretStrings([resolved.credential, resolved.connection]));
+      }
+      switch (request.kind) {
+        case 'tool': {
+          const tool = this.tools.get(request.name);
+          if (!tool) return { ok: false, error: { code: 'tool.not-registered', message: `no tool named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
+          return raceAbort(() => tool.execute(request.input, ctx), context, 'tool.error', secrets);
+        }
+        case 'agent': {
+          const agent = this.agents.get(request.name);
+          if (!agent) return { ok: false, error: { code: 'agent.not-registered', message: `no agent named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
+          const { credentialRef: _c, connectionRef: _n, ...config } = (request.config ?? {}) as { instructions?: string; outputSchema?: unknown; credentialRef?: string; connectionRef?: string };
+          return raceAbort(() => agent.run(request.input, { ...ctx, ...config }), context, 'agent.error', secrets);
+        }
+        case 'approval': {
+          if (!registry.approvals) return undefined;
+          const config = (request.config ?? {}) as { prompt?: string; approvers?: string[] };
+          const decision = await registry.approvals({ runId: request.runId, nodeId: request.nodeId, invocationId: request.invocationId, input: request.input, ...config }, context);
+          return decision === undefined ? undefined : { ok: true, output: { approved: decision.approved === true, by: String(decision.by), ...(decision.comment !== undefined ? { comment: decision.comment } : {}) } };
+        }
+        default:
+          return { ok: false, error: { code: 'gateway.unknown-kind', message: `this host cannot carry out ${request.kind} requests`, retryable: false } };
+      }
+    } catch (err) {
+      return outcomeOfThrown(err, `${request.kind}.error`);
+    }
+  }
+}
+
+/** The opaque credential and connection references a node's config names, if any. */
+export function credentialRefsOf(request: GatewayRequest): { credentialRef?: string; connectionRef?: string } {
+  const { credentialRef, connectionRef } = (request.config ?? {}) as { credentialRef?: string; connectionRef?: string };
+  return { ...(credentialRef !== undefined ? { credentialRef } : {}), ...(connectionRef !== undefined ? { connectionRef } : {}) };
+}
+
+/** The outcome of a call whose node names a credential reference that nothing here resolves. */
+export function credentialUnresolved(request: GatewayRequest, why = 'this host has no credential resolver'): CapabilityOutcome {
+  return { ok: false, error: { code: 'credential.unresolved', message: `node ${request.nodeId} names a credential reference, but ${why}`, retryable: false } };
+}
+
+/** A gateway that carries out every request through the registry, as soon as it is asked. */
+export function registryGateway(registry: GatewayRegistry): Gateway {
+  const capabilities = new RegisteredCapabilities(registry);
+  return {
+    effects: () => capabilities.effects(),
+    execute: (request, context) => capabilities.execute(request, context),
+  };
+}

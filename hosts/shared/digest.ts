@@ -1,0 +1,7 @@
+// Content digests in a Node process: `sha256:<hex>`, the form artifacts are addressed by. The
+// kernel takes the function injected (`KernelOptions.sha256`), so hosts/core stays platform-neutral.
+import { createHash } from 'node:crypto';
+
+export function sha256Digest(bytes: Uint8Array | string): string {
+  return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+}
