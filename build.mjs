@@ -32,7 +32,7 @@ function listFiles(dir, filter = () => true) {
   return out.sort();
 }
 
-function digestOf(files) {
+function digestOfFiles(files) {
   const h = createHash('sha256');
   for (const f of files) h.update(relative(root, f)).update('\0').update(readFileSync(f)).update('\0');
   return h.digest('hex');
@@ -40,7 +40,7 @@ function digestOf(files) {
 
 async function step(name, inputs, outputs, run) {
   const stampFile = join(dist, '.stamps', `${name}.sha256`);
-  const digest = digestOf(inputs);
+  const digest = digestOfFiles(inputs);
   const fresh = !force && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === digest && outputs.every((o) => existsSync(o));
   if (fresh) return false;
   const t0 = Date.now();
@@ -126,10 +126,15 @@ async function buildEngine(backend, outDir) {
   });
 }
 
+// Hosts import the engine's protocol (types, statuses, the portable-id pattern) and its limits
+// from the engine's sources: pure TypeScript without imports of the component's interfaces.
+const engineModulesOfHosts = [...listFiles(join(root, 'engine', 'protocol'), (p) => p.endsWith('.ts') && !p.endsWith('.d.ts')), join(root, 'engine', 'limits.ts')];
+
 async function transpileHosts() {
   const sources = [
     ...listFiles(join(root, 'hosts'), (p) => p.endsWith('.ts') && !p.endsWith('.d.ts')),
     ...listFiles(join(root, 'sandbox'), (p) => p.endsWith('.ts') && !p.endsWith('.d.ts')),
+    ...engineModulesOfHosts,
   ];
   const inputs = [...sources, join(root, 'build.mjs')];
   const outputs = sources.map((s) => join(dist, relative(root, s)).replace(/\.ts$/, '.js'));

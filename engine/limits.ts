@@ -31,3 +31,12 @@ export const limits = {
   scriptOutputBytesDefault: 1_048_576,
   errorMessageCharsMax: 2_000,
 } as const;
+
+/** The bounds of one script evaluation (the WIT record `script-limits`); every host applies them. */
+export interface ScriptLimits {
+  /** Interrupt-handler ticks (see `scriptFuelDefault`). */
+  fuel: number;
+  memoryBytes: number;
+  stackBytes: number;
+  outputBytes: number;
+}

@@ -1,13 +1,14 @@
 // Inspect and recorded replay of a journal. Recorded replay re-runs the engine (and scripts)
 // against the recorded facts of each activation and never reaches a gateway: the host it runs
 // on has no gateway, only a collector.
-import type { ExecutionPlan } from '../compiler/plan.js';
 import { EngineCore, loadPlan, type CommitData } from '../core.js';
 import { EngineError } from '../errors.js';
 import type { Json } from '../json.js';
 import type { Fact, GatewayRequest, ScriptHost } from '../runtime/activation.js';
 import { reduce } from '../state/reduce.js';
-import type { EventEnvelope, RunState } from '../state/types.js';
+import type { EventEnvelope } from '../protocol/events.js';
+import type { ExecutionPlan } from '../protocol/plan.js';
+import type { RunState } from '../state/types.js';
 
 export interface ReplayRequest {
   mode: 'inspect' | 'recorded';
@@ -132,9 +133,10 @@ function comparable(e: EventEnvelope, withEnvelope: boolean): string {
 
 export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
   const events = request.events;
-  if (events.length === 0 || events[0].type !== 'run.accepted') throw new EngineError('replay.bad-journal', 'a journal must start with run.accepted');
+  const accepted = events[0];
+  if (events.length === 0 || accepted.type !== 'run.accepted') throw new EngineError('replay.bad-journal', 'a journal must start with run.accepted');
   const runId = events[0].runId;
-  if ((events[0].payload as Record<string, Json>).capture === 'metadata') {
+  if (accepted.payload.capture === 'metadata') {
     throw new EngineError('replay.payloads-not-kept', `run ${runId} was recorded with capture mode metadata: its journal holds digests, not the payloads recorded replay needs; replay it with mode inspect`, { runId });
   }
   const plan = request.editedPlan ?? request.plan;
@@ -166,7 +168,7 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
     else groups.push([e]);
   }
   const skippedFacts: Json[] = [];
-  const templateKey = (events[0].payload as Record<string, any>).templateKey as string;
+  const templateKey = accepted.payload.templateKey;
   for (const group of groups) {
     const facts = factsOf(group, request.artifacts ?? {}).filter((f) => {
       if (f.type !== 'capability-completed' || requested.has(f.invocationId) || !edited) return true;

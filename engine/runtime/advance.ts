@@ -5,15 +5,16 @@ import { clip, jsonProblem, type Json } from '../json.js';
 import { limits } from '../limits.js';
 import { capabilityCovers, impliedCapability, nodeDefinitions } from '../protocol/node-definitions.js';
 import type { NodeSpec } from '../protocol/template.js';
-import type { Effect, ErrorInfo, Invocation } from '../state/types.js';
+import type { ErrorInfo, PayloadOf } from '../protocol/events.js';
+import { isTerminalStatus, type Effect } from '../protocol/statuses.js';
+import type { Invocation } from '../state/types.js';
 import type { Activation, GatewayRequest } from './activation.js';
 import { evaluateCondition, missingBinding, resolveBinding, resolveInputs } from './bindings.js';
 
 const activeStatuses = new Set(['running', 'waiting', 'retry-wait', 'needs-attention']);
 
 export function isTerminal(a: Activation): boolean {
-  const s = a.run.status;
-  return s === 'completed' || s === 'failed' || s === 'cancelled';
+  return isTerminalStatus(a.run.status);
 }
 
 /**
@@ -115,7 +116,7 @@ function timeOut(a: Activation, id: string): void {
 export function abandonUnknown(a: Activation, inv: Invocation, reason: string, cause: 'restart' | 'timeout'): void {
   const ref = { id: inv.nodeId, attempt: inv.attempt, invocationId: inv.invocationId, item: inv.item };
   a.emit('capability.abandoned', { invocationId: inv.invocationId, reason }, ref);
-  const evidence: Record<string, Json> = { kind: inv.kind, name: inv.name, effect: inv.effect, requestedSeq: inv.requestedSeq };
+  const evidence: PayloadOf<'node.needs-attention'>['evidence'] = { kind: inv.kind, name: inv.name, effect: inv.effect, requestedSeq: inv.requestedSeq };
   if (cause === 'timeout') {
     evidence.reason = cause;
     a.cancels.push({ invocationId: inv.invocationId, reason });
@@ -335,14 +336,14 @@ export function settleItem(a: Activation, spec: NodeSpec, index: number, itemAtt
   } else {
     const retry = spec.retry;
     const canRetry = retry !== undefined && itemAttempt < retry.maxAttempts && isRetryable(a, result.error, retry.retryOn, unknownEffect && outcome.ok === false);
-    a.emit('node.item-failed', { index, error: result.error as unknown as Json, final: !canRetry, fromUnknown: fromUnknown || undefined }, ref);
+    a.emit('node.item-failed', { index, error: result.error, final: !canRetry, fromUnknown: fromUnknown || undefined }, ref);
     if (canRetry) {
       startItem(a, spec, index, itemAttempt + 1);
       return;
     }
     if (a.run.nodes[spec.id].foreach!.failurePolicy === 'fail-fast') {
       cancelInvocations(a, (inv) => inv.nodeId === spec.id, `item ${index} failed`);
-      failNode(a, spec.id, { code: 'foreach.item-failed', message: `item ${index} failed: ${result.error.message}`, retryable: false, detail: { index, error: result.error as unknown as Json } });
+      failNode(a, spec.id, { code: 'foreach.item-failed', message: `item ${index} failed: ${result.error.message}`, retryable: false, detail: { index, error: result.error } });
     }
   }
 }
@@ -357,7 +358,7 @@ function finishForeachIfDone(a: Activation, id: string): void {
   const node = a.run.nodes[id];
   const f = node.foreach!;
   if (node.status !== 'running' || f.done < f.items.length || f.running > 0) return;
-  commitOutput(a, id, { results: f.results, failures: f.failures as unknown as Json });
+  commitOutput(a, id, { results: f.results, failures: f.failures });
 }
 
 /**
@@ -419,12 +420,12 @@ export function failNode(a: Activation, id: string, error: ErrorInfo, options: {
   const retry = spec.retry;
   if (retry && node.attempt < retry.maxAttempts && isRetryable(a, error, retry.retryOn, options.unknownEffect === true) && (node.status === 'running' || node.status === 'waiting')) {
     const backoff = Math.min((retry.backoffMs ?? 0) * Math.pow(retry.backoffMultiplier ?? 2, node.attempt - 1), limits.retryBackoffMsMax);
-    a.emit('node.retry-scheduled', { error: error as unknown as Json, retryAt: a.now + Math.round(backoff) }, { id, attempt: node.attempt });
+    a.emit('node.retry-scheduled', { error: error, retryAt: a.now + Math.round(backoff) }, { id, attempt: node.attempt });
     if (backoff === 0) startNode(a, spec, node.attempt + 1);
     return;
   }
-  a.emit('node.failed', { error: error as unknown as Json }, { id, attempt: node.attempt });
-  failRun(a, { code: 'node.failed', message: clip(`node ${id} failed: ${error.code}: ${error.message}`), detail: { nodeId: id, error: error as unknown as Json } });
+  a.emit('node.failed', { error: error }, { id, attempt: node.attempt });
+  failRun(a, { code: 'node.failed', message: clip(`node ${id} failed: ${error.code}: ${error.message}`), detail: { nodeId: id, error: error } });
 }
 
 export function cancelInvocations(a: Activation, which: (inv: Invocation) => boolean, reason: string): void {
@@ -438,7 +439,7 @@ export function cancelInvocations(a: Activation, which: (inv: Invocation) => boo
 export function failRun(a: Activation, error: ErrorInfo): void {
   if (isTerminal(a)) return;
   cancelInvocations(a, () => true, 'run failed');
-  a.emit('run.failed', { error: error as unknown as Json });
+  a.emit('run.failed', { error: error });
 }
 
 export function cancelRun(a: Activation, reason: string, by: string): void {

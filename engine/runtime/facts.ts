@@ -2,7 +2,8 @@
 import { EngineError } from '../errors.js';
 import type { Json } from '../json.js';
 import { limits } from '../limits.js';
-import type { ErrorInfo, Invocation } from '../state/types.js';
+import type { CapabilityResult, ErrorInfo } from '../protocol/events.js';
+import type { Invocation } from '../state/types.js';
 import type { NodeSpec } from '../protocol/template.js';
 import type { Activation, Fact } from './activation.js';
 import { abandonUnknown, advance, cancelRun, commitOutput, failNode, failRun, grantedCapability, isTerminal, requestFor, resolveUnknownItem, retryUnknownItems, settleItemAndContinue, stageRequest, startNode } from './advance.js';
@@ -68,7 +69,7 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
   if (metadata) a.keepsPayloads = false;
   a.emit('run.accepted', {
     input,
-    authority: fact.authority as unknown as Json,
+    authority: fact.authority,
     templateKey: a.templateKey,
     planHash: a.plan.planHash,
     parentRunId: fact.parentRunId,
@@ -96,11 +97,11 @@ export function failWithoutPayloads(a: Activation): void {
 function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capability-completed' }>): void {
   const inv = a.run.inflight[fact.invocationId];
   // A payload the host captured as an artifact is recorded by its digest, not inline.
-  const outcome: Record<string, Json | undefined> = fact.ok
+  const outcome: CapabilityResult = fact.ok
     ? fact.artifact
-      ? { ok: true, artifact: fact.artifact as unknown as Json }
+      ? { ok: true, artifact: fact.artifact }
       : { ok: true, output: fact.output ?? null }
-    : { ok: false, error: normaliseError(a, fact.error) as unknown as Json };
+    : { ok: false, error: normaliseError(a, fact.error) };
   if (!inv) {
     // Evidence only: a duplicate, a completion after cancellation, or after the run ended.
     a.emit('capability.late', { invocationId: fact.invocationId, reason: isTerminal(a) ? `run ${a.run.status}` : 'not in flight', ...outcome });
@@ -152,7 +153,7 @@ function normaliseError(a: Activation, error: { code?: unknown; message?: unknow
 function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>): void {
   if (isTerminal(a)) return;
   const by = fact.by ?? a.request.actor ?? 'host';
-  a.emit('run.resumed', { by, authority: fact.authority as unknown as Json, afterRestart: fact.afterRestart || undefined, effects: fact.effects as Json | undefined });
+  a.emit('run.resumed', { by, authority: fact.authority, afterRestart: fact.afterRestart || undefined, effects: fact.effects });
   if (!fact.afterRestart) return;
   // The host restarted: the outcome of every invocation in flight is unknown.
   for (const inv of Object.values(a.run.inflight)) {
