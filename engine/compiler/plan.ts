@@ -1,7 +1,7 @@
 // Compiles a root template and the closure of its `workflow.call@1` dependencies into a pinned
 // execution plan. Resume and replay read only the plan, never "the latest" template.
 import { canonicalDigest } from '../hash.js';
-import { nodeDefinitions } from '../protocol/node-definitions.js';
+import { nodeDefinitions, nodeKinds } from '../nodes/index.js';
 import type { ExecutionPlan, PlanTemplate } from '../protocol/plan.js';
 import type { ValidationError, WorkflowTemplate } from '../protocol/template.js';
 import { currentFlags, engineVersion } from '../version.js';
@@ -53,9 +53,8 @@ export function templateKey(id: string, revision: number | undefined): string {
 function callTargets(template: WorkflowTemplate): { id: string; revision: number }[] {
   const out: { id: string; revision: number }[] = [];
   for (const node of template.spec.nodes) {
-    const config = (node.config ?? {}) as Record<string, any>;
-    if (node.uses === 'workflow.call@1') out.push(config.workflow);
-    if (node.uses === 'core.foreach@1' && config.body?.uses === 'workflow.call@1') out.push(config.body.config.workflow);
+    const calls = nodeKinds.get(node.uses)?.calledWorkflows;
+    if (calls) out.push(...calls((node.config ?? {}) as Record<string, any>));
   }
   return out.filter((t) => t && typeof t.id === 'string');
 }
