@@ -3,12 +3,13 @@
 import { commitOutput } from '../runtime/advance.js';
 import { resolveInputs } from '../runtime/bindings.js';
 import type { NodeKind } from './kind.js';
+import { noConfig } from './schemas.js';
 
 export const end: NodeKind = {
   uses: 'core.end@1',
   label: 'end',
   role: 'end',
-  configSchema: { type: 'object', additionalProperties: false },
+  configSchema: noConfig,
   implementationDigest: 'builtin:core.end@1:1',
   start(a, spec, attempt) {
     a.emit('node.started', {}, { id: spec.id, attempt });

@@ -2,6 +2,9 @@
 // definition set's hash (see compiler/plan.ts): a change here changes every pinned plan's hash.
 import { portableIdSource } from '../protocol/ids.js';
 
+/** The `config` of a kind that takes none. */
+export const noConfig = { type: 'object', additionalProperties: false };
+
 export const portableId = { type: 'string', pattern: `^${portableIdSource}$` };
 export const capabilityName = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$' };
 
