@@ -8,6 +8,7 @@
 // `itemsCount`. Those members are declared optional below for that reason.
 import type { Json } from '../json.js';
 import type { Authority } from './authority.js';
+import type { CapabilityKind } from './gateway.js';
 import type { Effect, PausedReason } from './statuses.js';
 
 /**
@@ -87,7 +88,7 @@ export interface EventPayloads {
   'node.failed': { error: ErrorInfo };
   'node.skipped': Record<string, never>;
   'node.retry-scheduled': { error: ErrorInfo; retryAt: number };
-  'node.needs-attention': { invocationId: string; item?: number; evidence: { kind: string; name: string; effect: Effect; requestedSeq: number; reason?: 'timeout' } };
+  'node.needs-attention': { invocationId: string; item?: number; evidence: { kind: CapabilityKind; name: string; effect: Effect; requestedSeq: number; reason?: 'timeout' } };
   'node.resolved': { resolution: Resolution; by: string; reason?: string; output?: Json; item?: number } & WithoutOutput;
   'node.resumed': { reason?: string; by?: string };
   'node.cancelled': { reason: string };
@@ -95,7 +96,7 @@ export interface EventPayloads {
   'node.item-committed': { index: number; output?: Json; fromUnknown?: true } & WithoutOutput;
   'node.item-failed': { index: number; error: ErrorInfo; final: boolean; fromUnknown?: true };
 
-  'capability.requested': { invocationId: string; kind: string; name: string; effect: Effect; input?: Json; inputDigest?: string; inputBytes?: number; item?: number; reissued?: true };
+  'capability.requested': { invocationId: string; kind: CapabilityKind; name: string; effect: Effect; input?: Json; inputDigest?: string; inputBytes?: number; item?: number; reissued?: true };
   'capability.completed': { invocationId: string } & CapabilityResult;
   /** Evidence only: a duplicate, or an outcome after the call was cancelled or the run ended. */
   'capability.late': { invocationId: string; reason: string } & CapabilityResult;

@@ -6,7 +6,7 @@ import { EngineError } from '../errors.js';
 import type { Json } from '../json.js';
 import type { Fact, GatewayRequest, ScriptHost } from '../runtime/activation.js';
 import { reduce } from '../state/reduce.js';
-import type { EventEnvelope } from '../protocol/events.js';
+import type { EventEnvelope, PayloadOf } from '../protocol/events.js';
 import type { ExecutionPlan } from '../protocol/plan.js';
 import type { RunState } from '../state/types.js';
 
@@ -64,9 +64,9 @@ export function inspect(request: ReplayRequest): Json {
 }
 
 /** The facts an activation received, read back from the events it wrote. */
-function capturedOutput(p: Record<string, any>, artifacts: Record<string, string>): Json {
-  if (!p.artifact) return p.output;
-  const ref = p.artifact as { digest: string; redacted?: boolean };
+function capturedOutput(p: PayloadOf<'capability.completed'> & { ok: true }, artifacts: Record<string, string>): Json {
+  if (!p.artifact) return p.output as Json;
+  const ref = p.artifact;
   const text = ref.redacted ? undefined : artifacts[ref.digest];
   if (text === undefined) {
     throw new EngineError(
@@ -81,36 +81,43 @@ function capturedOutput(p: Record<string, any>, artifacts: Record<string, string
 function factsOf(group: EventEnvelope[], artifacts: Record<string, string>): Fact[] {
   const facts: Fact[] = [];
   for (const e of group) {
-    const p = e.payload as Record<string, any>;
     switch (e.type) {
-      case 'run.accepted':
+      case 'run.accepted': {
+        const p = e.payload;
         facts.push({
           type: 'run-requested',
-          input: p.input,
+          input: p.input as Json,
           authority: p.authority,
           ...(p.parentRunId !== undefined ? { parentRunId: p.parentRunId } : {}),
           ...(p.deadlineAt !== undefined ? { timeoutMs: p.deadlineAt - Date.parse(e.occurredAt) } : {}),
         });
         break;
+      }
       case 'capability.completed':
-      case 'capability.late':
+      case 'capability.late': {
+        const p = e.payload;
         facts.push({
           type: 'capability-completed',
           invocationId: p.invocationId,
           ok: p.ok,
           ...(p.ok ? { output: capturedOutput(p, artifacts) } : { error: p.error }),
-          ...(p.artifact ? { artifact: p.artifact } : {}),
+          ...('artifact' in p && p.artifact ? { artifact: p.artifact } : {}),
         });
         break;
+      }
       case 'run.cancel-requested':
-        facts.push({ type: 'cancel-requested', reason: p.reason, by: p.by });
+        facts.push({ type: 'cancel-requested', reason: e.payload.reason, by: e.payload.by });
         break;
-      case 'run.resumed':
+      case 'run.resumed': {
+        const p = e.payload;
         if (p.by !== undefined) facts.push({ type: 'resume-requested', by: p.by, authority: p.authority, afterRestart: p.afterRestart, effects: p.effects });
         break;
-      case 'node.resolved':
+      }
+      case 'node.resolved': {
+        const p = e.payload;
         facts.push({ type: 'outcome-resolved', nodeId: e.node!.id, ...(p.item !== undefined ? { item: p.item } : {}), resolution: p.resolution, output: p.output, reason: p.reason, by: p.by });
         break;
+      }
       default:
         break;
     }
@@ -219,7 +226,7 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
     const y = JSON.stringify(replayedNodes[id] ?? null);
     if (x !== y) changedNodes.push({ nodeId: id, recorded: (recordedNodes[id] ?? null) as unknown as Json, replayed: (replayedNodes[id] ?? null) as unknown as Json });
   }
-  const completed = new Set(events.filter((e) => e.type === 'capability.completed').map((e) => (e.payload as Record<string, any>).invocationId as string));
+  const completed = new Set(events.flatMap((e) => (e.type === 'capability.completed' ? [e.payload.invocationId] : [])));
   const unrecorded = gatewayCalls.filter((r) => !completed.has(r.invocationId));
   return {
     mode: 'recorded',

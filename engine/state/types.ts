@@ -2,6 +2,7 @@
 import type { Json } from '../json.js';
 import type { Authority } from '../protocol/authority.js';
 import type { ErrorInfo } from '../protocol/events.js';
+import type { CapabilityKind } from '../protocol/gateway.js';
 import type { EdgeStatus, Effect, NodeStatus, PausedReason, RunStatus } from '../protocol/statuses.js';
 
 export interface Invocation {
@@ -9,7 +10,7 @@ export interface Invocation {
   nodeId: string;
   item?: number;
   attempt: number;
-  kind: string;
+  kind: CapabilityKind;
   name: string;
   effect: Effect;
   requestedSeq: number;
