@@ -5,9 +5,8 @@ import type { Graph } from '../compiler/graph.js';
 import { canonicalDigest, derivedId, derivedIdV1, eventId } from '../hash.js';
 import type { Json } from '../json.js';
 import type { ScriptLimits } from '../limits.js';
-import type { EnvelopeFields, EventEnvelope, EventType, PayloadOf } from '../protocol/events.js';
+import type { ArtifactRef, EnvelopeFields, EventEnvelope, EventType, PayloadOf } from '../protocol/events.js';
 import type { ActivationRequest, Fact } from '../protocol/facts.js';
-import type { ArtifactRef } from '../protocol/events.js';
 import type { GatewayRequest } from '../protocol/gateway.js';
 import type { ExecutionPlan } from '../protocol/plan.js';
 import { reduce } from '../state/reduce.js';
@@ -143,12 +142,13 @@ export class Activation {
     this.eventTexts.push(
       `{"schemaVersion":${eventSchemaVersion},"eventId":"${event.eventId}","runId":${JSON.stringify(runId)},"seq":${seq},"type":"${type}","occurredAt":"${parts.occurredAt}","workflow":${parts.workflowJson}${nodeJson}${parts.correlationJson},"origin":${parts.originJson},"payload":${JSON.stringify(journaled)}}`,
     );
-    const any = event as unknown as EventEnvelope;
-    this.state = reduce(this.state, any);
-    this.events.push(any);
-    if (any.type === 'edge.taken' || any.type === 'edge.skipped') this.candidates.add(any.payload.to);
-    else if (any.type === 'run.started') for (const id of this.graph.roots) this.candidates.add(id);
-    return event as unknown as EventEnvelope<T>;
+    // One member of the union (TypeScript does not narrow a generic `T` to it by itself).
+    const emitted = event as unknown as EventEnvelope;
+    this.state = reduce(this.state, emitted);
+    this.events.push(emitted);
+    if (emitted.type === 'edge.taken' || emitted.type === 'edge.skipped') this.candidates.add(emitted.payload.to);
+    else if (emitted.type === 'run.started') for (const id of this.graph.roots) this.candidates.add(id);
+    return emitted as EventEnvelope<T>;
   }
 }
 
