@@ -1,6 +1,7 @@
 // What the page shows about a run, read from its export in one pass over the events. Node states
 // come from the component's `inspect` replay when it is available; until then (and for anything
 // inspect does not report) they are read from the events here.
+import type { EventEnvelope } from '../../core/types.js';
 import type { RunExport } from '../journal.js';
 
 export type Highlight = 'unknown' | 'approval' | 'failure' | undefined;
@@ -69,11 +70,10 @@ const statusOfEvent: Record<string, string> = {
 };
 
 /** The highlight class of one event: unknown outcomes, approvals, failures. */
-export function highlightOf(e: any): Highlight {
-  const p = e.payload ?? {};
+export function highlightOf(e: EventEnvelope): Highlight {
   if (e.type === 'node.needs-attention' || e.type === 'capability.abandoned') return 'unknown';
-  if (e.type === 'approval.rejected' || (e.type === 'capability.requested' && p.kind === 'approval') || (e.type === 'node.waiting' && p.reason === 'approval') || e.type === 'node.resolved') return 'approval';
-  if (e.type === 'node.failed' || e.type === 'run.failed' || e.type === 'node.item-failed' || (e.type === 'capability.completed' && p.ok === false)) return 'failure';
+  if ((e.type === 'capability.requested' && e.payload.kind === 'approval') || (e.type === 'node.waiting' && e.payload.reason === 'approval') || e.type === 'node.resolved') return 'approval';
+  if (e.type === 'node.failed' || e.type === 'run.failed' || e.type === 'node.item-failed' || (e.type === 'capability.completed' && e.payload.ok === false)) return 'failure';
   return undefined;
 }
 
