@@ -7,11 +7,13 @@
 //   node build.mjs                 build what changed
 //   node build.mjs --force         rebuild everything
 //   node build.mjs --backend sm    also build the SpiderMonkey component into dist/component-sm/ (benchmarks)
+//   node build.mjs --types         only generate the guest declarations from wit/ (what `tsc` needs)
 import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import * as esbuild from 'esbuild';
 
 const root = dirname(fileURLToPath(import.meta.url));
@@ -32,7 +34,7 @@ function listFiles(dir, filter = () => true) {
   return out.sort();
 }
 
-function digestOf(files) {
+function digestOfFiles(files) {
   const h = createHash('sha256');
   for (const f of files) h.update(relative(root, f)).update('\0').update(readFileSync(f)).update('\0');
   return h.digest('hex');
@@ -40,7 +42,7 @@ function digestOf(files) {
 
 async function step(name, inputs, outputs, run) {
   const stampFile = join(dist, '.stamps', `${name}.sha256`);
-  const digest = digestOf(inputs);
+  const digest = digestOfFiles(inputs);
   const fresh = !force && existsSync(stampFile) && readFileSync(stampFile, 'utf8') === digest && outputs.every((o) => existsSync(o));
   if (fresh) return false;
   const t0 = Date.now();
@@ -116,6 +118,34 @@ function transpile(wasm, outDir) {
   execFileSync(process.execPath, [jco, 'transpile', wasm, '--instantiation', 'async', '--name', 'engine', '-o', outDir, '--quiet'], { stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
+/**
+ * The guest's declarations of the component's interfaces (`declare module 'gm-hz:workflow/…'`),
+ * generated from wit/ by jco's bindgen into dist/guest-types/, which tsconfig.json includes.
+ * The bindgen is handed the WIT text: its file-path input reads through a WASI filesystem that
+ * jco's `guest-types` command leaves without preopened directories.
+ */
+async function generateGuestTypes() {
+  const witFiles = listFiles(join(root, 'wit'), (p) => p.endsWith('.wit'));
+  const outDir = join(dist, 'guest-types');
+  await step('guest-types', [...witFiles, join(root, 'build.mjs')], [join(outDir, 'workflow-engine.d.ts')], async () => {
+    if (witFiles.length !== 1) throw new Error(`guest types: wit/ must hold one .wit file, found ${witFiles.length}`);
+    const fromJco = createRequire(join(root, 'node_modules', '@bytecodealliance', 'jco', 'package.json'));
+    const bindgen = await import(pathToFileURL(fromJco.resolve('@bytecodealliance/jco-transpile/component')).href);
+    await bindgen.$init;
+    const files = bindgen.generateTypes('workflow-engine', {
+      wit: { tag: 'source', val: readFileSync(witFiles[0], 'utf8') },
+      world: 'workflow-engine',
+      guest: true,
+      features: { tag: 'list', val: [] },
+    });
+    rmSync(outDir, { recursive: true, force: true });
+    for (const [name, bytes] of files) {
+      mkdirSync(dirname(join(outDir, name)), { recursive: true });
+      writeFileSync(join(outDir, name), bytes);
+    }
+  });
+}
+
 async function buildEngine(backend, outDir) {
   const bundle = join(dist, `engine-bundle-${backend}.js`);
   const wasm = join(dist, backend === 'quickjs' ? 'engine.wasm' : `engine-${backend}.wasm`);
@@ -126,10 +156,15 @@ async function buildEngine(backend, outDir) {
   });
 }
 
+// Hosts import the engine's protocol (types, statuses, the portable-id pattern) and its limits
+// from the engine's sources: pure TypeScript without imports of the component's interfaces.
+const engineModulesOfHosts = [...listFiles(join(root, 'engine', 'protocol'), (p) => p.endsWith('.ts') && !p.endsWith('.d.ts')), join(root, 'engine', 'limits.ts')];
+
 async function transpileHosts() {
   const sources = [
     ...listFiles(join(root, 'hosts'), (p) => p.endsWith('.ts') && !p.endsWith('.d.ts')),
     ...listFiles(join(root, 'sandbox'), (p) => p.endsWith('.ts') && !p.endsWith('.d.ts')),
+    ...engineModulesOfHosts,
   ];
   const inputs = [...sources, join(root, 'build.mjs')];
   const outputs = sources.map((s) => join(dist, relative(root, s)).replace(/\.ts$/, '.js'));
@@ -158,7 +193,10 @@ async function buildBrowser() {
 }
 
 mkdirSync(dist, { recursive: true });
-await buildEngine('quickjs', join(dist, 'component'));
-if (extraBackend === 'sm') await buildEngine('sm', join(dist, 'component-sm'));
-await transpileHosts();
-await buildBrowser();
+await generateGuestTypes();
+if (!args.includes('--types')) {
+  await buildEngine('quickjs', join(dist, 'component'));
+  if (extraBackend === 'sm') await buildEngine('sm', join(dist, 'component-sm'));
+  await transpileHosts();
+  await buildBrowser();
+}

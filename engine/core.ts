@@ -1,14 +1,17 @@
 // The engine core: holds hot runs, rebuilds cold ones from their latest checkpoint plus the
 // events after it, and turns one activation into one commit plus staged gateway work.
 import { buildGraph, type Graph } from './compiler/graph.js';
-import type { ExecutionPlan } from './compiler/plan.js';
 import { EngineError } from './errors.js';
 import { limits } from './limits.js';
 import { Activation, type ActivationRequest, type GatewayRequest, type ScriptHost } from './runtime/activation.js';
 import { applyFacts, failWithoutPayloads } from './runtime/facts.js';
-import { projectRun, type RunProjection } from './runtime/projection.js';
+import { projectRun } from './runtime/projection.js';
 import { ensureIndexes, reduce } from './state/reduce.js';
-import type { EventEnvelope, RunState } from './state/types.js';
+import type { EventEnvelope } from './protocol/events.js';
+import type { ExecutionPlan } from './protocol/plan.js';
+import { isTerminalStatus, type RunStatus } from './protocol/statuses.js';
+import type { ActivationSummary } from './protocol/summary.js';
+import type { RunState } from './state/types.js';
 import { checkpointSchemaVersion, supportedFlags } from './version.js';
 
 export interface LoadedPlan {
@@ -29,7 +32,7 @@ export interface CommitData {
   lastSeq: number;
   events: string[];
   checkpoint?: string;
-  status: string;
+  status: RunStatus;
 }
 
 /** What the core needs from the host (the WIT imports, in plain types). */
@@ -40,15 +43,7 @@ export interface CoreHost extends ScriptHost {
   cancel(invocationId: string, reason: string): void;
 }
 
-/** The run's projection after an activation (see runtime/projection.ts), and where it stands. */
-export interface ActivationSummary extends RunProjection {
-  runId: string;
-  seq: number;
-  activation: number;
-  events: number;
-  /** False for a `metadata` run: the host keeps `result` in memory only, out of its projection. */
-  payloadsKept?: false;
-}
+export type { ActivationSummary };
 
 interface HotRun {
   state: RunState;
@@ -118,7 +113,7 @@ export class EngineCore {
     const statusBefore = run.state ? `${run.state.status}/${run.state.pausedReason ?? ''}` : 'new';
     const activation = new Activation(run.state, run.loaded.plan, graph, run.templateKey, request, this.host);
     try {
-      const terminalBefore = run.state !== undefined && (run.state.status === 'completed' || run.state.status === 'failed' || run.state.status === 'cancelled');
+      const terminalBefore = run.state !== undefined && isTerminalStatus(run.state.status);
       if (rebuilt && run.state.capture === 'metadata' && !terminalBefore) failWithoutPayloads(activation);
       else applyFacts(activation);
     } catch (err) {
@@ -138,7 +133,7 @@ export class EngineCore {
     if (activation.events.length === 0) return summary;
 
     const expectedSeq = activation.events[0].seq - 1;
-    const terminal = state.status === 'completed' || state.status === 'failed' || state.status === 'cancelled';
+    const terminal = isTerminalStatus(state.status);
     let checkpoint: string | undefined;
     // A checkpoint when the run comes to rest (paused or ended) and after every
     // `checkpointEveryEvents` events, so a cold activation never reads more than that many.

@@ -25,7 +25,7 @@ export function sha256Hex(text: string): string {
 }
 
 /** `sha256:<hex>` of the canonical JSON of a value. */
-export function digestOf(value: unknown): string {
+export function canonicalDigest(value: unknown): string {
   return `sha256:${sha256Hex(canonicalJson(value))}`;
 }
 

@@ -5,6 +5,8 @@ import { commit as journalCommit, load as journalLoad } from 'gm-hz:workflow/jou
 import { cancel as gatewayCancel, request as gatewayRequest } from 'gm-hz:workflow/gateway@1.0.0';
 import { checkSyntax as sandboxCheckSyntax, evaluate as sandboxEvaluate } from 'gm-hz:workflow/sandbox@1.0.0';
 import { write as logWrite } from 'gm-hz:workflow/log@1.0.0';
+// The declarations of these modules are generated from wit/ at build time (dist/guest-types/).
+import type * as EngineExports from 'gm-hz:workflow/engine@1.0.0';
 import { CompileError, compilePlan, nodeDefinitionSetHash, semanticHash, type CompileRequest } from './compiler/plan.js';
 import { validateTemplate } from './compiler/validate.js';
 import { EngineCore, type CoreHost } from './core.js';
@@ -172,4 +174,4 @@ export const engine = {
       return JSON.stringify(report);
     });
   },
-};
+} satisfies typeof EngineExports;

@@ -3,7 +3,7 @@ export const limits = {
   templateBytesMax: 1_048_576,
   nodesMax: 2_000,
   edgesMax: 8_000,
-  /** Portable ids: `[A-Za-z0-9][A-Za-z0-9._:-]{0,35}`. */
+  /** Portable ids (see protocol/ids.ts): an ASCII letter or digit, then letters, digits and `._:-`. */
   idLengthMax: 36,
   /** Nesting of `workflow.call@1` closures. */
   callDepthMax: 16,
@@ -31,3 +31,18 @@ export const limits = {
   scriptOutputBytesDefault: 1_048_576,
   errorMessageCharsMax: 2_000,
 } as const;
+
+/**
+ * The bounds of one script evaluation (the WIT record `script-limits`): the engine asks for them,
+ * every host's sandbox applies them (sandbox/script-limits.ts checks their ranges).
+ */
+export interface ScriptLimits {
+  /** Interrupt-handler calls (one per ~10 000 interpreter polls). */
+  fuel: number;
+  /** Linear memory the evaluation may grow its module by (beyond its initial 16 MiB). */
+  memoryBytes: number;
+  /** QuickJS stack bytes (at most 64 KiB, see sandbox/limits.ts). */
+  stackBytes: number;
+  /** UTF-8 bytes of the output JSON text. */
+  outputBytes: number;
+}

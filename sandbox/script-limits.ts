@@ -1,17 +1,9 @@
 /** Per-evaluation limits of the script sandbox and their validation. */
 import { scriptError, type ScriptError } from './errors.js';
+import type { ScriptLimits } from '../engine/limits.js';
 import * as L from './limits.js';
 
-export interface ScriptLimits {
-  /** Interrupt-handler calls (one per ~10 000 interpreter polls). */
-  fuel: number;
-  /** Linear memory the evaluation may grow its module by (beyond its initial 16 MiB). */
-  memoryBytes: number;
-  /** QuickJS stack bytes (at most 64 KiB, see limits.ts). */
-  stackBytes: number;
-  /** UTF-8 bytes of the output JSON text. */
-  outputBytes: number;
-}
+export type { ScriptLimits };
 
 export const defaultScriptLimits: Readonly<ScriptLimits> = Object.freeze({
   fuel: L.fuelDefault,

@@ -1,5 +1,6 @@
 // The graph of one template, derived once per plan and cached: node lookup, incoming and
 // outgoing edges, topological order.
+import { nodeKinds } from '../nodes/index.js';
 import type { EdgeSpec, NodeSpec, WorkflowTemplate } from '../protocol/template.js';
 
 export interface Graph {
@@ -32,7 +33,7 @@ export function buildGraph(template: WorkflowTemplate): Graph {
     outgoing.get(e.from)?.push(i);
   });
   const order = topologicalOrder(template.spec.nodes, template.spec.edges).order;
-  const start = template.spec.nodes.find((n) => n.uses === 'core.start@1');
+  const start = template.spec.nodes.find((n) => nodeKinds.get(n.uses)?.role === 'start');
   const position = new Map(order.map((id, i) => [id, i]));
   const roots = order.filter((id) => incoming.get(id)!.length === 0);
   return { template, nodes, incoming, outgoing, edges: template.spec.edges, order, position, roots, startId: start ? start.id : '' };

@@ -1,31 +1,12 @@
 // Compiles a root template and the closure of its `workflow.call@1` dependencies into a pinned
 // execution plan. Resume and replay read only the plan, never "the latest" template.
-import { digestOf } from '../hash.js';
-import { nodeDefinitions } from '../protocol/node-definitions.js';
+import { canonicalDigest } from '../hash.js';
+import { nodeDefinitions, nodeKinds } from '../nodes/index.js';
+import type { ExecutionPlan, PlanTemplate } from '../protocol/plan.js';
 import type { ValidationError, WorkflowTemplate } from '../protocol/template.js';
 import { currentFlags, engineVersion } from '../version.js';
 import { validateTemplate, type SyntaxChecker } from './validate.js';
 
-export interface PlanTemplate {
-  template: WorkflowTemplate;
-  semanticHash: string;
-  /** Published revision, when the template came from the catalog. */
-  revision?: number;
-}
-
-export interface ExecutionPlan {
-  planVersion: 1;
-  engineVersion: string;
-  flags: string[];
-  nodeDefinitionSetHash: string;
-  /** Key of the root template in `templates`: `<id>@<revision>` or `<id>@inline`. */
-  root: string;
-  templates: Record<string, PlanTemplate>;
-  /** False when the plan holds a definition without an implementation digest. */
-  replayable: boolean;
-  /** Digest of everything above. */
-  planHash: string;
-}
 
 export interface CompileRequest {
   root: { template: unknown; revision?: number };
@@ -45,7 +26,7 @@ export class CompileError extends Error {
 /** The semantic hash: SHA-256 of RFC 8785 canonical JSON of the template without `layout`. */
 export function semanticHash(template: unknown): string {
   const { layout: _layout, ...semantic } = template as Record<string, unknown>;
-  return digestOf(semantic);
+  return canonicalDigest(semantic);
 }
 
 let definitionSetHash: string | undefined;
@@ -58,9 +39,9 @@ export function nodeDefinitionSetHash(): string {
 
 function computeNodeDefinitionSetHash(): string {
   const entries = [...nodeDefinitions.values()]
-    .map((d) => ({ uses: d.uses, schemaHash: digestOf(d.configSchema), implementationDigest: d.implementationDigest }))
+    .map((d) => ({ uses: d.uses, schemaHash: canonicalDigest(d.configSchema), implementationDigest: d.implementationDigest }))
     .sort((a, b) => (a.uses < b.uses ? -1 : a.uses > b.uses ? 1 : 0));
-  return digestOf(entries);
+  return canonicalDigest(entries);
 }
 
 nodeDefinitionSetHash();
@@ -72,9 +53,8 @@ export function templateKey(id: string, revision: number | undefined): string {
 function callTargets(template: WorkflowTemplate): { id: string; revision: number }[] {
   const out: { id: string; revision: number }[] = [];
   for (const node of template.spec.nodes) {
-    const config = (node.config ?? {}) as Record<string, any>;
-    if (node.uses === 'workflow.call@1') out.push(config.workflow);
-    if (node.uses === 'core.foreach@1' && config.body?.uses === 'workflow.call@1') out.push(config.body.config.workflow);
+    const calls = nodeKinds.get(node.uses)?.calledWorkflows;
+    if (calls) out.push(...calls((node.config ?? {}) as Record<string, any>));
   }
   return out.filter((t) => t && typeof t.id === 'string');
 }
@@ -123,7 +103,7 @@ export function compilePlan(request: CompileRequest, checkSyntax: SyntaxChecker)
     templates,
     replayable: true,
   };
-  return { ...body, planHash: digestOf(body) };
+  return { ...body, planHash: canonicalDigest(body) };
 }
 
 function callDepth(key: string, templates: Record<string, PlanTemplate>, seen: string[] = []): number {

@@ -1,7 +1,7 @@
 // JSON Schema validation with ajv. Validators are compiled once per schema digest and cached,
 // because compiling costs milliseconds inside the component and a plan reuses its schemas.
 import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { digestOf } from '../hash.js';
+import { canonicalDigest } from '../hash.js';
 
 // ajv is CommonJS; its default export is the class under `.default` in ESM interop.
 const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;
@@ -30,7 +30,7 @@ export function compileSchema(schema: unknown): ValidateFunction {
 }
 
 function compileByDigest(schema: unknown): ValidateFunction {
-  const key = digestOf(schema);
+  const key = canonicalDigest(schema);
   const cached = cache.get(key);
   if (cached) return cached;
   const validate = ajv.compile(schema as object);
@@ -74,7 +74,7 @@ const withDefaults = new Map<string, ValidateFunction>();
  * validates it. The caller passes a copy: the value is changed even when it does not validate.
  */
 export function applyDefaultsAndCheck(schema: unknown, value: unknown): SchemaProblem[] {
-  const key = digestOf(schema);
+  const key = canonicalDigest(schema);
   let validate = withDefaults.get(key);
   if (!validate) {
     validate = ajvWithDefaults.compile(schema as object);

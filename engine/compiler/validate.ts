@@ -2,16 +2,17 @@
 // JSON pointer into the template and a message a person can act on.
 import { isValidPointer } from '../json.js';
 import { limits } from '../limits.js';
-import { capabilityCovers, conditionOperators, impliedCapability, nodeDefinitions } from '../protocol/node-definitions.js';
+import { capabilityCovers } from '../nodes/call.js';
+import { impliedCapability, nodeDefinitions, nodeKinds } from '../nodes/index.js';
+import type { SyntaxChecker } from '../nodes/kind.js';
 import { apiVersion, type Binding, type NodeSpec, type ValidationError, type WorkflowTemplate } from '../protocol/template.js';
 import { templateSchema } from '../protocol/template-schema.js';
 import { ancestorsOf, buildGraph, topologicalOrder } from './graph.js';
 import { checkAgainst, compileSchema, schemaCompileProblem } from './schemas.js';
 
-export type SyntaxChecker = (source: string) => { message: string; line?: number } | undefined;
+export type { SyntaxChecker };
 
 const legacyApiVersions = ['dsh.workflow/v1alpha1'];
-const binaryOperators = new Set(['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'not-in', 'contains']);
 
 export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): ValidationError[] {
   const errors: ValidationError[] = [];
@@ -68,25 +69,29 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
     if (edgeKeys.has(key)) add('edge.duplicate', at, `duplicate edge ${edge.from} -> ${edge.to}`);
     edgeKeys.add(key);
     const source = nodes.find((n) => n.id === edge.from);
-    if (source?.uses === 'core.condition@1') {
-      if (edge.port !== 'true' && edge.port !== 'false') add('edge.port-required', `${at}/port`, `an edge leaving condition ${JSON.stringify(edge.from)} needs port "true" or "false"`);
+    const ports = source ? nodeKinds.get(source.uses)?.ports : undefined;
+    if (ports) {
+      if (!ports.includes(edge.port as string)) {
+        add('edge.port-required', `${at}/port`, `an edge leaving ${nodeKinds.get(source!.uses)!.label} ${JSON.stringify(edge.from)} needs port ${ports.map((p) => JSON.stringify(p)).join(' or ')}`);
+      }
     } else if (edge.port !== undefined && source) {
       add('edge.port-invalid', `${at}/port`, `node ${JSON.stringify(edge.from)} (${source.uses}) has no port ${JSON.stringify(edge.port)}`);
     }
   });
 
   // Graph shape.
-  const starts = nodes.filter((n) => n.uses === 'core.start@1');
+  const roleOf = (n: NodeSpec) => nodeKinds.get(n.uses)?.role;
+  const starts = nodes.filter((n) => roleOf(n) === 'start');
   if (starts.length !== 1) add('graph.start-count', '/spec/nodes', `a template needs exactly one core.start@1 node, found ${starts.length}`);
-  if (!nodes.some((n) => n.uses === 'core.end@1')) add('graph.no-end', '/spec/nodes', 'a template needs at least one core.end@1 node');
+  if (!nodes.some((n) => roleOf(n) === 'end')) add('graph.no-end', '/spec/nodes', 'a template needs at least one core.end@1 node');
   const { cycle } = topologicalOrder(nodes, spec.edges.filter((e) => e && seen.has(e.from) && seen.has(e.to)));
   if (cycle.length > 0) add('graph.cycle', '/spec/edges', `the edges make a cycle through ${cycle.join(', ')}`);
   const graph = buildGraph({ ...template, spec: { ...spec, nodes, edges: spec.edges.filter((e) => e && seen.has(e.from) && seen.has(e.to)) } });
   for (const node of nodes) {
     const i = seen.get(node.id)!;
-    if (node.uses === 'core.start@1' && graph.incoming.get(node.id)!.length > 0) add('graph.start-has-inputs', `/spec/nodes/${i}`, 'core.start@1 cannot have incoming edges');
-    if (node.uses === 'core.end@1' && graph.outgoing.get(node.id)!.length > 0) add('graph.end-has-outputs', `/spec/nodes/${i}`, 'core.end@1 cannot have outgoing edges');
-    if (node.uses !== 'core.start@1' && graph.incoming.get(node.id)!.length === 0 && starts.length === 1) {
+    if (roleOf(node) === 'start' && graph.incoming.get(node.id)!.length > 0) add('graph.start-has-inputs', `/spec/nodes/${i}`, 'core.start@1 cannot have incoming edges');
+    if (roleOf(node) === 'end' && graph.outgoing.get(node.id)!.length > 0) add('graph.end-has-outputs', `/spec/nodes/${i}`, 'core.end@1 cannot have outgoing edges');
+    if (roleOf(node) !== 'start' && graph.incoming.get(node.id)!.length === 0 && starts.length === 1) {
       add('graph.unreachable', `/spec/nodes/${i}`, `node ${JSON.stringify(node.id)} has no incoming edge and can never run; connect it to the graph`);
     }
   }
@@ -149,32 +154,7 @@ function checkNodeSemantics(
   (node.requires ?? []).forEach((cap, j) => {
     if (!allowed.some((p) => capabilityCovers(p, cap))) add('requires.not-allowed', `${at}/requires/${j}`, `capability ${JSON.stringify(cap)} is not in /spec/requires`);
   });
-  switch (node.uses) {
-    case 'core.condition@1': {
-      if (!('left' in inputs)) add('node.inputs-missing', `${at}/inputs`, 'a condition needs an input named "left"');
-      if (binaryOperators.has(config.operator) && !('right' in inputs)) add('node.inputs-missing', `${at}/inputs`, `operator ${JSON.stringify(config.operator)} needs an input named "right"`);
-      if (config.operator !== undefined && !(conditionOperators as readonly string[]).includes(config.operator)) return;
-      break;
-    }
-    case 'core.script@1': {
-      if (typeof config.source === 'string') {
-        const problem = checkSyntax(config.source);
-        if (problem) add('script.syntax', `${at}/config/source`, problem.line ? `line ${problem.line}: ${problem.message}` : problem.message);
-      }
-      break;
-    }
-    case 'core.foreach@1': {
-      if (!('items' in inputs)) add('node.inputs-missing', `${at}/inputs`, 'a foreach needs an input named "items" (an array)');
-      if (config.body?.uses === 'core.script@1' && typeof config.body.config?.source === 'string') {
-        const problem = checkSyntax(config.body.config.source);
-        if (problem) add('script.syntax', `${at}/config/body/config/source`, problem.line ? `line ${problem.line}: ${problem.message}` : problem.message);
-      }
-      break;
-    }
-    default:
-      break;
-  }
-  if (node.uses === 'core.start@1' && Object.keys(inputs).length > 0) add('node.inputs-unexpected', `${at}/inputs`, 'core.start@1 takes the run input; it has no inputs');
+  nodeKinds.get(node.uses)?.validate?.(node, { at, config, inputs, add, checkSyntax });
 }
 
 // Compile the fixed schemas while the module initialises: that happens once, at build time, in

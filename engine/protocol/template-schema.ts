@@ -1,7 +1,8 @@
 // The structural JSON Schema of a WorkflowTemplate. Semantic rules (graph, bindings, node
 // configuration, capabilities) are checked by the compiler after this passes.
+import { portableIdSource } from './ids.js';
 
-const id = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._:-]{0,35}$' };
+const id = { type: 'string', pattern: `^${portableIdSource}$` };
 
 const binding = {
   oneOf: [

@@ -1,14 +1,15 @@
 // Inspect and recorded replay of a journal. Recorded replay re-runs the engine (and scripts)
 // against the recorded facts of each activation and never reaches a gateway: the host it runs
 // on has no gateway, only a collector.
-import type { ExecutionPlan } from '../compiler/plan.js';
 import { EngineCore, loadPlan, type CommitData } from '../core.js';
 import { EngineError } from '../errors.js';
 import type { Json } from '../json.js';
 import type { Fact, GatewayRequest, ScriptHost } from '../runtime/activation.js';
 import { projectRun } from '../runtime/projection.js';
 import { reduce } from '../state/reduce.js';
-import type { EventEnvelope, RunState } from '../state/types.js';
+import type { EventEnvelope, PayloadOf } from '../protocol/events.js';
+import type { ExecutionPlan } from '../protocol/plan.js';
+import type { RunState } from '../state/types.js';
 
 export interface ReplayRequest {
   mode: 'inspect' | 'recorded';
@@ -81,9 +82,9 @@ export function inspect(request: ReplayRequest): Json {
 }
 
 /** The facts an activation received, read back from the events it wrote. */
-function capturedOutput(p: Record<string, any>, artifacts: Record<string, string>): Json {
-  if (!p.artifact) return p.output;
-  const ref = p.artifact as { digest: string; redacted?: boolean };
+function capturedOutput(p: PayloadOf<'capability.completed'> & { ok: true }, artifacts: Record<string, string>): Json {
+  if (!p.artifact) return p.output as Json;
+  const ref = p.artifact;
   const text = ref.redacted ? undefined : artifacts[ref.digest];
   if (text === undefined) {
     throw new EngineError(
@@ -98,36 +99,43 @@ function capturedOutput(p: Record<string, any>, artifacts: Record<string, string
 function factsOf(group: EventEnvelope[], artifacts: Record<string, string>): Fact[] {
   const facts: Fact[] = [];
   for (const e of group) {
-    const p = e.payload as Record<string, any>;
     switch (e.type) {
-      case 'run.accepted':
+      case 'run.accepted': {
+        const p = e.payload;
         facts.push({
           type: 'run-requested',
-          input: p.input,
+          input: p.input as Json,
           authority: p.authority,
           ...(p.parentRunId !== undefined ? { parentRunId: p.parentRunId } : {}),
           ...(p.deadlineAt !== undefined ? { timeoutMs: p.deadlineAt - Date.parse(e.occurredAt) } : {}),
         });
         break;
+      }
       case 'capability.completed':
-      case 'capability.late':
+      case 'capability.late': {
+        const p = e.payload;
         facts.push({
           type: 'capability-completed',
           invocationId: p.invocationId,
           ok: p.ok,
           ...(p.ok ? { output: capturedOutput(p, artifacts) } : { error: p.error }),
-          ...(p.artifact ? { artifact: p.artifact } : {}),
+          ...('artifact' in p && p.artifact ? { artifact: p.artifact } : {}),
         });
         break;
+      }
       case 'run.cancel-requested':
-        facts.push({ type: 'cancel-requested', reason: p.reason, by: p.by });
+        facts.push({ type: 'cancel-requested', reason: e.payload.reason, by: e.payload.by });
         break;
-      case 'run.resumed':
+      case 'run.resumed': {
+        const p = e.payload;
         if (p.by !== undefined) facts.push({ type: 'resume-requested', by: p.by, authority: p.authority, afterRestart: p.afterRestart, effects: p.effects });
         break;
-      case 'node.resolved':
+      }
+      case 'node.resolved': {
+        const p = e.payload;
         facts.push({ type: 'outcome-resolved', nodeId: e.node!.id, ...(p.item !== undefined ? { item: p.item } : {}), resolution: p.resolution, output: p.output, reason: p.reason, by: p.by });
         break;
+      }
       default:
         break;
     }
@@ -150,9 +158,10 @@ function comparable(e: EventEnvelope, withEnvelope: boolean): string {
 
 export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
   const events = request.events;
-  if (events.length === 0 || events[0].type !== 'run.accepted') throw new EngineError('replay.bad-journal', 'a journal must start with run.accepted');
+  const accepted = events[0];
+  if (events.length === 0 || accepted.type !== 'run.accepted') throw new EngineError('replay.bad-journal', 'a journal must start with run.accepted');
   const runId = events[0].runId;
-  if ((events[0].payload as Record<string, Json>).capture === 'metadata') {
+  if (accepted.payload.capture === 'metadata') {
     throw new EngineError('replay.payloads-not-kept', `run ${runId} was recorded with capture mode metadata: its journal holds digests, not the payloads recorded replay needs; replay it with mode inspect`, { runId });
   }
   const plan = request.editedPlan ?? request.plan;
@@ -184,7 +193,7 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
     else groups.push([e]);
   }
   const skippedFacts: Json[] = [];
-  const templateKey = (events[0].payload as Record<string, any>).templateKey as string;
+  const templateKey = accepted.payload.templateKey;
   for (const group of groups) {
     const facts = factsOf(group, request.artifacts ?? {}).filter((f) => {
       if (f.type !== 'capability-completed' || requested.has(f.invocationId) || !edited) return true;
@@ -235,7 +244,7 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
     const y = JSON.stringify(replayedNodes[id] ?? null);
     if (x !== y) changedNodes.push({ nodeId: id, recorded: (recordedNodes[id] ?? null) as unknown as Json, replayed: (replayedNodes[id] ?? null) as unknown as Json });
   }
-  const completed = new Set(events.filter((e) => e.type === 'capability.completed').map((e) => (e.payload as Record<string, any>).invocationId as string));
+  const completed = new Set(events.flatMap((e) => (e.type === 'capability.completed' ? [e.payload.invocationId] : [])));
   const unrecorded = gatewayCalls.filter((r) => !completed.has(r.invocationId));
   return {
     mode: 'recorded',

@@ -1,21 +1,18 @@
 // One activation of one run: the facts that came in, the events the engine decided, and the
 // gateway work it staged. `emit` is the only way state changes: it builds the event envelope and
 // applies it with `reduce`, so the journal and the state cannot disagree.
-import type { ExecutionPlan } from '../compiler/plan.js';
 import type { Graph } from '../compiler/graph.js';
-import { derivedId, derivedIdV1, digestOf, eventId } from '../hash.js';
+import { canonicalDigest, derivedId, derivedIdV1, eventId } from '../hash.js';
 import type { Json } from '../json.js';
+import type { ScriptLimits } from '../limits.js';
+import type { ArtifactRef, EnvelopeFields, EventEnvelope, EventType, PayloadOf } from '../protocol/events.js';
+import type { ActivationRequest, Fact } from '../protocol/facts.js';
+import type { GatewayRequest } from '../protocol/gateway.js';
+import type { ExecutionPlan } from '../protocol/plan.js';
 import { reduce } from '../state/reduce.js';
-import type { EventEnvelope, RunState } from '../state/types.js';
+import type { RunState } from '../state/types.js';
 import { utf8Encode } from '../utf8.js';
 import { eventSchemaVersion, type EngineFlag } from '../version.js';
-
-export interface ScriptLimits {
-  fuel: number;
-  memoryBytes: number;
-  stackBytes: number;
-  outputBytes: number;
-}
 
 export type ScriptOutcome = { ok: true; output: string; fuelUsed: number } | { ok: false; error: { code: string; message: string; line?: number } };
 
@@ -25,50 +22,14 @@ export interface ScriptHost {
   checkSyntax(source: string): { message: string; line?: number } | undefined;
 }
 
-/** Facts: inputs of an activation, in the past tense. */
-export type Fact =
-  | { type: 'run-requested'; input: Json; authority: { id: string; scopes: string[] }; parentRunId?: string; correlation?: Json; timeoutMs?: number; /** The deployment's capture mode, narrowed by the plan's templates (`capture-v2`). */ capture?: 'metadata' | 'standard' | 'replayable' }
-  | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: Json; error?: { code: string; message: string; retryable?: boolean }; artifact?: ArtifactRef }
-  | { type: 'cancel-requested'; reason?: string; by?: string }
-  | { type: 'resume-requested'; by?: string; authority?: { id: string; scopes: string[] }; afterRestart?: boolean; effects?: Record<string, string> }
-  | { type: 'outcome-resolved'; nodeId: string; item?: number; resolution: 'succeeded' | 'retry' | 'fail'; output?: Json; reason?: string; by: string };
+export type { ActivationRequest, ArtifactRef, Fact, GatewayRequest };
 
-/** A captured (or redacted) capability payload, stored by the host under its digest. */
-export interface ArtifactRef {
-  digest: string;
-  size: number;
-  mediaType: string;
-  redacted: boolean;
-}
-
-export interface ActivationRequest {
-  runId: string;
-  /** Milliseconds since the epoch; the only clock the engine knows. */
-  now: number;
-  facts: Fact[];
-  /** Who caused this activation (`host`, `operator:<name>`, ...). */
-  actor?: string;
-  correlation?: Json;
-}
-
-export interface GatewayRequest {
-  invocationId: string;
-  runId: string;
-  nodeId: string;
-  item?: number;
+/** The node (and call, and item) an event is about. */
+export interface EventRef {
+  id: string;
   attempt: number;
-  kind: string;
-  name: string;
-  input: Json;
-  effect: string;
-  config?: Json;
-  deadlineAt?: number;
-  reissued?: boolean;
-  /**
-   * The authority the run acts under at the moment the request is staged (resolved again at
-   * every resume and operator command). Not journaled: `capability.requested` is unchanged.
-   */
-  authority: { id: string; scopes: string[] };
+  invocationId?: string;
+  item?: number;
 }
 
 export class Activation {
@@ -123,12 +84,12 @@ export class Activation {
 
   /** The JSON of each event, built as it is emitted (the journal stores exactly this text). */
   readonly eventTexts: string[] = [];
-  private envelope?: { occurredAt: string; workflow: EventEnvelope['workflow']; workflowJson: string; originJson: string; correlationJson: string };
+  private envelope?: { occurredAt: string; workflow: EnvelopeFields['workflow']; workflowJson: string; originJson: string; correlationJson: string };
 
   private envelopeParts() {
     if (!this.envelope) {
       const t = this.plan.templates[this.templateKey];
-      const workflow: EventEnvelope['workflow'] = {
+      const workflow: EnvelopeFields['workflow'] = {
         id: t.template.metadata.id,
         ...(t.revision !== undefined ? { revision: t.revision } : {}),
         semanticHash: t.semanticHash,
@@ -147,11 +108,15 @@ export class Activation {
     return this.envelope;
   }
 
-  emit(type: string, payload: Record<string, Json | undefined>, node?: { id: string; attempt: number; invocationId?: string; item?: number }): EventEnvelope {
+  /**
+   * Journals one event and applies it to the state. A payload member that is `undefined` is
+   * left out of the journal's text and of the state.
+   */
+  emit<T extends EventType>(type: T, payload: PayloadOf<T>, node?: EventRef): EventEnvelope<T> {
     const seq = (this.state?.seq ?? 0) + 1;
     const runId = this.request.runId;
     const parts = this.envelopeParts();
-    const event: EventEnvelope = {
+    const event = {
       schemaVersion: eventSchemaVersion,
       eventId: this.eventIdOf(runId, seq),
       runId,
@@ -161,7 +126,7 @@ export class Activation {
       workflow: parts.workflow,
       origin: { actor: this.request.actor ?? 'engine', activation: this.number },
       payload: stripUndefined(payload),
-    };
+    } as EnvelopeFields & { type: T; payload: PayloadOf<T> };
     let nodeJson = '';
     if (node) {
       const spec = this.graph.nodes.get(node.id);
@@ -173,20 +138,22 @@ export class Activation {
     if (this.correlation !== undefined) event.correlation = this.correlation;
     // Key order is the envelope's declared order; the text is built from cached parts because
     // serialising in the guest's interpreter is the largest cost of an activation.
-    const journaled = this.keepsPayloads ? event.payload : withoutPayloads(type, event.payload);
+    const journaled = this.keepsPayloads ? event.payload : withoutPayloads(type, event.payload as Record<string, Json>);
     this.eventTexts.push(
       `{"schemaVersion":${eventSchemaVersion},"eventId":"${event.eventId}","runId":${JSON.stringify(runId)},"seq":${seq},"type":"${type}","occurredAt":"${parts.occurredAt}","workflow":${parts.workflowJson}${nodeJson}${parts.correlationJson},"origin":${parts.originJson},"payload":${JSON.stringify(journaled)}}`,
     );
-    this.state = reduce(this.state, event);
-    this.events.push(event);
-    if (type === 'edge.taken' || type === 'edge.skipped') this.candidates.add(payload.to as string);
-    else if (type === 'run.started') for (const id of this.graph.roots) this.candidates.add(id);
-    return event;
+    // One member of the union (TypeScript does not narrow a generic `T` to it by itself).
+    const emitted = event as unknown as EventEnvelope;
+    this.state = reduce(this.state, emitted);
+    this.events.push(emitted);
+    if (emitted.type === 'edge.taken' || emitted.type === 'edge.skipped') this.candidates.add(emitted.payload.to);
+    else if (emitted.type === 'run.started') for (const id of this.graph.roots) this.candidates.add(id);
+    return emitted as EventEnvelope<T>;
   }
 }
 
 /** The payload member of each event type that carries run data (under capture `metadata`). */
-const payloadMembers: Record<string, string> = {
+const payloadMembers: Partial<Record<EventType, string>> = {
   'run.accepted': 'input',
   'capability.requested': 'input',
   'capability.completed': 'output',
@@ -198,7 +165,7 @@ const payloadMembers: Record<string, string> = {
 };
 
 function digestMembers(key: string, value: Json): Record<string, Json> {
-  return { [`${key}Digest`]: digestOf(value), [`${key}Bytes`]: utf8Encode(JSON.stringify(value)).length };
+  return { [`${key}Digest`]: canonicalDigest(value), [`${key}Bytes`]: utf8Encode(JSON.stringify(value)).length };
 }
 
 /**
@@ -206,10 +173,10 @@ function digestMembers(key: string, value: Json): Record<string, Json> {
  * (`sha256:` of its canonical JSON) and its size in UTF-8 bytes; a foreach's items by their
  * digest and count. The state is reduced from the whole payload, which lives in memory only.
  */
-export function withoutPayloads(type: string, payload: Record<string, Json>): Record<string, Json> {
+export function withoutPayloads(type: EventType, payload: Record<string, Json>): Record<string, Json> {
   if (type === 'node.started' && payload.foreach !== undefined) {
     const { items, ...rest } = payload.foreach as Record<string, Json>;
-    return { ...payload, foreach: { ...rest, itemsDigest: digestOf(items), itemsCount: (items as Json[]).length } };
+    return { ...payload, foreach: { ...rest, itemsDigest: canonicalDigest(items), itemsCount: (items as Json[]).length } };
   }
   const key = payloadMembers[type];
   if (key === undefined || payload[key] === undefined) return payload;
@@ -217,8 +184,8 @@ export function withoutPayloads(type: string, payload: Record<string, Json>): Re
   return { ...rest, ...digestMembers(key, value) };
 }
 
-function stripUndefined(payload: Record<string, Json | undefined>): Record<string, Json> {
-  const out: Record<string, Json> = {};
+function stripUndefined<P extends object>(payload: P): P {
+  const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(payload)) if (v !== undefined) out[k] = v;
-  return out;
+  return out as P;
 }

@@ -3,7 +3,8 @@
 import { canonicalJson } from '../hash.js';
 import { getPointer, type Json } from '../json.js';
 import type { Binding } from '../protocol/template.js';
-import type { ErrorInfo, RunState } from '../state/types.js';
+import type { ErrorInfo } from '../protocol/events.js';
+import type { RunState } from '../state/types.js';
 
 export function resolveBinding(binding: Binding, state: RunState): Json | undefined {
   switch (binding.source) {

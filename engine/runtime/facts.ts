@@ -1,14 +1,17 @@
 // Applies the facts of an activation, then lets the frontier advance.
-import { EngineError } from '../errors.js';
-import type { Json } from '../json.js';
-import { limits } from '../limits.js';
-import type { ErrorInfo, Invocation } from '../state/types.js';
-import type { NodeSpec } from '../protocol/template.js';
-import type { Activation, Fact } from './activation.js';
-import { abandonUnknown, advance, cancelRun, commitOutput, failNode, failRun, grantedCapability, isTerminal, requestFor, resolveUnknownItem, retryUnknownItems, settleItemAndContinue, stageRequest, startNode } from './advance.js';
-import { resolveInputs } from './bindings.js';
-import { jsonProblem } from '../json.js';
 import { applyDefaultsAndCheck, checkAgainst } from '../compiler/schemas.js';
+import { EngineError } from '../errors.js';
+import { jsonProblem, type Json } from '../json.js';
+import { limits } from '../limits.js';
+import { grantedCapability, normaliseError, requestFor, stageRequest } from '../nodes/call.js';
+import { resolveUnknownItem, retryUnknownItems, settleItemAndContinue } from '../nodes/foreach.js';
+import { kindOf } from '../nodes/index.js';
+import type { CapabilityResult } from '../protocol/events.js';
+import type { NodeSpec } from '../protocol/template.js';
+import type { Invocation } from '../state/types.js';
+import type { Activation, Fact } from './activation.js';
+import { abandonUnknown, advance, cancelRun, commitOutput, failNode, failRun, isTerminal, startNode } from './advance.js';
+import { resolveInputs } from './bindings.js';
 
 export function applyFacts(a: Activation): void {
   for (const fact of a.request.facts) applyFact(a, fact);
@@ -68,7 +71,7 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
   if (metadata) a.keepsPayloads = false;
   a.emit('run.accepted', {
     input,
-    authority: fact.authority as unknown as Json,
+    authority: fact.authority,
     templateKey: a.templateKey,
     planHash: a.plan.planHash,
     parentRunId: fact.parentRunId,
@@ -96,11 +99,11 @@ export function failWithoutPayloads(a: Activation): void {
 function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capability-completed' }>): void {
   const inv = a.run.inflight[fact.invocationId];
   // A payload the host captured as an artifact is recorded by its digest, not inline.
-  const outcome: Record<string, Json | undefined> = fact.ok
+  const outcome: CapabilityResult = fact.ok
     ? fact.artifact
-      ? { ok: true, artifact: fact.artifact as unknown as Json }
+      ? { ok: true, artifact: fact.artifact }
       : { ok: true, output: fact.output ?? null }
-    : { ok: false, error: normaliseError(a, fact.error) as unknown as Json };
+    : { ok: false, error: normaliseError(a, fact.error) };
   if (!inv) {
     // Evidence only: a duplicate, a completion after cancellation, or after the run ended.
     a.emit('capability.late', { invocationId: fact.invocationId, reason: isTerminal(a) ? `run ${a.run.status}` : 'not in flight', ...outcome });
@@ -109,50 +112,13 @@ function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capabili
   const ref = { id: inv.nodeId, attempt: inv.attempt, invocationId: inv.invocationId, item: inv.item };
   a.emit('capability.completed', { invocationId: inv.invocationId, ...outcome }, ref);
   const spec = a.graph.nodes.get(inv.nodeId)!;
-  if (inv.item !== undefined) {
-    settleItemFromFact(a, inv, fact);
-    return;
-  }
-  if (!fact.ok) {
-    failNode(a, inv.nodeId, normaliseError(a, fact.error), { unknownEffect: inv.effect === 'unknown' });
-    return;
-  }
-  const config = (spec.config ?? {}) as Record<string, any>;
-  if (spec.uses === 'human.approval@1') {
-    const decision = (fact.output ?? {}) as Record<string, Json>;
-    if (decision.approved !== true && config.onReject !== 'continue') {
-      failNode(a, inv.nodeId, { code: 'approval.rejected', message: `${String(decision.by ?? 'an approver')} rejected ${inv.nodeId}${decision.comment ? `: ${String(decision.comment)}` : ''}`, retryable: false });
-      return;
-    }
-  }
-  commitOutput(a, inv.nodeId, fact.output ?? null, spec.uses === 'agent.run@1' ? config.outputSchema : undefined);
-}
-
-function settleItemFromFact(a: Activation, inv: Invocation, fact: Extract<Fact, { type: 'capability-completed' }>): void {
-  const outcome = fact.ok ? ({ ok: true, output: fact.output ?? null } as const) : ({ ok: false, error: normaliseError(a, fact.error) } as const);
-  settleItemAndContinue(a, a.graph.nodes.get(inv.nodeId)!, inv.item!, inv.attempt, outcome, inv.effect === 'unknown');
-}
-
-/**
- * A capability's error as the engine records and decides on it. With `errors-v2` a `retryable`
- * that is not a boolean is left out rather than kept as `undefined`: the state must hold exactly
- * what the journal's JSON holds, or a value that passed live would differ after a rebuild (a
- * foreach's `failures` failed its own output check live and not after a restart).
- */
-function normaliseError(a: Activation, error: { code?: unknown; message?: unknown; retryable?: unknown } | undefined): ErrorInfo {
-  const info: ErrorInfo = {
-    code: typeof error?.code === 'string' && error.code.length > 0 ? error.code : 'capability.failed',
-    message: typeof error?.message === 'string' ? error.message.slice(0, limits.errorMessageCharsMax) : 'the capability failed',
-  };
-  if (typeof error?.retryable === 'boolean') info.retryable = error.retryable;
-  else if (!a.has('errors-v2')) info.retryable = undefined;
-  return info;
+  kindOf(spec.uses).complete!(a, spec, inv, fact);
 }
 
 function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>): void {
   if (isTerminal(a)) return;
   const by = fact.by ?? a.request.actor ?? 'host';
-  a.emit('run.resumed', { by, authority: fact.authority as unknown as Json, afterRestart: fact.afterRestart || undefined, effects: fact.effects as Json | undefined });
+  a.emit('run.resumed', { by, authority: fact.authority, afterRestart: fact.afterRestart || undefined, effects: fact.effects });
   if (!fact.afterRestart) return;
   // The host restarted: the outcome of every invocation in flight is unknown.
   for (const inv of Object.values(a.run.inflight)) {
@@ -162,8 +128,7 @@ function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>
     const safe = inv.effect === 'read-only' || inv.effect === 'idempotent' || declared === 'read-only' || declared === 'idempotent';
     if (safe) {
       const spec = a.graph.nodes.get(inv.nodeId)!;
-      const config = (spec.uses === 'core.foreach@1' ? (spec.config as Record<string, any>).body.config : spec.config ?? {}) as Record<string, any>;
-      const uses = spec.uses === 'core.foreach@1' ? (spec.config as Record<string, any>).body.uses : spec.uses;
+      const { uses, config } = kindOf(spec.uses).callOf?.(spec) ?? { uses: spec.uses, config: (spec.config ?? {}) as Record<string, any> };
       if (a.has('authority-v2') && denyReissue(a, inv, spec, uses, config)) continue;
       const input = inv.item !== undefined ? a.run.nodes[inv.nodeId].foreach!.items[inv.item] : resolveInputs(spec.inputs, a.run);
       stageRequest(a, requestFor(a, spec, uses, config, inv.invocationId, inv.attempt, input, inv.item), true);

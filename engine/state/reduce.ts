@@ -4,7 +4,9 @@ import { EngineError } from '../errors.js';
 import type { Json } from '../json.js';
 import { checkpointSchemaVersion } from '../version.js';
 import { nodeTransitions, runTransitions } from './transitions.js';
-import type { Authority, Effect, ErrorInfo, EventEnvelope, NodeState, NodeStatus, RunState } from './types.js';
+import type { EventEnvelope, NodeEventType, RunEventType } from '../protocol/events.js';
+import type { NodeStatus } from '../protocol/statuses.js';
+import type { NodeState, RunState } from './types.js';
 
 function illegal(state: RunState | undefined, event: EventEnvelope, why: string): never {
   throw new EngineError('engine.illegal-transition', `${event.type} (seq ${event.seq}) ${why}`, {
@@ -15,8 +17,8 @@ function illegal(state: RunState | undefined, event: EventEnvelope, why: string)
 }
 
 export function reduce(state: RunState | undefined, event: EventEnvelope): RunState {
-  const p = event.payload as Record<string, any>;
   if (event.type === 'run.accepted') {
+    const p = event.payload;
     if (state) illegal(state, event, 'arrived for a run that already exists');
     return {
       checkpointVersion: checkpointSchemaVersion as 1,
@@ -28,16 +30,17 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
       activation: event.origin.activation,
       clock: Date.parse(event.occurredAt),
       lastCheckpointSeq: 0,
-      input: p.input,
+      // A `metadata` run journals the input's digest: the state has no input.
+      input: p.input as Json,
       ...(p.capture === 'metadata' ? { capture: 'metadata' as const } : {}),
-      authority: p.authority as Authority,
+      authority: p.authority,
       parentRunId: p.parentRunId ?? undefined,
       correlation: event.correlation,
       deadlineAt: p.deadlineAt ?? undefined,
-      nodes: Object.fromEntries((p.nodeIds as string[]).map((id) => [id, { status: 'pending', attempt: 0 } as NodeState])),
+      nodes: Object.fromEntries(p.nodeIds.map((id) => [id, { status: 'pending', attempt: 0 } as NodeState])),
       edges: {},
       inflight: {},
-      counts: { ...emptyCounts(), pending: (p.nodeIds as string[]).length },
+      counts: { ...emptyCounts(), pending: p.nodeIds.length },
       timed: {},
     };
   }
@@ -51,26 +54,26 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
   }
   state.activation = event.origin.activation;
 
-  const run = runTransitions[event.type];
-  if (run) {
+  if (isRunEvent(event)) {
+    const run = runTransitions[event.type];
     if (!run.from.includes(state.status)) illegal(state, event, `is not allowed while the run is ${state.status}`);
     if (run.to !== 'same') state.status = run.to;
     switch (event.type) {
       case 'run.paused':
-        state.pausedReason = p.reason;
+        state.pausedReason = event.payload.reason;
         break;
       case 'run.resumed':
         state.pausedReason = undefined;
-        if (p.authority) state.authority = p.authority as Authority;
+        if (event.payload.authority) state.authority = event.payload.authority;
         break;
       case 'run.cancel-requested':
         state.cancelRequested = true;
         break;
       case 'run.completed':
-        state.result = p.output;
+        state.result = event.payload.output;
         break;
       case 'run.failed':
-        state.error = p.error as ErrorInfo;
+        state.error = event.payload.error;
         state.pausedReason = undefined;
         break;
       case 'run.cancelled':
@@ -82,15 +85,15 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
     return state;
   }
 
-  const nodeRule = nodeTransitions[event.type];
-  if (nodeRule) {
+  if (isNodeEvent(event)) {
+    const nodeRule = nodeTransitions[event.type];
     const id = event.node?.id;
     const node = id === undefined ? undefined : state.nodes[id];
     if (!node) return illegal(state, event, `names unknown node ${JSON.stringify(id)}`);
     if (!nodeRule.from.includes(node.status)) illegal(state, event, `is not allowed while node ${id} is ${node.status}`);
     const before = node.status;
     if (nodeRule.to !== 'same') node.status = nodeRule.to;
-    applyNodeEvent(node, event, p);
+    applyNodeEvent(node, event);
     if (before !== node.status) {
       state.counts[before] -= 1;
       state.counts[node.status] += 1;
@@ -101,7 +104,8 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
   }
 
   switch (event.type) {
-    case 'capability.requested':
+    case 'capability.requested': {
+      const p = event.payload;
       state.inflight[p.invocationId] = {
         invocationId: p.invocationId,
         nodeId: event.node!.id,
@@ -109,11 +113,13 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
         attempt: event.node!.attempt,
         kind: p.kind,
         name: p.name,
-        effect: p.effect as Effect,
+        effect: p.effect,
         requestedSeq: event.seq,
       };
       break;
+    }
     case 'capability.cancelled': {
+      const p = event.payload;
       const inv = state.inflight[p.invocationId];
       if (!inv) illegal(state, event, `names invocation ${p.invocationId}, which is not in flight`);
       // A cancelled foreach item no longer occupies one of the node's concurrency slots.
@@ -123,15 +129,19 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
       break;
     }
     case 'capability.completed':
-    case 'capability.abandoned':
+    case 'capability.abandoned': {
+      const p = event.payload;
       if (!state.inflight[p.invocationId]) illegal(state, event, `names invocation ${p.invocationId}, which is not in flight`);
       delete state.inflight[p.invocationId];
       break;
+    }
     case 'edge.taken':
-    case 'edge.skipped':
+    case 'edge.skipped': {
+      const p = event.payload;
       if (state.edges[p.edge] !== undefined) illegal(state, event, `decides edge ${p.edge} a second time`);
       state.edges[p.edge] = event.type === 'edge.taken' ? 'taken' : 'skipped';
       break;
+    }
     case 'checkpoint.committed':
       state.lastCheckpointSeq = event.seq;
       break;
@@ -163,9 +173,18 @@ export function ensureIndexes(state: RunState): RunState {
   return state;
 }
 
-function applyNodeEvent(node: NodeState, event: EventEnvelope, p: Record<string, any>): void {
+function isRunEvent(event: EventEnvelope): event is EventEnvelope<RunEventType> {
+  return Object.prototype.hasOwnProperty.call(runTransitions, event.type);
+}
+
+function isNodeEvent(event: EventEnvelope): event is EventEnvelope<NodeEventType> {
+  return Object.prototype.hasOwnProperty.call(nodeTransitions, event.type);
+}
+
+function applyNodeEvent(node: NodeState, event: EventEnvelope<NodeEventType>): void {
   switch (event.type) {
-    case 'node.started':
+    case 'node.started': {
+      const p = event.payload;
       node.attempt = event.node!.attempt;
       node.error = undefined;
       node.retryAt = undefined;
@@ -180,33 +199,37 @@ function applyNodeEvent(node: NodeState, event: EventEnvelope, p: Record<string,
           next: 0,
           running: 0,
           done: 0,
-          results: new Array(p.foreach.items?.length ?? p.foreach.itemsCount).fill(null),
+          results: new Array(p.foreach.items?.length ?? (p.foreach.itemsCount as number)).fill(null),
           failures: [],
           attempts: {},
           unknown: [],
         };
       }
       break;
+    }
     case 'node.output-committed':
-      node.output = p.output;
+      node.output = event.payload.output;
       node.timeoutAt = undefined;
       break;
     case 'node.failed':
-      node.error = p.error;
+      node.error = event.payload.error;
       node.timeoutAt = undefined;
       break;
     case 'node.retry-scheduled':
-      node.error = p.error;
-      node.retryAt = p.retryAt;
+      node.error = event.payload.error;
+      node.retryAt = event.payload.retryAt;
       node.timeoutAt = undefined;
       break;
-    case 'node.needs-attention':
+    case 'node.needs-attention': {
+      const p = event.payload;
       if (node.foreach && typeof p.item === 'number') {
         node.foreach.running -= 1;
         node.foreach.unknown.push(p.item);
       }
       break;
+    }
     case 'node.item-started': {
+      const p = event.payload;
       const f = node.foreach!;
       f.attempts[String(p.index)] = event.node!.attempt;
       if (p.index === f.next) f.next += 1;
@@ -216,14 +239,17 @@ function applyNodeEvent(node: NodeState, event: EventEnvelope, p: Record<string,
       break;
     }
     case 'node.item-committed': {
+      const p = event.payload;
       const f = node.foreach!;
-      f.results[p.index] = p.output;
+      // A `metadata` run journals the output's digest: the item's result is not kept.
+      f.results[p.index] = p.output as Json;
       f.running -= p.fromUnknown ? 0 : 1;
       f.done += 1;
       if (p.fromUnknown) f.unknown.splice(f.unknown.indexOf(p.index), 1);
       break;
     }
     case 'node.item-failed': {
+      const p = event.payload;
       const f = node.foreach!;
       if (p.final) {
         f.failures.push({ index: p.index, error: p.error });

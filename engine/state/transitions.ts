@@ -1,9 +1,10 @@
 // Every legal state change of runs and nodes, as tables. An event that a table does not allow
 // fails loudly with the state, the event and its seq.
-import type { NodeStatus, RunStatus } from './types.js';
+import type { NodeEventType, RunEventType } from '../protocol/events.js';
+import type { NodeStatus, RunStatus } from '../protocol/statuses.js';
 
 /** Run event type -> statuses it may arrive in -> status after it (`same` keeps the status). */
-export const runTransitions: Record<string, { from: readonly (RunStatus | 'new')[]; to: RunStatus | 'same' }> = {
+export const runTransitions: Record<RunEventType, { from: readonly (RunStatus | 'new')[]; to: RunStatus | 'same' }> = {
   'run.accepted': { from: ['new'], to: 'queued' },
   'run.started': { from: ['queued'], to: 'running' },
   'run.paused': { from: ['running', 'paused'], to: 'paused' },
@@ -17,7 +18,7 @@ export const runTransitions: Record<string, { from: readonly (RunStatus | 'new')
 const active: readonly NodeStatus[] = ['running', 'waiting'];
 
 /** Node event type -> statuses it may arrive in -> status after it. */
-export const nodeTransitions: Record<string, { from: readonly NodeStatus[]; to: NodeStatus | 'same' }> = {
+export const nodeTransitions: Record<NodeEventType, { from: readonly NodeStatus[]; to: NodeStatus | 'same' }> = {
   'node.started': { from: ['pending', 'retry-wait', 'needs-attention'], to: 'running' },
   'node.waiting': { from: ['running'], to: 'waiting' },
   'node.output-committed': { from: [...active, 'needs-attention'], to: 'completed' },

@@ -1,34 +1,12 @@
+// The state of a run as `reduce` folds it from the journal; a checkpoint is this object as JSON.
 import type { Json } from '../json.js';
+import type { Authority } from '../protocol/authority.js';
+import type { ErrorInfo } from '../protocol/events.js';
+import type { CallInFlight } from '../protocol/projection.js';
+import type { EdgeStatus, Effect, NodeStatus, PausedReason, RunStatus } from '../protocol/statuses.js';
 
-export type RunStatus = 'accepted' | 'queued' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
-export type PausedReason = 'approval' | 'waiting' | 'needs_attention';
-export type NodeStatus = 'pending' | 'running' | 'waiting' | 'retry-wait' | 'needs-attention' | 'completed' | 'failed' | 'skipped' | 'cancelled';
-export type EdgeStatus = 'taken' | 'skipped';
-/** How an external call may be treated on recovery and replay. */
-export type Effect = 'read-only' | 'idempotent' | 'unknown';
-
-export interface ErrorInfo {
-  code: string;
-  message: string;
-  retryable?: boolean;
-  detail?: Json;
-}
-
-export interface Authority {
-  id: string;
-  scopes: string[];
-}
-
-export interface Invocation {
-  invocationId: string;
-  nodeId: string;
-  item?: number;
-  attempt: number;
-  kind: string;
-  name: string;
-  effect: Effect;
-  requestedSeq: number;
-}
+/** An invocation in flight, as the run's projection lists it. */
+export type Invocation = CallInFlight;
 
 export interface ForeachState {
   items: Json[];
@@ -90,19 +68,4 @@ export interface RunState {
   timed: Record<string, true>;
   result?: Json;
   error?: ErrorInfo;
-}
-
-export interface EventEnvelope {
-  schemaVersion: number;
-  eventId: string;
-  runId: string;
-  seq: number;
-  type: string;
-  /** ISO-8601 time taken from the activation's `now`. */
-  occurredAt: string;
-  workflow: { id: string; revision?: number; semanticHash: string; engineVersion: string; nodeDefinitionSetHash: string };
-  node?: { id: string; uses: string; attempt: number; invocationId?: string; item?: number };
-  correlation?: Json;
-  origin: { actor: string; activation: number };
-  payload: Record<string, Json>;
 }

@@ -11,14 +11,10 @@
 // refused the same way (`assertTemplateJson`).
 import { assertTemplateJson } from './json-input.js';
 import type { CommitEntry, RunTail } from './store.js';
+import type { ScriptLimits } from '../../engine/limits.js';
 import type { ActivationSummary, ExecutionPlan, GatewayRequest, HostLog, ValidationReport } from './types.js';
 
-export interface ScriptLimits {
-  fuel: number;
-  memoryBytes: number;
-  stackBytes: number;
-  outputBytes: number;
-}
+export type { ScriptLimits };
 
 /** What a host provides to the engine, synchronously. */
 export interface EngineHostImports {

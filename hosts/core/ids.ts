@@ -1,4 +1,4 @@
-// Run ids made by a host: portable (`[A-Za-z0-9][A-Za-z0-9._:-]{0,35}`), sortable by time.
+// Run ids made by a host: portable (engine/protocol/ids.ts), sortable by time.
 const alphabet = '0123456789abcdefghjkmnpqrstvwxyz';
 
 export function newRunId(now: number, random: (bytes: number) => Uint8Array): string {

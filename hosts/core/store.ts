@@ -12,6 +12,7 @@
  * epoch, a per-run inbox of operator commands, the queue of background runs): see
  * `ownership-store.ts`.
  */
+import { portableIdPattern, portableIdSource } from '../../engine/protocol/ids.js';
 import type { RunOwnership } from './ownership-store.js';
 import type { RunProjection } from './types.js';
 
@@ -160,10 +161,10 @@ export class StoreError extends Error {
 }
 
 /** Portable identifiers: run ids, node ids, invocation ids, file names. */
-export const portableIdPattern = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,35}$/;
+export { portableIdPattern };
 
 export function assertPortableId(id: string, what: string): void {
   if (typeof id !== 'string' || !portableIdPattern.test(id)) {
-    throw new StoreError('store.bad-id', `${what} ${JSON.stringify(id)} is not a portable id ([A-Za-z0-9][A-Za-z0-9._:-]{0,35})`);
+    throw new StoreError('store.bad-id', `${what} ${JSON.stringify(id)} is not a portable id (${portableIdSource})`);
   }
 }

@@ -12,11 +12,11 @@
 // its `workflow.call@1` revisions into a pinned plan, so deleting a revision never breaks a run.
 import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
+import { isPortableId, portableIdSource } from '../../engine/protocol/ids.js';
 import type { ExecutionPlan, ValidationReport } from '../core/types.js';
 
 const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as unknown as (value: unknown) => string | undefined;
 
-const portableId = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,35}$/;
 const searchResultsMax = 100;
 
 export interface CatalogProblem {
@@ -351,8 +351,8 @@ export class WorkflowCatalog {
    */
   async putDraft(template: unknown, options: { expectedDraftRevision: number; by?: string }): Promise<WorkflowDraft> {
     const id = (template as any)?.metadata?.id;
-    if (typeof id !== 'string' || !portableId.test(id)) {
-      throw new CatalogError('catalog.draft-invalid-id', 'a draft needs /metadata/id, a portable id ([A-Za-z0-9][A-Za-z0-9._:-]{0,35})', [{ code: 'catalog.draft-invalid-id', pointer: '/metadata/id', message: 'missing or not a portable id' }]);
+    if (!isPortableId(id)) {
+      throw new CatalogError('catalog.draft-invalid-id', `a draft needs /metadata/id, a portable id (${portableIdSource})`, [{ code: 'catalog.draft-invalid-id', pointer: '/metadata/id', message: 'missing or not a portable id' }]);
     }
     const bytes = Buffer.from(JSON.stringify(template), 'utf8');
     const result = await this.storage.putDraft({ id, template: bytes, searchText: searchText(template), expectedDraftRevision: options.expectedDraftRevision, at: this.now(), by: options.by ?? 'sdk' });
@@ -528,9 +528,11 @@ export class WorkflowCatalog {
   }
 }
 
+const revisionRefPattern = new RegExp(`^(${portableIdSource})@([1-9][0-9]{0,8})$`);
+
 /** Parses `<id>@<revision>`; undefined when the text is not of that form. */
 export function parseRevisionRef(text: string): { id: string; revision: number } | undefined {
-  const m = /^([A-Za-z0-9][A-Za-z0-9._:-]{0,35})@([1-9][0-9]{0,8})$/.exec(text);
+  const m = revisionRefPattern.exec(text);
   return m ? { id: m[1], revision: Number(m[2]) } : undefined;
 }
 

@@ -1,8 +1,11 @@
 // The rules of lease acquisition, shared by the SQLite and PostgreSQL stores: given the run's row
 // as read inside the acquiring transaction, what the store must do. Stores only run the SQL.
 import type { LeaseGrant } from '../core/ownership-store.js';
-import { terminalStatuses } from '../core/types.js';
+import { terminalRunStatuses, terminalStatuses } from '../core/types.js';
 import { ownerIsDead } from './owner-id.js';
+
+/** SQL condition: the run is neither queued nor terminal (it has, or may get, an owner). */
+export const activeStatusSql = `status NOT IN (${['queued', ...terminalRunStatuses].map((s) => `'${s}'`).join(', ')})`;
 
 export interface LeaseRow {
   status: string;

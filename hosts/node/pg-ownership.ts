@@ -14,7 +14,7 @@ import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorComma
 import { assertPortableId, StoreError, type RunRecord } from '../core/store.js';
 import { ownerIsDead } from './owner-id.js';
 import { rows, statement, transaction } from './pg-pool.js';
-import { leaseDecision } from './lease-rules.js';
+import { activeStatusSql, leaseDecision } from './lease-rules.js';
 
 export interface PgRunRow {
   run_id: string;
@@ -33,7 +33,7 @@ export interface PgRunRow {
 }
 
 /** `status` values that hold a slot of their concurrency key (besides a claimed queued run). */
-const activeStatus = `status NOT IN ('queued', 'completed', 'failed', 'cancelled')`;
+const activeStatus = activeStatusSql;
 
 /** The SELECT list of a run record; `$1` is the caller's `now` (for the wait reason). */
 export function runRecordColumns(s: string): string {

@@ -5,7 +5,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorCommand, QueuedLaunch, RunOwnership, WorkerRecord } from '../core/ownership-store.js';
 import { assertPortableId, StoreError, type RunRecord } from '../core/store.js';
-import { leaseDecision, type LeaseRow } from './lease-rules.js';
+import { activeStatusSql, leaseDecision, type LeaseRow } from './lease-rules.js';
 import { ownerIsDead } from './owner-id.js';
 
 export interface RunRow {
@@ -29,7 +29,7 @@ export function runRecordOf(row: RunRow): RunRecord {
   return record;
 }
 
-const activeWhere = `status NOT IN ('queued', 'completed', 'failed', 'cancelled')`;
+const activeWhere = activeStatusSql;
 
 export class SqliteOwnership implements RunOwnership {
   private readonly stmt: Record<string, Statement>;
@@ -51,7 +51,7 @@ export class SqliteOwnership implements RunOwnership {
       liveOwners: db.prepare('SELECT DISTINCT lease_owner FROM runs WHERE lease_owner IS NOT NULL AND lease_expires_at >= ?').pluck(),
       takeoverCandidates: db.prepare(
         `SELECT run_id, last_seq, lease_epoch, lease_owner, lease_expires_at FROM runs
-          WHERE status NOT IN ('queued', 'completed', 'failed', 'cancelled')
+          WHERE ${activeWhere}
             AND (lease_owner IS NULL OR lease_expires_at < ? OR lease_owner IN (SELECT value FROM json_each(?)))
             AND (status = 'running' OR (wake_at IS NOT NULL AND wake_at <= ?)
                  OR EXISTS (SELECT 1 FROM run_inbox i WHERE i.run_id = runs.run_id AND i.state = 'pending'))

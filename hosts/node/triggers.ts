@@ -3,6 +3,7 @@
 // fires twice, start one run per slot, never two.
 import { createHash } from 'node:crypto';
 import { Cron } from 'croner';
+import { isPortableId } from '../../engine/protocol/ids.js';
 import type { HostLog } from '../core/types.js';
 import type { LaunchTarget, WorkflowRuntime } from './runtime.js';
 
@@ -48,7 +49,7 @@ export class TriggerScheduler {
 
   /** Arms a trigger; a bad pattern or a duplicate id is refused with a typed error. */
   add(spec: TriggerSpec): void {
-    if (!/^[A-Za-z0-9][A-Za-z0-9._:-]{0,35}$/.test(spec.id)) throw new TriggerError('trigger.bad-id', `trigger id ${JSON.stringify(spec.id)} is not a portable id`);
+    if (!isPortableId(spec.id)) throw new TriggerError('trigger.bad-id', `trigger id ${JSON.stringify(spec.id)} is not a portable id`);
     if (this.armed.has(spec.id)) throw new TriggerError('trigger.exists', `trigger ${spec.id} is already armed`);
     let job: Cron;
     try {

@@ -13,6 +13,7 @@
  *   LOCK                      the owning process's identity
  *   artifacts/                content-addressed artifacts
  */
+import { terminalRunStatuses } from '../../engine/protocol/statuses.js';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import {
@@ -58,7 +59,7 @@ import { acquireStateLock, type StateLock } from './state-lock.js';
 export const journalFileKind: RecordFileKind = { magic: 'ADWJRNL\n', version: 2 };
 export const journalFileName = 'journal.log';
 export const compactTempFileName = 'journal.log.compact.tmp';
-export const defaultTerminalStatuses: readonly string[] = ['completed', 'failed', 'cancelled'];
+export const defaultTerminalStatuses: readonly string[] = terminalRunStatuses;
 
 export interface FileJournalOptions {
   /** Host clock for the `createdAt`/`updatedAt` projections; milliseconds since the epoch. */

@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { portableIdSource } from '../../engine/protocol/ids.js';
 
 const run = promisify(execFile);
 export const root = new URL('../../', import.meta.url).pathname;
@@ -73,7 +74,7 @@ export interface ExampleRun {
 function readDependencies(dir: string): { template: unknown; revision: number }[] {
   const out: { template: unknown; revision: number }[] = [];
   for (const name of readdirSync(dir).sort()) {
-    const m = /^([A-Za-z0-9][A-Za-z0-9._:-]{0,35})@([1-9][0-9]*)\.json$/.exec(name);
+    const m = new RegExp(`^(${portableIdSource})@([1-9][0-9]*)\\.json$`).exec(name);
     if (m) out.push({ template: JSON.parse(readFileSync(join(dir, name), 'utf8')), revision: Number(m[2]) });
   }
   return out;

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
+import { isTerminalStatus } from '../../engine/protocol/statuses.js';
 import { cli, hostModule, template } from './helpers.js';
 
 const pgBase = 'postgres://postgres@127.0.0.1:5432/test';
@@ -42,7 +43,6 @@ function prng(s: number): () => number {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const terminal = new Set(['completed', 'failed', 'cancelled']);
 
 interface LogEntry {
   tool: string;
@@ -187,7 +187,7 @@ describe('scale-out: four workers on one PostgreSQL schema, killed at random', (
       let lastProgress = '';
       while (Date.now() < deadline) {
         const records = await rt.listRuns({ limit: RUNS * 2 });
-        terminalCount = records.filter((r) => terminal.has(r.status)).length;
+        terminalCount = records.filter((r) => isTerminalStatus(r.status)).length;
         if (terminalCount >= RUNS) break;
         const attention = records.filter((r) => r.status === 'paused');
         const charged = new Set(attention.length ? readLog().filter((x) => x.tool === 'charge' && x.phase === 'start').map((x) => x.invocationId) : []);

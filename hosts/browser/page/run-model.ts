@@ -2,7 +2,7 @@
 // export's events in one pass (they are the journal, shown as it is). What the run waits for, how
 // it ended and the node states come from the engine: the projection of the component's `inspect`
 // replay; until it answers, only the export's status is known.
-import type { RunProjection } from '../../core/types.js';
+import type { EventEnvelope, RunProjection } from '../../core/types.js';
 import type { RunExport } from '../journal.js';
 
 export type Highlight = 'unknown' | 'approval' | 'failure' | undefined;
@@ -73,11 +73,10 @@ const statusOfEvent: Record<string, string> = {
 };
 
 /** The highlight class of one event: unknown outcomes, approvals, failures. */
-export function highlightOf(e: any): Highlight {
-  const p = e.payload ?? {};
+export function highlightOf(e: EventEnvelope): Highlight {
   if (e.type === 'node.needs-attention' || e.type === 'capability.abandoned') return 'unknown';
-  if ((e.type === 'capability.requested' && p.kind === 'approval') || (e.type === 'node.waiting' && p.reason === 'approval') || e.type === 'node.resolved') return 'approval';
-  if (e.type === 'node.failed' || e.type === 'run.failed' || e.type === 'node.item-failed' || (e.type === 'capability.completed' && p.ok === false)) return 'failure';
+  if ((e.type === 'capability.requested' && e.payload.kind === 'approval') || (e.type === 'node.waiting' && e.payload.reason === 'approval') || e.type === 'node.resolved') return 'approval';
+  if (e.type === 'node.failed' || e.type === 'run.failed' || e.type === 'node.item-failed' || (e.type === 'capability.completed' && e.payload.ok === false)) return 'failure';
   return undefined;
 }
 

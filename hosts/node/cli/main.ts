@@ -4,6 +4,8 @@
 import { readFileSync, existsSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { portableIdSource } from '../../../engine/protocol/ids.js';
+import { isTerminalStatus } from '../../../engine/protocol/statuses.js';
 import type { WorkflowRuntime } from '../runtime.js';
 import { extraCommands } from './commands/index.js';
 import { resolveRunTarget, runPublished } from './commands/catalog.js';
@@ -60,6 +62,8 @@ function readTemplate(file: string): unknown {
   }
 }
 
+const dependencyFilePattern = new RegExp(`^(${portableIdSource})@([1-9][0-9]*)\\.json$`);
+
 /** Fixed revisions of called workflows: `<id>@<revision>.json` files in `--deps` or the host module's `dependencies`. */
 async function readDependencies(args: ParsedArgs): Promise<{ template: unknown; revision: number }[]> {
   const host = await loadHostModule(optionString(args, 'config'));
@@ -68,7 +72,7 @@ async function readDependencies(args: ParsedArgs): Promise<{ template: unknown; 
   if (!existsSync(dir)) throw new WorkflowError('cli.not-found', `dependency folder ${dir} does not exist`);
   const out: { template: unknown; revision: number }[] = [];
   for (const name of readdirSync(dir).sort()) {
-    const m = /^([A-Za-z0-9][A-Za-z0-9._:-]{0,35})@([1-9][0-9]*)\.json$/.exec(name);
+    const m = dependencyFilePattern.exec(name);
     if (m) out.push({ template: readTemplate(join(dir, name)), revision: Number(m[2]) });
   }
   return out;
@@ -195,7 +199,7 @@ const commands: Record<string, CliCommand> = {
         if (args.options.has('no-wait')) {
           // Only the request: the run's owner, or a worker when it has none, resumes it.
           const run = await rt.getRun(runId);
-          if (run.status === 'completed' || run.status === 'failed' || run.status === 'cancelled') {
+          if (isTerminalStatus(run.status)) {
             print('RunResult', { ...run });
             return exitFor(run.status);
           }

@@ -1,0 +1,5 @@
+/** Who a run acts for, and the capabilities that grants (`tool:*`, `agent:writer`, `*`). */
+export interface Authority {
+  id: string;
+  scopes: string[];
+}

@@ -1,0 +1,45 @@
+// Facts: the inputs of an activation, in the past tense. Generic over the type of JSON values so
+// hosts can hand in values they have not checked (`unknown`); the engine reads them as `Json`
+// and checks what it keeps.
+import type { Json } from '../json.js';
+import type { Authority } from './authority.js';
+import type { ArtifactRef, Resolution } from './events.js';
+
+/** The capture mode a deployment asks for; a template's `policies.capture` can only narrow it. */
+export type CaptureMode = 'metadata' | 'standard' | 'replayable';
+
+/** An error a capability reported. */
+export interface CapabilityError {
+  code: string;
+  message: string;
+  retryable?: boolean;
+}
+
+export type Fact<J = Json> =
+  | {
+      type: 'run-requested';
+      input: J;
+      authority: Authority;
+      parentRunId?: string;
+      correlation?: J;
+      timeoutMs?: number;
+      /** The deployment's capture mode, narrowed by the plan's templates (`capture-v2`). */
+      capture?: CaptureMode;
+    }
+  | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: J; error?: CapabilityError; artifact?: ArtifactRef }
+  | { type: 'cancel-requested'; reason?: string; by?: string }
+  | { type: 'resume-requested'; by?: string; authority?: Authority; afterRestart?: boolean; effects?: Record<string, string> }
+  | { type: 'outcome-resolved'; nodeId: string; item?: number; resolution: Resolution; output?: J; reason?: string; by: string };
+
+export type FactType = Fact['type'];
+export type FactOf<T extends FactType, J = Json> = Extract<Fact<J>, { type: T }>;
+
+export interface ActivationRequest<J = Json> {
+  runId: string;
+  /** Milliseconds since the epoch; the only clock the engine knows. */
+  now: number;
+  facts: Fact<J>[];
+  /** Who caused this activation (`host`, `operator:<name>`, ...). */
+  actor?: string;
+  correlation?: J;
+}

@@ -1,0 +1,12 @@
+// The journal protocol in one place: hosts import these types (`import type`) and the few pure
+// values (statuses, the portable-id pattern) from here.
+export type { Authority } from './authority.js';
+export type { ArtifactRef, CapabilityResult, EdgeDecision, EnvelopeFields, ErrorInfo, EventEnvelope, EventNode, EventPayloads, EventType, ForeachStart, PayloadOf, Resolution } from './events.js';
+export type { ActivationRequest, CapabilityError, CaptureMode, Fact, FactOf, FactType } from './facts.js';
+export type { CapabilityKind, CapabilityOutcome, GatewayRequest } from './gateway.js';
+export type { ExecutionPlan, PlanTemplate } from './plan.js';
+export type { ActivationSummary } from './summary.js';
+export type { CallInFlight, NeedsAttention, RunProjection, WaitingApproval } from './projection.js';
+export type { EdgeStatus, Effect, NodeStatus, PausedReason, RunStatus, TerminalRunStatus } from './statuses.js';
+export { isTerminalStatus, terminalRunStatuses } from './statuses.js';
+export { isPortableId, portableIdPattern, portableIdSource } from './ids.js';
