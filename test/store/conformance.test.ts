@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteJournalStore } from '../../dist/hosts/node/journal.js';
+import { pgMigrations } from '../../dist/hosts/node/pg-migrations.js';
 import { PostgresJournalStore } from '../../dist/hosts/node/pg-store.js';
 import type { ClaimedRun, QueuedLaunch, RunOwnership } from '../../hosts/core/ownership-store.js';
 import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
@@ -515,5 +516,42 @@ describe('PostgreSQL store: migrations', () => {
     }
     await expect(PostgresJournalStore.open(pgUrl, { schema })).rejects.toMatchObject({ code: 'store.schema-too-new' });
     await expect(PostgresJournalStore.open(pgUrl, { schema: 'Bad-Name' })).rejects.toMatchObject({ code: 'store.bad-id' });
+  });
+});
+
+describe('PostgreSQL store: version 5 (whole projections)', () => {
+  const schema = `t_v5_${Math.random().toString(36).slice(2, 10)}`;
+  afterAll(async () => {
+    const client = new pg.Client({ connectionString: pgUrl });
+    await client.connect().catch(() => {});
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => {});
+    await client.end().catch(() => {});
+  });
+
+  it('clears the outcome of a run that can still change (derived again from its journal) and keeps a terminal one', async () => {
+    await assertPostgresReachable();
+    const client = new pg.Client({ connectionString: pgUrl });
+    await client.connect();
+    try {
+      // A store at version 4, as an earlier program left it.
+      await client.query(`CREATE SCHEMA "${schema}"`);
+      await client.query(`CREATE TABLE "${schema}".schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      for (const m of pgMigrations.filter((m: { version: number }) => m.version <= 4)) {
+        await client.query(m.up(`"${schema}"`));
+        await client.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES ($1, $2)`, [m.version, m.description]);
+      }
+      const insert = `INSERT INTO "${schema}".runs (run_id, status, last_seq, plan, created_at, updated_at, outcome) VALUES ($1, $2, 1, '\\x7b7d', 1, 1, $3::json)`;
+      await client.query(insert, ['paused-1', 'paused', JSON.stringify({ pausedReason: 'approval' })]);
+      await client.query(insert, ['done-1', 'completed', JSON.stringify({ result: { n: 1 } })]);
+    } finally {
+      await client.end();
+    }
+    const store = await PostgresJournalStore.open(pgUrl, { schema, poolSize: 1 });
+    try {
+      expect((await store.getRun('paused-1'))!.outcome).toBeUndefined();
+      expect((await store.getRun('done-1'))!.outcome).toEqual({ result: { n: 1 } });
+    } finally {
+      await store.close();
+    }
   });
 });
