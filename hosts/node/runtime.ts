@@ -24,8 +24,9 @@ import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, Workf
 import { SqliteCatalogStorage } from './sqlite-catalog.js';
 import { stderrLog } from './log.js';
 import { createScriptImports } from './sandbox.js';
+import { LiveStreams, type LiveItem, type LiveOptions } from './live.js';
 
-export type { AuthorityResolver, LaunchTarget };
+export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions };
 
 export interface RuntimeOptions extends GatewayRegistry {
   /** State directory; default `./.agent-workflow`. */
@@ -88,6 +89,8 @@ export interface WorkflowRunHandle {
   /** Resolves when the run is terminal or paused (waiting for a person). */
   settled(): Promise<RunOutcome>;
   cancel(reason?: string): Promise<RunOutcome>;
+  /** The run's committed events as they become durable (see `WorkflowRuntime.live`). */
+  live(options?: LiveOptions): AsyncGenerator<LiveItem, void, undefined>;
 }
 
 function digestOf(value: unknown): string {
@@ -339,7 +342,27 @@ export class WorkflowRuntime {
       result,
       settled: () => this.kernel.waitFor(runId, true),
       cancel: (reason?: string) => this.cancel(runId, { reason }),
+      live: (options?: LiveOptions) => this.live(runId, options),
     };
+  }
+
+  private liveStreams?: LiveStreams;
+
+  /**
+   * The committed events of a run after `afterSeq` (default 0), then each new commit once it is
+   * durable, whichever process of the store runs it: in seq order, each exactly once. A
+   * subscriber that falls more than its buffer behind gets a `gap` item and reads what it
+   * missed from the journal; the run never waits for it. Ends after the run's terminal event;
+   * on a paused run it stays open (the run may continue) until `signal` aborts or the caller
+   * leaves the loop. See docs/observability.md.
+   */
+  async *live(runId: string, options: LiveOptions = {}): AsyncGenerator<LiveItem, void, undefined> {
+    this.liveStreams ??= new LiveStreams(this.store, this.kernel, this.pollMs);
+    try {
+      yield* this.liveStreams.subscribe(runId, options);
+    } catch (err) {
+      throw asError(err);
+    }
   }
 
   async getRun(runId: string): Promise<RunView> {
@@ -560,6 +583,7 @@ export class WorkflowRuntime {
   }
 
   async close(): Promise<void> {
+    this.liveStreams?.close();
     await this.kernel.close({ abortInflight: true });
     await this.store.close();
     this.disposeScripts();
