@@ -559,7 +559,7 @@ export class WorkflowRuntime {
     const accepted = source.events[0];
     if (accepted.payload.capture === 'metadata') throw new WorkflowError('replay.payloads-not-kept', `run ${sourceRunId} was recorded with capture mode metadata: its journal has no input to run again`, { runId: sourceRunId });
     const templateKey = accepted.payload.templateKey as string;
-    const handle = await this.launch({ type: 'plan', plan: source.plan, templateKey }, { input: accepted.payload.input, correlation: { liveReplayOf: sourceRunId, by: options.by ?? 'sdk' } });
+    const handle = await this.launch({ type: 'plan', plan: source.plan, templateKey }, { input: accepted.payload.input, actor: 'operator', correlation: { liveReplayOf: sourceRunId, by: options.by ?? 'sdk' } });
     const outcome = await handle.settled();
     const outputs = (events: any[]) => {
       const out = new Map<string, string>();
