@@ -10,7 +10,8 @@
  *   GET /v1/runs/:id/events                   with `Accept: text/event-stream`: the live stream;
  *                                             `id:` is the seq, `event:` the event type; resumes
  *                                             after `Last-Event-ID` (or `afterSeq`); ends after
- *                                             the run's terminal event
+ *                                             the run's terminal commit; live-only progress
+ *                                             of calls comes as `event: progress`, without id
  *
  * Errors are JSON `{ error: { code, message } }`: 400 `http.bad-request`, 401
  * `http.unauthorized`, 404 `run.not-found` / `http.not-found`, 405 `http.method-not-allowed`.
@@ -156,8 +157,15 @@ export async function startHttpApi(rt: WorkflowRuntime, options: HttpApiOptions)
     try {
       for await (const item of rt.live(runId, { afterSeq, signal: stop.signal })) {
         // A gap is this connection's own: the stream reads the journal and goes on, nothing is lost.
-        if (item.kind !== 'event') continue;
-        const ok = res.write(`id: ${item.seq}\nevent: ${item.event.type}\ndata: ${JSON.stringify(item.event)}\n\n`);
+        if (item.kind === 'gap') continue;
+        let message: string;
+        if (item.kind === 'progress') {
+          // Live only: no id, so that a resume after it starts after the last committed event.
+          const data = JSON.stringify(item);
+          if (data === undefined || Buffer.byteLength(data) > httpLimits.progressBytesMax) continue;
+          message = `event: progress\ndata: ${data}\n\n`;
+        } else message = `id: ${item.seq}\nevent: ${item.event.type}\ndata: ${JSON.stringify(item.event)}\n\n`;
+        const ok = res.write(message);
         if (!ok && !stop.signal.aborted) await new Promise<void>((resume) => {
           const done = () => {
             res.off('drain', done);

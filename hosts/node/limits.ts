@@ -19,4 +19,6 @@ export const httpLimits = {
   runsListMax: 1000,
   /** A comment line on an idle event stream, so proxies and clients see the connection alive. */
   heartbeatMs: 15_000,
+  /** A progress item larger than this (as JSON) is not sent on an event stream. */
+  progressBytesMax: 64 * 1024,
 } as const;

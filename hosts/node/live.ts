@@ -10,6 +10,9 @@
  * joins the feed again. A slow subscriber therefore never holds the run or the other subscribers
  * up, and still sees every committed event once and in order.
  *
+ * Tools and agents may also report live-only progress (`context.progress(data)`): handed to the
+ * subscribers of this process that are level with the feed, never journaled, and lossy.
+ *
  * A subscriber starts in that catch-up mode: the events after `afterSeq` that are already
  * committed come from the journal, then the feed takes over without a seam.
  *
@@ -19,6 +22,7 @@
  */
 import { isTerminalStatus } from '../../engine/protocol/statuses.js';
 import type { Kernel } from '../core/kernel.js';
+import type { Gateway } from '../core/gateway.js';
 import type { JournalStore } from '../core/store.js';
 import { liveLimits } from './limits.js';
 
@@ -38,7 +42,22 @@ export interface LiveGap {
   afterSeq: number;
 }
 
-export type LiveItem = LiveEvent | LiveGap;
+/**
+ * Progress a tool or agent reported while its call runs (`context.progress(data)`): live only,
+ * never journaled, and lossy (dropped when the subscriber's buffer is full or it is reading the
+ * journal to catch up). It may come before the feed has handed out the call's
+ * `capability.requested` event.
+ */
+export interface LiveProgress {
+  kind: 'progress';
+  journaled: false;
+  nodeId: string;
+  invocationId: string;
+  item?: number;
+  data: unknown;
+}
+
+export type LiveItem = LiveEvent | LiveGap | LiveProgress;
 
 export interface LiveOptions {
   /** Start after this seq (default 0: from the run's first event). */
@@ -93,6 +112,13 @@ class Subscriber {
     this.notify();
   }
 
+  /** Live-only progress: kept when the subscriber is level with the feed and has room. */
+  offerProgress(progress: LiveProgress): void {
+    if (this.catchingUp || this.ended || this.items.length >= this.bufferEventsMax) return;
+    this.items.push(progress);
+    this.notify();
+  }
+
   notify(): void {
     const w = this.wake;
     this.wake = undefined;
@@ -136,8 +162,9 @@ class RunFeed {
     private readonly pollMs: number,
     private readonly onIdle: () => void,
   ) {
-    // Called after a commit of the run by this process is durable.
-    this.unwatch = kernel.watch(runId, () => this.read());
+    // Called after a commit of the run by this process is durable, inside the kernel's commit
+    // loop: the read waits for the next turn of the event loop, off the commit path.
+    this.unwatch = kernel.watch(runId, () => this.readSoon());
   }
 
   async start(): Promise<void> {
@@ -171,6 +198,17 @@ class RunFeed {
       return;
     }
     this.schedulePoll();
+  }
+
+  private readScheduled = false;
+
+  private readSoon(): void {
+    if (this.readScheduled) return;
+    this.readScheduled = true;
+    setImmediate(() => {
+      this.readScheduled = false;
+      void this.read();
+    });
   }
 
   async read(): Promise<void> {
@@ -319,6 +357,14 @@ export class LiveStreams {
     if (!page.more && feed.seq >= 0 && sub.cursor >= feed.seq) sub.catchingUp = false;
   }
 
+  /** Progress of a call of `runId`, for the run's subscribers in this process (if any). */
+  progress(call: { runId: string; nodeId: string; invocationId: string; item?: number }, data: unknown): void {
+    const feed = this.feeds.get(call.runId);
+    if (!feed || feed.isStopped) return;
+    const item: LiveProgress = { kind: 'progress', journaled: false, nodeId: call.nodeId, invocationId: call.invocationId, ...(call.item !== undefined ? { item: call.item } : {}), data };
+    for (const s of feed.subscribers) s.offerProgress(item);
+  }
+
   /** Ends every stream (the runtime closes). */
   close(): void {
     this.closed = true;
@@ -328,4 +374,16 @@ export class LiveStreams {
     }
     this.feeds.clear();
   }
+}
+
+/** A gateway whose calls get `context.progress`, handed to the live streams `streams()` gives. */
+export function withLiveProgress(gateway: Gateway, streams: () => LiveStreams | undefined): Gateway {
+  return {
+    effects: () => gateway.effects(),
+    execute: (request, context) =>
+      gateway.execute(request, {
+        ...context,
+        progress: (data) => streams()?.progress({ runId: request.runId, nodeId: request.nodeId, invocationId: request.invocationId, ...(request.item !== undefined ? { item: request.item } : {}) }, data),
+      }),
+  };
 }

@@ -24,7 +24,7 @@ import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, Workf
 import { SqliteCatalogStorage } from './sqlite-catalog.js';
 import { stderrLog } from './log.js';
 import { createScriptImports } from './sandbox.js';
-import { LiveStreams, type LiveItem, type LiveOptions } from './live.js';
+import { LiveStreams, withLiveProgress, type LiveItem, type LiveOptions } from './live.js';
 
 export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions };
 
@@ -121,6 +121,7 @@ export class WorkflowRuntime {
     private readonly disposeScripts: () => void,
     readonly ownerId: string,
     private readonly pollMs: number,
+    private readonly liveStreams: LiveStreams,
   ) {}
 
   static async open(options: RuntimeOptions = {}): Promise<WorkflowRuntime> {
@@ -134,6 +135,7 @@ export class WorkflowRuntime {
     try {
       const scripts = await createScriptImports();
       let kernel: Kernel | undefined;
+      let live: LiveStreams | undefined;
       const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => kernel!.loadForEngine(runId), ...scripts, log });
       const resolveAuthority = authorityResolver(options.authorities);
       const ownerId = options.ownerId ?? newOwnerId();
@@ -141,7 +143,7 @@ export class WorkflowRuntime {
       kernel = new Kernel({
         store,
         engine,
-        gateway: registryGateway(options),
+        gateway: withLiveProgress(registryGateway(options), () => live),
         log,
         now: options.now,
         authority: resolveAuthority,
@@ -149,7 +151,8 @@ export class WorkflowRuntime {
         sha256: sha256Digest,
         leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
       });
-      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose(), ownerId, pollMs);
+      live = new LiveStreams(store, kernel, pollMs);
+      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose(), ownerId, pollMs, live);
     } catch (err) {
       await store.close();
       throw err;
@@ -346,18 +349,16 @@ export class WorkflowRuntime {
     };
   }
 
-  private liveStreams?: LiveStreams;
-
   /**
    * The committed events of a run after `afterSeq` (default 0), then each new commit once it is
    * durable, whichever process of the store runs it: in seq order, each exactly once. A
    * subscriber that falls more than its buffer behind gets a `gap` item and reads what it
-   * missed from the journal; the run never waits for it. Ends after the run's terminal event;
+   * missed from the journal; the run never waits for it. Tools' `context.progress(data)` comes
+   * as live-only `progress` items (never journaled, lossy). Ends after the run's terminal commit;
    * on a paused run it stays open (the run may continue) until `signal` aborts or the caller
    * leaves the loop. See docs/observability.md.
    */
   async *live(runId: string, options: LiveOptions = {}): AsyncGenerator<LiveItem, void, undefined> {
-    this.liveStreams ??= new LiveStreams(this.store, this.kernel, this.pollMs);
     try {
       yield* this.liveStreams.subscribe(runId, options);
     } catch (err) {
@@ -583,7 +584,7 @@ export class WorkflowRuntime {
   }
 
   async close(): Promise<void> {
-    this.liveStreams?.close();
+    this.liveStreams.close();
     await this.kernel.close({ abortInflight: true });
     await this.store.close();
     this.disposeScripts();

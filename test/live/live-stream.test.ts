@@ -100,3 +100,39 @@ describe('runtime.live', () => {
     }
   });
 });
+
+describe('live-only progress', () => {
+  it('hands a tool’s progress to the subscribers, marked not journaled, and keeps it out of the journal', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const rt = await openRuntime({
+      tools: {
+        echo: async (input: unknown, ctx: { progress?: (data: unknown) => void }) => {
+          await held;
+          for (const step of ['one', 'two', 'three']) ctx.progress?.({ step });
+          return { echoed: input };
+        },
+      },
+    });
+    try {
+      const handle = await rt.launch(sweepTemplate(), { input: { items: ['x'] } });
+      const items: LiveItem[] = [];
+      const reading = (async () => {
+        for await (const item of handle.live()) {
+          items.push(item);
+          // Released once the subscriber is level with the feed (it has read the request).
+          if (item.kind === 'event' && item.event.type === 'capability.requested') setImmediate(release);
+        }
+      })();
+      await reading;
+      const progress = items.filter((i) => i.kind === 'progress');
+      expect(progress).toEqual(['one', 'two', 'three'].map((step) => expect.objectContaining({ kind: 'progress', journaled: false, nodeId: 'each', item: 0, data: { step } })));
+      const journal = JSON.stringify((await rt.exportRun(handle.runId)).events);
+      expect(journal).not.toContain('"step"');
+      const events = items.filter((i) => i.kind === 'event').map((i) => (i as { seq: number }).seq);
+      expect(events).toEqual(events.map((_, n) => n + 1));
+    } finally {
+      await rt.close();
+    }
+  });
+});
