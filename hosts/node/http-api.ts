@@ -106,7 +106,7 @@ function asHttpError(err: unknown): HttpError {
   const e = err as { code?: unknown; message?: string };
   const code = typeof e.code === 'string' ? e.code : 'http.internal';
   if (code.endsWith('not-found')) return new HttpError(404, code, e.message ?? code);
-  if (code === 'live.bad-option') return new HttpError(400, 'http.bad-request', e.message ?? code);
+  if (code === 'live.bad-option' || code.endsWith('.bad-id')) return new HttpError(400, 'http.bad-request', e.message ?? code);
   return new HttpError(500, code, e.message ?? String(err));
 }
 
@@ -134,7 +134,12 @@ export async function startHttpApi(rt: WorkflowRuntime, options: HttpApiOptions)
       const runs = await rt.listRuns({ ...(status ? { statuses: status.split(',') } : {}), limit });
       return sendJson(res, 200, { runs });
     }
-    const runId = decodeURIComponent(parts[2]);
+    let runId: string;
+    try {
+      runId = decodeURIComponent(parts[2]);
+    } catch {
+      throw new HttpError(400, 'http.bad-request', 'the run id is not valid percent-encoding');
+    }
     if (parts.length === 3) return sendJson(res, 200, await rt.getRun(runId));
     if (wantsEventStream(req)) return streamEvents(req, res, runId, url);
     const afterSeq = intParam(url.searchParams.get('afterSeq'), 'afterSeq', 0);

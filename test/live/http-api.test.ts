@@ -115,9 +115,18 @@ describe('serve --http', () => {
       const missing = await fetch(`${base}/v1/runs/no-such-run`, { headers: auth });
       expect(missing.status).toBe(404);
       expect((await missing.json()).error.code).toBe('run.not-found');
-      const bad = await fetch(`${base}/v1/runs/${runId}/events?afterSeq=minus`, { headers: auth });
-      expect(bad.status).toBe(400);
-      expect((await bad.json()).error.code).toBe('http.bad-request');
+      for (const path of [`/v1/runs/${runId}/events?afterSeq=minus`, '/v1/runs?limit=100000', '/v1/runs/%E0%A4%A']) {
+        const bad = await fetch(`${base}${path}`, { headers: auth });
+        expect(bad.status).toBe(400);
+        expect((await bad.json()).error.code).toBe('http.bad-request');
+      }
+      const resumeBad = await fetch(stream, { headers: { ...auth, accept: 'text/event-stream', 'last-event-id': 'x' } });
+      expect(resumeBad.status).toBe(400);
+      const unknownRoute = await fetch(`${base}/v2/things`, { headers: auth });
+      expect(unknownRoute.status).toBe(404);
+      expect((await unknownRoute.json()).error.code).toBe('http.not-found');
+      const post = await fetch(`${base}/v1/runs`, { method: 'POST', headers: auth });
+      expect(post.status).toBe(405);
 
       // Without the token, or with another one, nothing is answered.
       for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: token }]) {
@@ -136,10 +145,10 @@ describe('serve --http', () => {
   it('refuses to start without a token, and without one on a host that is not loopback', async () => {
     const w = liveWorld();
     const noToken = await runCli(w, ['serve', '--http', '0']);
-    expect(noToken.code).not.toBe(0);
+    expect(noToken.code).toBe(2);
     expect(jsonLines(noToken.stdout).at(-1).error.code).toBe('http.no-token');
     const exposed = await runCli(w, ['serve', '--http', '0', '--http-host', '0.0.0.0', '--insecure-no-auth']);
-    expect(exposed.code).not.toBe(0);
+    expect(exposed.code).toBe(2);
     expect(jsonLines(exposed.stdout).at(-1).error.code).toBe('http.insecure-non-loopback');
   }, 60_000);
 });
