@@ -214,7 +214,8 @@ export async function startHttpApi(rt: WorkflowRuntime, options: HttpApiOptions)
       new Promise<void>((resolve) => {
         for (const s of streams) s.abort();
         server.close(() => resolve());
-        server.closeIdleConnections();
+        // Keep-alive connections (an event stream's among them) would hold the close up.
+        server.closeAllConnections();
       }),
   };
 }
