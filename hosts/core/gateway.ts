@@ -14,6 +14,12 @@ export interface GatewayContext {
    * on: the promise of what that work really ends with, recorded as evidence (`capability.late`).
    */
   late?: (outcome: Promise<CapabilityOutcome>) => void;
+  /**
+   * Live-only progress of the call (a token stream, a percentage): handed to the run's live
+   * subscribers in this process as it happens, never journaled, dropped when nobody watches or a
+   * subscriber's buffer is full. Present when the host has a live stream.
+   */
+  progress?: (data: unknown) => void;
 }
 
 export interface Gateway {

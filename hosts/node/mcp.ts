@@ -34,6 +34,29 @@ async function guarded(fn: () => Promise<Record<string, unknown>> | Record<strin
 
 const json = z.record(z.string(), z.unknown());
 
+/** What the MCP SDK hands a tool handler beside its arguments (the part this server uses). */
+interface RequestExtra {
+  _meta?: { progressToken?: string | number };
+  sendNotification: (notification: { method: 'notifications/progress'; params: { progressToken: string | number; progress: number; message?: string } }) => Promise<void>;
+}
+
+/**
+ * MCP progress notifications for a run the client started with a progress token: one per
+ * committed event, `progress` its seq (so it only grows), `message` its type and node. Live-only
+ * progress of calls is not sent (it has no seq to grow with). A client gone is not an error.
+ */
+async function reportProgress(runtime: WorkflowRuntime, runId: string, progressToken: string | number, send: RequestExtra['sendNotification'], signal: AbortSignal): Promise<void> {
+  try {
+    for await (const item of runtime.live(runId, { signal })) {
+      if (item.kind !== 'event') continue;
+      const node = item.event.node as { id?: string } | undefined;
+      await send({ method: 'notifications/progress', params: { progressToken, progress: item.seq, message: `${item.event.type}${node?.id ? ` ${node.id}` : ''}` } });
+    }
+  } catch {
+    // The notifications are a courtesy: the tool's result says how the run ended.
+  }
+}
+
 export const mcpProfiles = ['invoke', 'author', 'operator'] as const;
 export type McpProfile = (typeof mcpProfiles)[number];
 
@@ -82,7 +105,7 @@ export function createMcpServer(runtime: WorkflowRuntime, options: McpServerOpti
     });
   // Registers only the tools of the enabled profiles; every tool must have a profile.
   const server = {
-    registerTool(name: string, config: any, handler: (args: any) => Promise<ToolResult>): void {
+    registerTool(name: string, config: any, handler: (args: any, extra: RequestExtra) => Promise<ToolResult>): void {
       const profile = mcpToolProfiles[name];
       if (!profile) throw new Error(`MCP tool ${name} has no profile`);
       if (enabled.has(profile)) mcp.registerTool(name, config, handler as never);
@@ -101,12 +124,19 @@ export function createMcpServer(runtime: WorkflowRuntime, options: McpServerOpti
       description: 'Run a template (inline) or a published revision (id + revision) and wait until it completes, fails, is cancelled or pauses for a person.',
       inputSchema: { template: json.optional(), id: z.string().optional(), revision: z.number().int().positive().optional(), input: z.unknown().optional() },
     },
-    ({ template, id, revision, input }) =>
+    ({ template, id, revision, input }, extra) =>
       live(async () => {
         if ((template === undefined) === (id === undefined)) throw Object.assign(new Error('give either template, or id and revision'), { code: 'mcp.bad-arguments' });
         const target = template !== undefined ? { type: 'inline' as const, template } : { type: 'published' as const, id: id!, revision: revision ?? 0 };
         const handle = await runtime.launch(target as never, { input: input ?? {}, actor: 'mcp' });
-        return { ...(await handle.settled()) };
+        const token = extra?._meta?.progressToken;
+        const stop = new AbortController();
+        const reporting = token === undefined ? undefined : reportProgress(runtime, handle.runId, token, extra.sendNotification, stop.signal);
+        const outcome = await handle.settled();
+        // A run that ended ends its stream after its last commit; a paused one would wait on.
+        if (outcome.status === 'paused') stop.abort();
+        await reporting;
+        return { ...outcome };
       }),
   );
 

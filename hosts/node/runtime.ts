@@ -24,8 +24,9 @@ import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, Workf
 import { SqliteCatalogStorage } from './sqlite-catalog.js';
 import { stderrLog } from './log.js';
 import { createScriptImports } from './sandbox.js';
+import { LiveStreams, withLiveProgress, type LiveItem, type LiveOptions } from './live.js';
 
-export type { AuthorityResolver, LaunchTarget };
+export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions };
 
 export interface RuntimeOptions extends GatewayRegistry {
   /** State directory; default `./.agent-workflow`. */
@@ -88,6 +89,8 @@ export interface WorkflowRunHandle {
   /** Resolves when the run is terminal or paused (waiting for a person). */
   settled(): Promise<RunOutcome>;
   cancel(reason?: string): Promise<RunOutcome>;
+  /** The run's committed events as they become durable (see `WorkflowRuntime.live`). */
+  live(options?: LiveOptions): AsyncGenerator<LiveItem, void, undefined>;
 }
 
 function digestOf(value: unknown): string {
@@ -118,6 +121,7 @@ export class WorkflowRuntime {
     private readonly disposeScripts: () => void,
     readonly ownerId: string,
     private readonly pollMs: number,
+    private readonly liveStreams: LiveStreams,
   ) {}
 
   static async open(options: RuntimeOptions = {}): Promise<WorkflowRuntime> {
@@ -131,6 +135,7 @@ export class WorkflowRuntime {
     try {
       const scripts = await createScriptImports();
       let kernel: Kernel | undefined;
+      let live: LiveStreams | undefined;
       const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => kernel!.loadForEngine(runId), ...scripts, log });
       const resolveAuthority = authorityResolver(options.authorities);
       const ownerId = options.ownerId ?? newOwnerId();
@@ -138,7 +143,7 @@ export class WorkflowRuntime {
       kernel = new Kernel({
         store,
         engine,
-        gateway: registryGateway(options),
+        gateway: withLiveProgress(registryGateway(options), () => live),
         log,
         now: options.now,
         authority: resolveAuthority,
@@ -146,7 +151,8 @@ export class WorkflowRuntime {
         sha256: sha256Digest,
         leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
       });
-      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose(), ownerId, pollMs);
+      live = new LiveStreams(store, kernel, pollMs);
+      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose(), ownerId, pollMs, live);
     } catch (err) {
       await store.close();
       throw err;
@@ -339,7 +345,25 @@ export class WorkflowRuntime {
       result,
       settled: () => this.kernel.waitFor(runId, true),
       cancel: (reason?: string) => this.cancel(runId, { reason }),
+      live: (options?: LiveOptions) => this.live(runId, options),
     };
+  }
+
+  /**
+   * The committed events of a run after `afterSeq` (default 0), then each new commit once it is
+   * durable, whichever process of the store runs it: in seq order, each exactly once. A
+   * subscriber that falls more than its buffer behind gets a `gap` item and reads what it
+   * missed from the journal; the run never waits for it. Tools' `context.progress(data)` comes
+   * as live-only `progress` items (never journaled, lossy). Ends after the run's terminal commit;
+   * on a paused run it stays open (the run may continue) until `signal` aborts or the caller
+   * leaves the loop. See docs/observability.md.
+   */
+  async *live(runId: string, options: LiveOptions = {}): AsyncGenerator<LiveItem, void, undefined> {
+    try {
+      yield* this.liveStreams.subscribe(runId, options);
+    } catch (err) {
+      throw asError(err);
+    }
   }
 
   async getRun(runId: string): Promise<RunView> {
@@ -536,7 +560,7 @@ export class WorkflowRuntime {
     const accepted = source.events[0];
     if (accepted.payload.capture === 'metadata') throw new WorkflowError('replay.payloads-not-kept', `run ${sourceRunId} was recorded with capture mode metadata: its journal has no input to run again`, { runId: sourceRunId });
     const templateKey = accepted.payload.templateKey as string;
-    const handle = await this.launch({ type: 'plan', plan: source.plan, templateKey }, { input: accepted.payload.input, correlation: { liveReplayOf: sourceRunId, by: options.by ?? 'sdk' } });
+    const handle = await this.launch({ type: 'plan', plan: source.plan, templateKey }, { input: accepted.payload.input, actor: 'operator', correlation: { liveReplayOf: sourceRunId, by: options.by ?? 'sdk' } });
     const outcome = await handle.settled();
     const outputs = (events: any[]) => {
       const out = new Map<string, string>();
@@ -560,6 +584,7 @@ export class WorkflowRuntime {
   }
 
   async close(): Promise<void> {
+    this.liveStreams.close();
     await this.kernel.close({ abortInflight: true });
     await this.store.close();
     this.disposeScripts();

@@ -261,7 +261,10 @@ describe('live replay', () => {
       const same = await rt.replayLive(source.runId);
       expect(same).toMatchObject({ mode: 'live', sourceRunId: source.runId, identical: true, differences: [] });
       expect(same.runId).not.toBe(source.runId);
-      expect((await rt.readEvents(same.runId as string)).events[0].correlation).toEqual({ liveReplayOf: source.runId, by: 'sdk' });
+      const accepted = (await rt.readEvents(same.runId as string)).events[0];
+      expect(accepted.correlation).toEqual({ liveReplayOf: source.runId, by: 'sdk' });
+      expect(accepted.origin).toMatchObject({ actor: 'operator' });
+      expect((await rt.readEvents(source.runId)).events[0].origin).toMatchObject({ actor: 'sdk' });
       price = 11;
       const changed = await rt.replayLive(source.runId);
       expect(changed.identical).toBe(false);

@@ -1,6 +1,7 @@
 // The MCP server, spoken to by the MCP SDK's own client over stdio, in a child process.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ProgressNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir } from '../helpers/node-host.js';
@@ -54,6 +55,24 @@ describe('MCP server', () => {
     expect((await call('get_run', { runId: run.value.runId })).value).toMatchObject({ status: 'completed', lastSeq: run.value.seq });
     expect((await call('replay_run', { runId: run.value.runId, mode: 'recorded' })).value).toMatchObject({ identical: true });
     expect((await call('list_runs', {})).value.runs).toHaveLength(1);
+  });
+
+  it('sends a progress notification for each committed event of a run it started with a progress token', async () => {
+    const template = JSON.parse(readFileSync(example('echo/echo.json'), 'utf8'));
+    // Caught by a handler of the test's own: the SDK client's per-request progress callback is
+    // dropped as soon as the response is read, with notifications read in the same chunk unseen.
+    const notes: { progressToken: string | number; progress: number; message?: string }[] = [];
+    client.setNotificationHandler(ProgressNotificationSchema, (n) => {
+      notes.push(n.params);
+    });
+    const result = (await client.callTool({ name: 'run_workflow', arguments: { template, input: { text: 'watched' } }, _meta: { progressToken: 'watch-1' } })) as { structuredContent?: any };
+    await new Promise((r) => setImmediate(r));
+    expect(result.structuredContent).toMatchObject({ status: 'completed' });
+    const seq = result.structuredContent.seq as number;
+    expect(notes.map((n) => n.progress)).toEqual(Array.from({ length: seq }, (_, i) => i + 1));
+    expect(notes.every((n) => n.progressToken === 'watch-1')).toBe(true);
+    expect(notes[0].message).toBe('run.accepted');
+    expect(notes.some((n) => n.message === 'run.completed')).toBe(true);
   });
 
   it('answers bad requests with a typed error and keeps serving', async () => {

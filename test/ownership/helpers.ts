@@ -29,6 +29,8 @@ export interface World {
   state: string;
   effectsLog: string;
   env: Record<string, string>;
+  /** The host module the commands load (default: the ownership tests' own). */
+  hostModule?: string;
 }
 
 export function world(env: Record<string, string> = {}): World {
@@ -41,7 +43,7 @@ export function world(env: Record<string, string> = {}): World {
 
 /** Starts `agent-workflow <args>` with the test host module; `env` adds to the world's. */
 export function start(w: World, args: string[], env: Record<string, string> = {}): Running {
-  const child = spawn(process.execPath, [cli, ...args, '--config', hostModule, '--dir', w.state], { cwd: w.dir, env: { ...process.env, ...w.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [cli, ...args, '--config', w.hostModule ?? hostModule, '--dir', w.state], { cwd: w.dir, env: { ...process.env, ...w.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));

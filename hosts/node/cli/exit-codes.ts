@@ -43,6 +43,8 @@ const conflictCodes = new Set(['store.conflict', 'catalog.draft-conflict', 'run.
  */
 export function exitCodeForError(code: string, message = ''): number {
   if (code.endsWith('not-found')) return exitCodes.notFound;
+  // `serve --http` without the token it needs: a wrong command line, not a failed run.
+  if (code === 'http.no-token' || code === 'http.insecure-non-loopback') return exitCodes.usage;
   if (code.startsWith('template.') || code.startsWith('run.input') || code === 'cli.bad-json' || code === 'workflow.dependency-missing') return exitCodes.invalid;
   if (conflictCodes.has(code) || code.endsWith('.lease-held') || code.endsWith('.not-owner')) return exitCodes.conflict;
   if (code === 'store.corrupt' || code === 'store.not-a-store' || code === 'store.schema-too-new') return exitCodes.storeUnusable;

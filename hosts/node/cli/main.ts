@@ -158,19 +158,25 @@ const commands: Record<string, CliCommand> = {
     },
   },
   trace: {
-    flags: [],
+    flags: ['follow'],
     async run(args) {
       const [runId] = need(args, 1, 'run id');
       const format = optionString(args, 'format') ?? 'jsonl';
       if (!['jsonl', 'json', 'text'].includes(format)) throw new UsageError('--format must be jsonl, json or text');
+      const follow = args.options.has('follow');
+      if (follow && format === 'json') throw new UsageError('--follow prints events as they commit: --format jsonl or text');
       return withRuntime(args, async (rt) => {
+        const write = (e: any) => {
+          if (format === 'jsonl') process.stdout.write(`${JSON.stringify(e)}\n`);
+          else process.stdout.write(`${String(e.seq).padStart(6)} ${e.occurredAt} ${e.type.padEnd(24)} ${e.node ? `${e.node.id}${e.node.item !== undefined ? `[${e.node.item}]` : ''} #${e.node.attempt}` : ''}\n`);
+        };
+        if (follow) return followTrace(rt, runId, write);
         const all: unknown[] = [];
         for (let after = 0; ; ) {
           const page = await rt.readEvents(runId, { afterSeq: after, limit: 1000 });
           for (const e of page.events) {
-            if (format === 'jsonl') process.stdout.write(`${JSON.stringify(e)}\n`);
-            else if (format === 'text') process.stdout.write(`${String(e.seq).padStart(6)} ${e.occurredAt} ${e.type.padEnd(24)} ${e.node ? `${e.node.id}${e.node.item !== undefined ? `[${e.node.item}]` : ''} #${e.node.attempt}` : ''}\n`);
-            else all.push(e);
+            if (format === 'json') all.push(e);
+            else write(e);
           }
           after = page.lastSeq;
           if (!page.more) break;
@@ -312,15 +318,23 @@ const commands: Record<string, CliCommand> = {
     },
   },
   serve: {
-    flags: [],
+    flags: ['insecure-no-auth'],
     async run(args) {
       // A worker until SIGTERM or SIGINT: claims queued runs and runs whose owner is gone, and
       // fires the host module's cron triggers. A graceful stop hands back what it cannot finish.
       const host = await loadHostModule(optionString(args, 'config'));
       const maxRuns = positiveInt(optionString(args, 'max-runs'), '--max-runs');
       const drainMs = positiveInt(optionString(args, 'drain-ms'), '--drain-ms');
+      const httpPort = optionString(args, 'http');
+      if (httpPort !== undefined && !/^(0|[1-9][0-9]{0,4})$/.test(httpPort)) throw new UsageError('--http takes a port number (0 picks a free one)');
+      const httpHost = optionString(args, 'http-host') ?? '127.0.0.1';
       return withRuntime(args, async (rt) => {
         const log = (level: string, message: string) => progress(`${level}: ${message}`);
+        let http: import('../http-api.js').HttpApi | undefined;
+        if (httpPort !== undefined) {
+          const { httpToken, startHttpApi } = await import('../http-api.js');
+          http = await startHttpApi(rt, { host: httpHost, port: Number(httpPort), token: httpToken(optionString(args, 'http-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log });
+        }
         const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), log });
         const { TriggerScheduler } = await import('../triggers.js');
         const scheduler = new TriggerScheduler(rt, log);
@@ -328,13 +342,14 @@ const commands: Record<string, CliCommand> = {
           const target = typeof t.template === 'string' ? { type: 'inline', template: readTemplate(resolve(host.configDir ?? '.', t.template)) } : (t.target ?? { type: 'inline', template: t.template });
           scheduler.add({ id: t.id, cron: t.cron, timezone: t.timezone, input: t.input, target });
         }
-        print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, triggers: scheduler.list().triggers });
+        print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, triggers: scheduler.list().triggers, ...(http ? { http: http.url } : {}) });
         const signal = await new Promise<string>((done) => {
           process.once('SIGINT', () => done('SIGINT'));
           process.once('SIGTERM', () => done('SIGTERM'));
         });
         progress(`agent-workflow serve: ${signal}: stopping (no new claims; calls in flight may finish)`);
         scheduler.stop();
+        await http?.close();
         const stopped = await worker.stop();
         print('Stopped', { signal, drained: stopped.drained, ...worker.stats });
         return exitCodes.ok;
@@ -386,6 +401,34 @@ async function decide(args: ParsedArgs, approved: boolean): Promise<number> {
     print('RunResult', { ...outcome, commandId: applied.commandId, appliedBy: applied.appliedBy });
     return exitFor(outcome.status);
   });
+}
+
+/**
+ * `trace --follow`: the run's events, then each commit as it becomes durable, until the run ends;
+ * exits as `run` would for its end. A paused run may continue, so the trace waits through a pause
+ * (until SIGINT or SIGTERM, which exit with the paused code).
+ */
+async function followTrace(rt: WorkflowRuntime, runId: string, write: (event: any) => void): Promise<number> {
+  await rt.getRun(runId);
+  const stop = new AbortController();
+  let stoppedBy: string | undefined;
+  const onSignal = (signal: string) => () => {
+    stoppedBy = signal;
+    stop.abort();
+  };
+  const onInt = onSignal('SIGINT');
+  const onTerm = onSignal('SIGTERM');
+  process.once('SIGINT', onInt);
+  process.once('SIGTERM', onTerm);
+  try {
+    for await (const item of rt.live(runId, { signal: stop.signal })) if (item.kind === 'event') write(item.event);
+  } finally {
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
+  }
+  const run = await rt.getRun(runId);
+  if (stoppedBy) progress(`agent-workflow trace: ${stoppedBy}: run ${runId} is ${run.status}`);
+  return exitFor(run.status);
 }
 
 function positiveInt(value: string | undefined, what: string): number | undefined {

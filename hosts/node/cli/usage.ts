@@ -19,7 +19,11 @@ export const usageTable: Record<string, CommandUsage> = {
     summary: 'run a template or a published revision and print the result',
     options: [...inputOptions, ['--deps <dir>', '<id>@<rev>.json templates that workflow.call@1 nodes call'], ['--no-wait', 'commit the run to the durable queue and return; a worker (serve) runs it']],
   },
-  trace: { synopsis: ['<run-id> [--format jsonl|json|text]'], summary: 'print every event of a run' },
+  trace: {
+    synopsis: ['<run-id> [--format jsonl|json|text] [--follow]'],
+    summary: 'print every event of a run',
+    options: [['--follow', 'then print each commit as it becomes durable, until the run ends (waits through pauses); exits as run does for its end']],
+  },
   runs: { synopsis: ['[--status <s>[,<s>…]] [--limit N]'], summary: 'list runs, newest first' },
   resume: {
     synopsis: ['<run-id> [--no-wait]'],
@@ -48,8 +52,14 @@ export const usageTable: Record<string, CommandUsage> = {
   'migrate-template': { synopsis: ['<legacy.json> [--out <file>]'], summary: 'convert a 0.2-protocol template' },
   router: { synopsis: ['start --dir <state dir> --profile edge|standalone'], summary: 'the router host: the same engine on small machines' },
   serve: {
-    synopsis: ['[--max-runs N] [--drain-ms N] [--config <host module>]'],
+    synopsis: ['[--max-runs N] [--drain-ms N] [--config <host module>] [--http <port> [--http-host H] [--http-token-file F] [--insecure-no-auth]]'],
     summary: "a worker until SIGTERM/SIGINT: claims queued runs and runs whose owner is gone, fires the host module's cron triggers; a graceful stop lets calls in flight finish for --drain-ms (default 10000) and hands the rest back",
+    options: [
+      ['--http <port>', 'also serve the read-only HTTP API: runs, event pages, live events as Server-Sent Events (0 picks a free port; see docs/observability.md)'],
+      ['--http-host <host>', 'the address to listen on (default 127.0.0.1)'],
+      ['--http-token-file <file>', 'the bearer token every request must carry (else AGENT_WORKFLOW_HTTP_TOKEN)'],
+      ['--insecure-no-auth', 'serve the HTTP API without a token: loopback hosts only'],
+    ],
   },
   mcp: {
     synopsis: ['[--config <host module>] [--profile invoke[,author][,operator]]'],

@@ -1,0 +1,221 @@
+/**
+ * The HTTP API of `agent-workflow serve --http <port>`: runs and their journals as JSON, and a
+ * run's events as Server-Sent Events while it runs. Read-only; every request carries the bearer
+ * token (the same model as the script service: a token file or an environment variable, and no
+ * token only with `insecureNoAuth` on a loopback host).
+ *
+ *   GET /v1/runs?status=<s>[,<s>…]&limit=N   runs, newest first
+ *   GET /v1/runs/:id                          the run's view
+ *   GET /v1/runs/:id/events?afterSeq=&limit=  a page of its events, ascending seq
+ *   GET /v1/runs/:id/events                   with `Accept: text/event-stream`: the live stream;
+ *                                             `id:` is the seq, `event:` the event type; resumes
+ *                                             after `Last-Event-ID` (or `afterSeq`); ends after
+ *                                             the run's terminal commit; live-only progress
+ *                                             of calls comes as `event: progress`, without id
+ *
+ * Errors are JSON `{ error: { code, message } }`: 400 `http.bad-request`, 401
+ * `http.unauthorized`, 404 `run.not-found` / `http.not-found`, 405 `http.method-not-allowed`.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { bearerMatches, isLoopback, readTokenFile } from '../../sandbox/service/auth.js';
+import { httpLimits } from './limits.js';
+import type { WorkflowRuntime } from './runtime.js';
+
+/** Environment variable read when no token file is given. */
+export const httpTokenEnvVar = 'AGENT_WORKFLOW_HTTP_TOKEN';
+
+export interface HttpApiOptions {
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** 0 picks a free port. */
+  port: number;
+  /** The bearer token every request must carry. */
+  token?: string;
+  /** Serve without a token: refused unless the host is a loopback address. */
+  insecureNoAuth?: boolean;
+  /** Comment lines on an idle event stream (default 15 s). */
+  heartbeatMs?: number;
+  log?: (level: string, message: string) => void;
+}
+
+export interface HttpApi {
+  /** `http://host:port`, with the port the server got. */
+  url: string;
+  close(): Promise<void>;
+}
+
+export class HttpApiConfigError extends Error {
+  constructor(
+    readonly code: 'http.no-token' | 'http.insecure-non-loopback',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'HttpApiConfigError';
+  }
+}
+
+/** The token of `--http-token-file`, else of the environment; `undefined` when neither has one. */
+export function httpToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (tokenFile !== undefined) return readTokenFile(tokenFile);
+  const fromEnv = env[httpTokenEnvVar]?.trim();
+  return fromEnv ? fromEnv : undefined;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+  res.end(text);
+}
+
+function sendError(res: ServerResponse, status: number, code: string, message: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  if (status === 401) res.setHeader('www-authenticate', 'Bearer');
+  sendJson(res, status, { error: { code, message } });
+}
+
+/** A non-negative integer query parameter (or header), within `max`. */
+function intParam(value: string | null | undefined, name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (value === null || value === undefined || value === '') return fallback;
+  if (!/^(0|[1-9][0-9]{0,15})$/.test(value)) throw new HttpError(400, 'http.bad-request', `${name} must be a non-negative integer`);
+  const n = Number(value);
+  if (n > max) throw new HttpError(400, 'http.bad-request', `${name} must be at most ${max}`);
+  return n;
+}
+
+function wantsEventStream(req: IncomingMessage): boolean {
+  return (req.headers.accept ?? '').split(',').some((part) => part.trim().split(';')[0] === 'text/event-stream');
+}
+
+/** Errors of the runtime with a stable code, mapped to a status. */
+function asHttpError(err: unknown): HttpError {
+  if (err instanceof HttpError) return err;
+  const e = err as { code?: unknown; message?: string };
+  const code = typeof e.code === 'string' ? e.code : 'http.internal';
+  if (code.endsWith('not-found')) return new HttpError(404, code, e.message ?? code);
+  if (code === 'live.bad-option' || code.endsWith('.bad-id')) return new HttpError(400, 'http.bad-request', e.message ?? code);
+  return new HttpError(500, code, e.message ?? String(err));
+}
+
+export async function startHttpApi(rt: WorkflowRuntime, options: HttpApiOptions): Promise<HttpApi> {
+  const host = options.host ?? '127.0.0.1';
+  const token = options.token;
+  if (token === undefined) {
+    if (!options.insecureNoAuth) throw new HttpApiConfigError('http.no-token', `no bearer token for the HTTP API: give --http-token-file or set ${httpTokenEnvVar} (or --insecure-no-auth on a loopback host)`);
+    if (!isLoopback(host)) throw new HttpApiConfigError('http.insecure-non-loopback', `the HTTP API serves without a token only on a loopback host, not ${host}`);
+  }
+  const heartbeatMs = options.heartbeatMs ?? httpLimits.heartbeatMs;
+  const log = options.log ?? (() => undefined);
+  /** Open event streams, ended when the server closes. */
+  const streams = new Set<AbortController>();
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (token !== undefined && !bearerMatches(req.headers.authorization, token)) throw new HttpError(401, 'http.unauthorized', 'a valid bearer token is required');
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const parts = url.pathname.split('/').filter((p) => p !== '');
+    if (parts[0] !== 'v1' || parts[1] !== 'runs' || parts.length > 4 || (parts.length === 4 && parts[3] !== 'events')) throw new HttpError(404, 'http.not-found', `no route ${url.pathname}`);
+    if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: the API is read-only`);
+    if (parts.length === 2) {
+      const status = url.searchParams.get('status');
+      const limit = intParam(url.searchParams.get('limit'), 'limit', httpLimits.runsListDefault, httpLimits.runsListMax);
+      const runs = await rt.listRuns({ ...(status ? { statuses: status.split(',') } : {}), limit });
+      return sendJson(res, 200, { runs });
+    }
+    let runId: string;
+    try {
+      runId = decodeURIComponent(parts[2]);
+    } catch {
+      throw new HttpError(400, 'http.bad-request', 'the run id is not valid percent-encoding');
+    }
+    if (parts.length === 3) return sendJson(res, 200, await rt.getRun(runId));
+    if (wantsEventStream(req)) return streamEvents(req, res, runId, url);
+    const afterSeq = intParam(url.searchParams.get('afterSeq'), 'afterSeq', 0);
+    const limit = intParam(url.searchParams.get('limit'), 'limit', httpLimits.eventsPageDefault, httpLimits.eventsPageMax);
+    const page = await rt.readEvents(runId, { afterSeq, limit });
+    return sendJson(res, 200, { runId, ...page });
+  }
+
+  async function streamEvents(req: IncomingMessage, res: ServerResponse, runId: string, url: URL): Promise<void> {
+    const lastEventId = req.headers['last-event-id'];
+    const afterSeq = intParam(typeof lastEventId === 'string' ? lastEventId.trim() : url.searchParams.get('afterSeq'), typeof lastEventId === 'string' ? 'Last-Event-ID' : 'afterSeq', 0);
+    await rt.getRun(runId);
+    const stop = new AbortController();
+    streams.add(stop);
+    const closed = () => stop.abort();
+    res.on('close', closed);
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    res.write(`: events of run ${runId} after seq ${afterSeq}\n\n`);
+    const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), heartbeatMs);
+    try {
+      for await (const item of rt.live(runId, { afterSeq, signal: stop.signal })) {
+        // A gap is this connection's own: the stream reads the journal and goes on, nothing is lost.
+        if (item.kind === 'gap') continue;
+        let message: string;
+        if (item.kind === 'progress') {
+          // Live only: no id, so that a resume after it starts after the last committed event.
+          const data = JSON.stringify(item);
+          if (data === undefined || Buffer.byteLength(data) > httpLimits.progressBytesMax) continue;
+          message = `event: progress\ndata: ${data}\n\n`;
+        } else message = `id: ${item.seq}\nevent: ${item.event.type}\ndata: ${JSON.stringify(item.event)}\n\n`;
+        const ok = res.write(message);
+        if (!ok && !stop.signal.aborted) await new Promise<void>((resume) => {
+          const done = () => {
+            res.off('drain', done);
+            stop.signal.removeEventListener('abort', done);
+            resume();
+          };
+          res.on('drain', done);
+          stop.signal.addEventListener('abort', done, { once: true });
+        });
+      }
+    } catch (err) {
+      log('warn', `event stream of run ${runId}: ${(err as Error).message}`);
+      res.write(`event: stream.error\ndata: ${JSON.stringify({ code: asHttpError(err).code, message: (err as Error).message })}\n\n`);
+    } finally {
+      clearInterval(heartbeat);
+      res.off('close', closed);
+      streams.delete(stop);
+      res.end();
+    }
+  }
+
+  const server: Server = createServer((req, res) => {
+    route(req, res).catch((err) => {
+      const e = asHttpError(err);
+      if (e.status === 500) log('error', `${req.method} ${req.url}: ${e.message}`);
+      sendError(res, e.status, e.code, e.message);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${shownHost}:${address.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of streams) s.abort();
+        server.close(() => resolve());
+        // Keep-alive connections (an event stream's among them) would hold the close up.
+        server.closeAllConnections();
+      }),
+  };
+}
