@@ -113,9 +113,23 @@ async function componentize(backend, bundle, wasmOut) {
   }
 }
 
+// The transpiled bindings call `_debugLog` dozens of times around every import and export call,
+// and each call reads `process.env.JCO_DEBUG` (a getenv in Node): ~66,000 instructions per
+// activation of a 2-step run (bench/instructions). The switch is read once instead; setting
+// JCO_DEBUG still turns the log on, for a process started with it.
+const debugLogPerCall = `  const _debugLog = (...args) => {
+    if (!globalThis?.process?.env?.JCO_DEBUG) { return; }`;
+const debugLogOnce = `  const _debugEnabled = Boolean(globalThis?.process?.env?.JCO_DEBUG);
+  const _debugLog = (...args) => {
+    if (!_debugEnabled) { return; }`;
+
 function transpile(wasm, outDir) {
   rmSync(outDir, { recursive: true, force: true });
   execFileSync(process.execPath, [jco, 'transpile', wasm, '--instantiation', 'async', '--name', 'engine', '-o', outDir, '--quiet'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const bindings = join(outDir, 'engine.js');
+  const text = readFileSync(bindings, 'utf8');
+  if (text.split(debugLogPerCall).length !== 2) throw new Error(`build: ${bindings} no longer has the _debugLog this build rewrites (jco changed); update debugLogPerCall in build.mjs`);
+  writeFileSync(bindings, text.replace(debugLogPerCall, debugLogOnce));
 }
 
 /**

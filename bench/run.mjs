@@ -254,6 +254,8 @@ async function measureFloors() {
 
 // Benchmarks of single areas that live next to their code; each exports a function returning rows.
 const extraModules = [
+  // Engine instructions per activation under callgrind (needs valgrind; about a minute a pair).
+  ['instructions/bench.mjs', 'runInstructionsBench'],
   ['sandbox/bench.mjs', 'runSandboxBench'],
   ['durability/bench.mjs', 'runDurabilityBench'],
   ['router/bench.mjs', 'runRouterBench'],

@@ -84,24 +84,19 @@ export class Activation {
 
   /** The JSON of each event, built as it is emitted (the journal stores exactly this text). */
   readonly eventTexts: string[] = [];
-  private envelope?: { occurredAt: string; workflow: EnvelopeFields['workflow']; workflowJson: string; originJson: string; correlationJson: string };
+  private envelope?: { occurredAt: string; workflow: EnvelopeFields['workflow']; workflowJson: string; origin: EnvelopeFields['origin']; originJson: string; runIdJson: string; correlationJson: string };
 
   private envelopeParts() {
     if (!this.envelope) {
-      const t = this.plan.templates[this.templateKey];
-      const workflow: EnvelopeFields['workflow'] = {
-        id: t.template.metadata.id,
-        ...(t.revision !== undefined ? { revision: t.revision } : {}),
-        semanticHash: t.semanticHash,
-        engineVersion: this.plan.engineVersion,
-        nodeDefinitionSetHash: this.plan.nodeDefinitionSetHash,
-      };
+      const { workflow, workflowJson } = workflowOf(this.plan, this.templateKey);
       const origin = { actor: this.request.actor ?? 'engine', activation: this.number };
       this.envelope = {
         occurredAt: new Date(this.now).toISOString(),
         workflow,
-        workflowJson: JSON.stringify(workflow),
+        workflowJson,
+        origin,
         originJson: JSON.stringify(origin),
+        runIdJson: JSON.stringify(this.request.runId),
         correlationJson: this.correlation !== undefined ? `,"correlation":${JSON.stringify(this.correlation)}` : '',
       };
     }
@@ -124,8 +119,8 @@ export class Activation {
       type,
       occurredAt: parts.occurredAt,
       workflow: parts.workflow,
-      origin: { actor: this.request.actor ?? 'engine', activation: this.number },
-      payload: stripUndefined(payload),
+      origin: parts.origin,
+      payload: withoutUndefined(payload),
     } as EnvelopeFields & { type: T; payload: PayloadOf<T> };
     let nodeJson = '';
     if (node) {
@@ -140,7 +135,7 @@ export class Activation {
     // serialising in the guest's interpreter is the largest cost of an activation.
     const journaled = this.keepsPayloads ? event.payload : withoutPayloads(type, event.payload as Record<string, Json>);
     this.eventTexts.push(
-      `{"schemaVersion":${eventSchemaVersion},"eventId":"${event.eventId}","runId":${JSON.stringify(runId)},"seq":${seq},"type":"${type}","occurredAt":"${parts.occurredAt}","workflow":${parts.workflowJson}${nodeJson}${parts.correlationJson},"origin":${parts.originJson},"payload":${JSON.stringify(journaled)}}`,
+      `{"schemaVersion":${eventSchemaVersion},"eventId":"${event.eventId}","runId":${parts.runIdJson},"seq":${seq},"type":"${type}","occurredAt":"${parts.occurredAt}","workflow":${parts.workflowJson}${nodeJson}${parts.correlationJson},"origin":${parts.originJson},"payload":${JSON.stringify(journaled)}}`,
     );
     // One member of the union (TypeScript does not narrow a generic `T` to it by itself).
     const emitted = event as unknown as EventEnvelope;
@@ -184,8 +179,34 @@ export function withoutPayloads(type: EventType, payload: Record<string, Json>):
   return { ...rest, ...digestMembers(key, value) };
 }
 
-function stripUndefined<P extends object>(payload: P): P {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(payload)) if (v !== undefined) out[k] = v;
-  return out as P;
+/** The payload itself when no member is `undefined` (the common case), else a copy without them. */
+function withoutUndefined<P extends object>(payload: P): P {
+  const members = payload as Record<string, unknown>;
+  for (const k in members) {
+    if (members[k] !== undefined) continue;
+    const out: Record<string, unknown> = {};
+    for (const m in members) if (members[m] !== undefined) out[m] = members[m];
+    return out as P;
+  }
+  return payload;
+}
+
+const workflows = new WeakMap<object, { workflow: EnvelopeFields['workflow']; workflowJson: string }>();
+
+/** The `workflow` member of every event of a template of a plan, and its JSON, built once per plan. */
+function workflowOf(plan: ExecutionPlan, templateKey: string): { workflow: EnvelopeFields['workflow']; workflowJson: string } {
+  const t = plan.templates[templateKey];
+  let cached = workflows.get(t);
+  if (!cached) {
+    const workflow: EnvelopeFields['workflow'] = {
+      id: t.template.metadata.id,
+      ...(t.revision !== undefined ? { revision: t.revision } : {}),
+      semanticHash: t.semanticHash,
+      engineVersion: plan.engineVersion,
+      nodeDefinitionSetHash: plan.nodeDefinitionSetHash,
+    };
+    cached = { workflow, workflowJson: JSON.stringify(workflow) };
+    workflows.set(t, cached);
+  }
+  return cached;
 }
