@@ -6,8 +6,8 @@
 //   node bench/backends/bench.mjs [--rounds N]
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { setFlagsFromString } from 'node:v8';
+import { benchEngine, twoStepTemplate } from '../lib/engine.mjs';
 import { fileURLToPath } from 'node:url';
 
 const root = new URL('../../', import.meta.url);
@@ -22,24 +22,12 @@ function median(xs) {
 async function child(backend) {
   if (backend === 'quickjs') setFlagsFromString('--experimental-wasm-extended-const');
   const dir = new URL(backends[backend], root);
-  const { EngineInstance } = await import(new URL('dist/hosts/core/engine-instance.js', root).href);
   const rssBefore = process.memoryUsage().rss;
   const t0 = performance.now();
-  const loader = {
-    instantiate: async (getCoreModule, imports) => (await import(new URL('engine.js', dir).href)).instantiate(getCoreModule, imports),
-    getCoreModule: async (p) => WebAssembly.compile(await readFile(new URL(p, dir))),
-  };
-  const engine = await EngineInstance.create(loader, {
-    load: () => undefined,
-    evaluateScript: () => ({ ok: false, error: { code: 'script.unavailable', message: 'not measured' } }),
-    checkScriptSyntax: () => undefined,
-    log: () => undefined,
-  });
+  const engine = await benchEngine(dir);
   const instantiateMs = performance.now() - t0;
   const rssInstantiated = process.memoryUsage().rss;
-  const api = 'workflow.gm-hz.dev/v1alpha1';
-  const nodes = [{ id: 'start', uses: 'core.start@1' }, { id: 'a', uses: 'tool.call@1', config: { tool: 'noop' } }, { id: 'b', uses: 'tool.call@1', config: { tool: 'noop' } }, { id: 'end', uses: 'core.end@1' }];
-  const template = { apiVersion: api, kind: 'WorkflowTemplate', metadata: { id: 'two' }, spec: { requires: ['tool:noop'], nodes, edges: nodes.slice(1).map((n, i) => ({ from: nodes[i].id, to: n.id })) } };
+  const template = twoStepTemplate;
   const plan = engine.compile({ root: { template } });
   let n = 0;
   const runOnce = (input) => {

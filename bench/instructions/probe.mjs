@@ -3,28 +3,17 @@
 // cost per activation, the transpiled bindings included.
 //
 //   node --single-threaded --hash-seed=1 --random-seed=1 bench/instructions/probe.mjs --runs 20
-import { readFile } from 'node:fs/promises';
+import { pathToFileURL } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
+import { benchEngine, twoStepTemplate } from '../lib/engine.mjs';
 
 setFlagsFromString('--experimental-wasm-extended-const');
-const root = new URL('../../', import.meta.url);
 const arg = (name, d) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : d);
 const runs = arg('--runs', 20);
 const warmup = arg('--warmup', 300);
-const dir = process.env.ENGINE_DIR ? new URL('file://' + process.env.ENGINE_DIR + '/') : new URL('dist/component/', root);
-const { EngineInstance } = await import(new URL('dist/hosts/core/engine-instance.js', root).href);
-const loader = {
-  instantiate: async (getCoreModule, imports) => (await import(new URL('engine.js', dir).href)).instantiate(getCoreModule, imports),
-  getCoreModule: async (p) => WebAssembly.compile(await readFile(new URL(p, dir))),
-};
-const engine = await EngineInstance.create(loader, {
-  load: () => undefined,
-  evaluateScript: () => ({ ok: false, error: { code: 'script.unavailable', message: 'not measured' } }),
-  checkScriptSyntax: () => undefined,
-  log: () => undefined,
-});
-const nodes = [{ id: 'start', uses: 'core.start@1' }, { id: 'a', uses: 'tool.call@1', config: { tool: 'noop' } }, { id: 'b', uses: 'tool.call@1', config: { tool: 'noop' } }, { id: 'end', uses: 'core.end@1' }];
-const template = { apiVersion: 'workflow.gm-hz.dev/v1alpha1', kind: 'WorkflowTemplate', metadata: { id: 'two' }, spec: { requires: ['tool:noop'], nodes, edges: nodes.slice(1).map((n, i) => ({ from: nodes[i].id, to: n.id })) } };
+// ENGINE_DIR: another transpiled component directory, to compare two builds of the engine.
+const engine = await benchEngine(process.env.ENGINE_DIR ? pathToFileURL(`${process.env.ENGINE_DIR}/`) : undefined);
+const template = twoStepTemplate;
 const plan = engine.compile({ root: { template } });
 let activations = 0;
 for (let n = -warmup; n < runs; n++) {

@@ -1,6 +1,6 @@
 // The rules of lease acquisition, shared by the SQLite and PostgreSQL stores: given the run's row
 // as read inside the acquiring transaction, what the store must do. Stores only run the SQL.
-import type { LeaseGrant } from '../core/ownership-store.js';
+import type { CommandResult, LeaseGrant } from '../core/ownership-store.js';
 import { terminalRunStatuses, terminalStatuses } from '../core/types.js';
 import { ownerIsDead } from './owner-id.js';
 
@@ -55,4 +55,26 @@ export function fencingRefusal(
   const fenced = lease ? head.epoch !== lease.epoch || head.owner !== lease.owner : leaseIsLive(head.owner, head.expiresAt, now);
   if (!fenced) return undefined;
   return `run ${entry.runId}: the commit was staged under ${lease ? `lease epoch ${lease.epoch} of ${lease.owner}` : 'no lease'}, but the run's lease is epoch ${head.epoch}${head.owner ? ` held by ${head.owner}` : ' (free)'}`;
+}
+
+/** A row of the inbox as both stores select it (`error` already parsed from its JSON). */
+export interface InboxResultRow {
+  id: number;
+  run_id: string;
+  state: CommandResult['state'];
+  applied_at: number | null;
+  applied_by: string | null;
+  error: CommandResult['error'] | null;
+}
+
+/** What became of an operator command, from its inbox row. */
+export function commandResultOf(row: InboxResultRow): CommandResult {
+  return {
+    id: row.id,
+    runId: row.run_id,
+    state: row.state,
+    ...(row.applied_at !== null ? { appliedAt: row.applied_at } : {}),
+    ...(row.applied_by !== null ? { appliedBy: row.applied_by } : {}),
+    ...(row.error !== null ? { error: row.error } : {}),
+  };
 }

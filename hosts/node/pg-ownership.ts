@@ -14,7 +14,7 @@ import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorComma
 import { assertPortableId, StoreError, type RunRecord } from '../core/store.js';
 import { ownerIsDead } from './owner-id.js';
 import { rows, statement, transaction } from './pg-pool.js';
-import { activeStatusSql, leaseDecision } from './lease-rules.js';
+import { activeStatusSql, commandResultOf, leaseDecision, type InboxResultRow } from './lease-rules.js';
 
 export interface PgRunRow {
   run_id: string;
@@ -179,20 +179,12 @@ export class PgOwnership implements RunOwnership {
   }
 
   async commandResult(id: number): Promise<CommandResult | undefined> {
-    const [row] = await statement<{ id: number; run_id: string; state: CommandResult['state']; applied_at: number | null; applied_by: string | null; error: CommandResult['error'] | null }>(this.pool, 'ownership', {
+    const [row] = await statement<InboxResultRow>(this.pool, 'ownership', {
       name: `${this.s}.result`,
       text: `SELECT id, run_id, state, applied_at, applied_by, error FROM ${this.s}.run_inbox WHERE id = $1`,
       values: [id],
     });
-    if (!row) return undefined;
-    return {
-      id: row.id,
-      runId: row.run_id,
-      state: row.state,
-      ...(row.applied_at !== null ? { appliedAt: row.applied_at } : {}),
-      ...(row.applied_by !== null ? { appliedBy: row.applied_by } : {}),
-      ...(row.error !== null ? { error: row.error } : {}),
-    };
+    return row ? commandResultOf(row) : undefined;
   }
 
   async enqueue(launch: QueuedLaunch, now: number): Promise<{ runId: string; created: boolean }> {

@@ -5,7 +5,7 @@
 import type { Database, Statement } from 'better-sqlite3';
 import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorCommand, QueuedLaunch, RunOwnership, WorkerRecord } from '../core/ownership-store.js';
 import { assertPortableId, StoreError, type RunRecord } from '../core/store.js';
-import { activeStatusSql, leaseDecision, type LeaseRow } from './lease-rules.js';
+import { activeStatusSql, commandResultOf, leaseDecision, type InboxResultRow, type LeaseRow } from './lease-rules.js';
 import { ownerIsDead } from './owner-id.js';
 
 export interface RunRow {
@@ -154,16 +154,8 @@ export class SqliteOwnership implements RunOwnership {
   }
 
   commandResult(id: number): CommandResult | undefined {
-    const row = this.stmt.result.get(id) as { id: number; run_id: string; state: CommandResult['state']; applied_at: number | null; applied_by: string | null; error: Buffer | string | null } | undefined;
-    if (!row) return undefined;
-    return {
-      id: row.id,
-      runId: row.run_id,
-      state: row.state,
-      ...(row.applied_at !== null ? { appliedAt: row.applied_at } : {}),
-      ...(row.applied_by !== null ? { appliedBy: row.applied_by } : {}),
-      ...(row.error !== null ? { error: JSON.parse(row.error.toString()) } : {}),
-    };
+    const row = this.stmt.result.get(id) as (Omit<InboxResultRow, 'error'> & { error: Buffer | string | null }) | undefined;
+    return row ? commandResultOf({ ...row, error: row.error === null ? null : JSON.parse(row.error.toString()) }) : undefined;
   }
 
   enqueue(launch: QueuedLaunch, now: number): { runId: string; created: boolean } {
