@@ -93,7 +93,8 @@ export interface WorkflowRunHandle {
   live(options?: LiveOptions): AsyncGenerator<LiveItem, void, undefined>;
 }
 
-function digestOf(value: unknown): string {
+/** `sha256:` of the JSON text of a node output, to compare two runs' outputs. */
+function outputDigest(value: unknown): string {
   return sha256Digest(JSON.stringify(value ?? null));
 }
 
@@ -564,7 +565,7 @@ export class WorkflowRuntime {
     const outcome = await handle.settled();
     const outputs = (events: any[]) => {
       const out = new Map<string, string>();
-      for (const e of events) if (e.type === 'node.output-committed') out.set(e.node.id, digestOf(e.payload.output));
+      for (const e of events) if (e.type === 'node.output-committed') out.set(e.node.id, outputDigest(e.payload.output));
       return out;
     };
     const recorded = outputs(source.events);
