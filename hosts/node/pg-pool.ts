@@ -1,8 +1,15 @@
 // The connection pool of the PostgreSQL store and its transaction helper, shared by the journal
 // (`pg-store.ts`) and run ownership (`pg-ownership.ts`).
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type * as PgModule from 'pg';
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { StoreError } from '../core/store.js';
+
+// `pg` is loaded when the first pool is made, not when the package is imported: a process on
+// SQLite never pays for it (about a tenth of a cold start).
+const requireFromHere = createRequire(import.meta.url);
+let pgModule: typeof PgModule | undefined;
+const loadPg = (): typeof PgModule => (pgModule ??= requireFromHere('pg') as typeof PgModule);
 
 const int8Oid = 20;
 /** Deadlock detected, serialization failure: the transaction was rolled back and may be retried. */
@@ -10,6 +17,7 @@ const retryableCodes = new Set(['40P01', '40001']);
 const retriesMax = 4;
 
 export function createPool(connectionString: string, poolSize: number): Pool {
+  const pg = loadPg();
   const pool = new pg.Pool({
     connectionString,
     max: poolSize,
