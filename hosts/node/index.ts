@@ -10,7 +10,15 @@ export { migrateTemplate, type TemplateMigration } from './template-migration.js
 export { parseExport, replayExport, exportFormat, type RunExport } from './export.js';
 export type { CapturePolicy } from '../core/kernel.js';
 export type { CredentialResolver } from './gateway.js';
-export { createMcpServer, serveMcp } from './mcp.js';
+export type { McpServerOptions, McpProfile } from './mcp.js';
+
+/**
+ * Serves the runtime's workflows as MCP tools (see mcp.ts). The MCP SDK is loaded on this call,
+ * not when the package is imported; `createMcpServer` is in the `./mcp` entry.
+ */
+export async function serveMcp(...args: Parameters<typeof import('./mcp.js').serveMcp>): ReturnType<typeof import('./mcp.js').serveMcp> {
+  return (await import('./mcp.js')).serveMcp(...args);
+}
 export { TriggerScheduler, TriggerError, triggerRunId, type TriggerSpec } from './triggers.js';
 export { PostgresJournalStore } from './pg-store.js';
 export { PgCatalogStorage } from './pg-catalog.js';
