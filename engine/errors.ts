@@ -1,13 +1,12 @@
 import type { Json } from './json.js';
+import { CodedError } from './protocol/coded-error.js';
 
 /** An error of the engine with a stable code; crosses the boundary as `engine-error`. */
-export class EngineError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly detail?: Json,
-  ) {
-    super(message);
+export class EngineError extends CodedError {
+  declare readonly detail?: Json;
+
+  constructor(code: string, message: string, detail?: Json) {
+    super(code, message, detail);
     this.name = 'EngineError';
   }
 }

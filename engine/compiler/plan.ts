@@ -6,6 +6,7 @@ import type { ExecutionPlan, PlanTemplate } from '../protocol/plan.js';
 import type { ValidationError, WorkflowTemplate } from '../protocol/template.js';
 import { currentFlags, engineVersion } from '../version.js';
 import { validateTemplate, type SyntaxChecker } from './validate.js';
+import { CodedError } from '../protocol/coded-error.js';
 
 
 export interface CompileRequest {
@@ -13,13 +14,14 @@ export interface CompileRequest {
   dependencies?: { template: unknown; revision: number }[];
 }
 
-export class CompileError extends Error {
+export class CompileError extends CodedError {
   constructor(
-    readonly code: string,
+    code: string,
     message: string,
     readonly errors: ValidationError[],
   ) {
-    super(message);
+    super(code, message);
+    this.name = 'CompileError';
   }
 }
 

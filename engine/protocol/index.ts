@@ -10,3 +10,4 @@ export type { CallInFlight, NeedsAttention, RunProjection, WaitingApproval } fro
 export type { EdgeStatus, Effect, NodeStatus, PausedReason, RunStatus, TerminalRunStatus } from './statuses.js';
 export { isTerminalStatus, terminalRunStatuses } from './statuses.js';
 export { isPortableId, portableIdPattern, portableIdSource } from './ids.js';
+export { CodedError } from './coded-error.js';

@@ -8,6 +8,7 @@
 // @ts-ignore: jco output, present under dist/ only
 import { instantiate as instantiateEngine } from '../../component/engine.js';
 import type { ComponentLoader } from '../core/engine-instance.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 /** Where the page's wasm binaries come from, by file name (`engine.core.wasm`, `quickjs.wasm`). */
 export interface WasmSource {
@@ -17,10 +18,9 @@ export interface WasmSource {
 /** The global a classic script (wasm-inline.js) sets when the page runs from file://. */
 export const inlineWasmGlobal = '__agentWorkflowWasm';
 
-export class WasmLoadError extends Error {
-  readonly code = 'browser.wasm-missing';
+export class WasmLoadError extends CodedError {
   constructor(message: string) {
-    super(message);
+    super('browser.wasm-missing', message);
     this.name = 'WasmLoadError';
   }
 }

@@ -13,6 +13,7 @@ import { assertTemplateJson } from './json-input.js';
 import type { CommitEntry, RunTail } from './store.js';
 import type { ScriptLimits } from '../../engine/limits.js';
 import type { ActivationSummary, ExecutionPlan, GatewayRequest, HostLog, ValidationReport } from './types.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export type { ScriptLimits };
 
@@ -37,13 +38,9 @@ export interface StagedWork {
 }
 
 /** An engine call that returned its declared error. */
-export class EngineCallError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly detail: unknown,
-  ) {
-    super(message);
+export class EngineCallError extends CodedError {
+  constructor(code: string, message: string, detail: unknown) {
+    super(code, message, detail);
     this.name = 'EngineCallError';
   }
 }

@@ -2,6 +2,7 @@
 // pinned plan and captured artifacts. Every host reads it with these checks; nothing in it is
 // trusted before they pass.
 import type { ExecutionPlan } from './types.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export const exportFormat = 'agent-workflow.export/v1';
 
@@ -14,12 +15,9 @@ export interface RunExport {
   artifacts: Record<string, { mediaType: string; base64: string }>;
 }
 
-export class ExportError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
+export class ExportError extends CodedError {
+  constructor(code: string, message: string) {
+    super(code, message);
     this.name = 'ExportError';
   }
 }

@@ -23,15 +23,12 @@ import { pendingApproval } from './operator.js';
 import { assertPortableId, type EventPage, type JournalStore, type RunRecord, type RunTail, type SyncJournalStore } from './store.js';
 import { exportFormat, artifactTexts, type RunExport } from './export-format.js';
 import { terminalStatuses, type Authority, type ExecutionPlan, type RunProjection, type ValidationReport } from './types.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 /** The error every host runtime throws: a stable `code`, a message, and detail when there is any. */
-export class HostError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly detail?: unknown,
-  ) {
-    super(message);
+export class HostError extends CodedError {
+  constructor(code: string, message: string, detail?: unknown) {
+    super(code, message, detail);
     this.name = 'HostError';
   }
 }

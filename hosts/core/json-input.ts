@@ -16,18 +16,15 @@ export const jsonInputLimits = {
    */
   templateDepthMax: 64,
 } as const;
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 /** A value the engine must not be given; `code` is stable, `detail.pointer` names the place. */
-export class JsonInputError extends Error {
-  readonly detail: { pointer: string };
-  constructor(
-    readonly code: string,
-    message: string,
-    pointer: string,
-  ) {
-    super(message);
+export class JsonInputError extends CodedError {
+  declare readonly detail: { pointer: string };
+
+  constructor(code: string, message: string, pointer: string) {
+    super(code, message, { pointer });
     this.name = 'JsonInputError';
-    this.detail = { pointer };
   }
 }
 

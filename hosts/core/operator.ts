@@ -1,13 +1,11 @@
 // Operator actions shared by every host that accepts them. What a run waits for is read from its
 // projection (the engine's, stored with its last commit), never from its events.
 import type { RunProjection } from './types.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
-export class OperatorError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
+export class OperatorError extends CodedError {
+  constructor(code: string, message: string) {
+    super(code, message);
     this.name = 'OperatorError';
   }
 }

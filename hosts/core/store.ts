@@ -15,6 +15,7 @@
 import { portableIdPattern, portableIdSource } from '../../engine/protocol/ids.js';
 import type { RunOwnership } from './ownership-store.js';
 import type { RunProjection } from './types.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export type Awaitable<T> = T | Promise<T>;
 
@@ -150,12 +151,11 @@ export interface JournalStore {
 }
 
 /** A storage failure with a stable code. */
-export class StoreError extends Error {
-  constructor(
-    readonly code: 'store.io' | 'store.corrupt' | 'store.conflict' | 'store.fenced' | 'store.not-found' | 'store.schema-too-new' | 'store.bad-id' | 'store.not-loaded' | 'store.not-a-store',
-    message: string,
-  ) {
-    super(message);
+export class StoreError extends CodedError {
+  declare readonly code: 'store.io' | 'store.corrupt' | 'store.conflict' | 'store.fenced' | 'store.not-found' | 'store.schema-too-new' | 'store.bad-id' | 'store.not-loaded' | 'store.not-a-store';
+
+  constructor(code: StoreError['code'], message: string) {
+    super(code, message);
     this.name = 'StoreError';
   }
 }

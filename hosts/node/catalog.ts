@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import { isPortableId, portableIdSource } from '../../engine/protocol/ids.js';
 import type { ExecutionPlan, ValidationReport } from '../core/types.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as unknown as (value: unknown) => string | undefined;
 
@@ -27,17 +28,14 @@ export interface CatalogProblem {
 }
 
 /** A catalog operation refused; `errors` lists every problem when there are several. */
-export class CatalogError extends Error {
+export class CatalogError extends CodedError {
   constructor(
-    readonly code: string,
+    code: string,
     message: string,
     readonly errors: CatalogProblem[] = [],
   ) {
-    super(message);
+    super(code, message, errors.length > 0 ? { errors } : undefined);
     this.name = 'CatalogError';
-  }
-  get detail(): unknown {
-    return this.errors.length > 0 ? { errors: this.errors } : undefined;
   }
 }
 
@@ -576,16 +574,12 @@ export function runCompatibility(runId: string, plan: ExecutionPlan, checkpoint:
 }
 
 /** A stored run this engine must not continue: it needs a person (or a newer program). */
-export class RunNeedsAttentionError extends Error {
-  readonly code = 'run.needs-attention';
+export class RunNeedsAttentionError extends CodedError {
   constructor(
     readonly runId: string,
     readonly problems: RunProblem[],
   ) {
-    super(`run ${runId} needs attention and was not resumed: ${problems.map((p) => `${p.code}: ${p.message}`).join('; ')}`);
+    super('run.needs-attention', `run ${runId} needs attention and was not resumed: ${problems.map((p) => `${p.code}: ${p.message}`).join('; ')}`, { runId, status: 'needs_attention', problems });
     this.name = 'RunNeedsAttentionError';
-  }
-  get detail(): unknown {
-    return { runId: this.runId, status: 'needs_attention', problems: this.problems };
   }
 }

@@ -21,6 +21,7 @@ import type { AddressInfo } from 'node:net';
 import { bearerMatches, isLoopback, readTokenFile } from '../../sandbox/service/auth.js';
 import { httpLimits } from './limits.js';
 import type { WorkflowRuntime } from './runtime.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 /** Environment variable read when no token file is given. */
 export const httpTokenEnvVar = 'AGENT_WORKFLOW_HTTP_TOKEN';
@@ -45,12 +46,11 @@ export interface HttpApi {
   close(): Promise<void>;
 }
 
-export class HttpApiConfigError extends Error {
-  constructor(
-    readonly code: 'http.no-token' | 'http.insecure-non-loopback',
-    message: string,
-  ) {
-    super(message);
+export class HttpApiConfigError extends CodedError {
+  declare readonly code: 'http.no-token' | 'http.insecure-non-loopback';
+
+  constructor(code: HttpApiConfigError['code'], message: string) {
+    super(code, message);
     this.name = 'HttpApiConfigError';
   }
 }
@@ -62,13 +62,13 @@ export function httpToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv 
   return fromEnv ? fromEnv : undefined;
 }
 
-class HttpError extends Error {
+class HttpError extends CodedError {
   constructor(
     readonly status: number,
-    readonly code: string,
+    code: string,
     message: string,
   ) {
-    super(message);
+    super(code, message);
   }
 }
 

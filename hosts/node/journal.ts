@@ -11,6 +11,7 @@ import type { RunProjection } from '../core/types.js';
 import { migrations, schemaVersion } from './migrations.js';
 import { fencingRefusal } from './lease-rules.js';
 import { SqliteOwnership, runRecordOf, type RunRow } from './sqlite-ownership.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export interface SqliteStoreOptions {
   /** `full` fsyncs at every commit (the default); `normal` may lose the last commits on power loss. */
@@ -35,12 +36,11 @@ export function splitEvents(bytes: Uint8Array): Buffer[] {
 }
 
 /** A store file this program cannot or must not use; the message names the file and the fix. */
-export class StoreFileError extends Error {
-  constructor(
-    readonly code: 'store.not-a-store' | 'store.corrupt' | 'store.permission-denied' | 'store.full' | 'store.io',
-    message: string,
-  ) {
-    super(message);
+export class StoreFileError extends CodedError {
+  declare readonly code: 'store.not-a-store' | 'store.corrupt' | 'store.permission-denied' | 'store.full' | 'store.io';
+
+  constructor(code: StoreFileError['code'], message: string) {
+    super(code, message);
     this.name = 'StoreFileError';
   }
 }

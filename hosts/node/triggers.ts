@@ -6,6 +6,7 @@ import { Cron } from 'croner';
 import { isPortableId } from '../../engine/protocol/ids.js';
 import type { HostLog } from '../core/types.js';
 import type { LaunchTarget, WorkflowRuntime } from './runtime.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export interface TriggerSpec {
   /** Portable id of the trigger. */
@@ -17,12 +18,9 @@ export interface TriggerSpec {
   input?: unknown;
 }
 
-export class TriggerError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
+export class TriggerError extends CodedError {
+  constructor(code: string, message: string) {
+    super(code, message);
     this.name = 'TriggerError';
   }
 }

@@ -6,6 +6,7 @@
 import { Agent, request } from 'undici';
 import type { ScriptLimits, ScriptOutcome } from '../evaluator.js';
 import { parseOutcome } from './protocol.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export interface RemoteEvaluatorOptions {
   /** Base URL of the service, e.g. http://127.0.0.1:41234 */
@@ -23,14 +24,14 @@ export interface RemoteEvaluator {
 }
 
 /** A transport or service-level failure (not a script outcome). `code` is a service.* code or `service.unreachable`. */
-export class RemoteEvaluatorError extends Error {
+export class RemoteEvaluatorError extends CodedError {
   constructor(
-    readonly code: string,
+    code: string,
     message: string,
     readonly status?: number,
     readonly retryAfterMs?: number,
   ) {
-    super(message);
+    super(code, message);
   }
 }
 

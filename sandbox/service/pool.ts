@@ -18,6 +18,7 @@ import type { ScriptOutcome } from '../evaluator.js';
 import * as L from '../limits.js';
 import type { EvaluateJob } from './protocol.js';
 import type { WorkerConfig, WorkerRequest } from './worker.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export interface WorkerPoolOptions {
   workers: number;
@@ -46,8 +47,10 @@ export interface WorkerPoolStats {
   replaced: number;
 }
 
-export class QueueFullError extends Error {
-  readonly code = 'service.queue-full';
+export class QueueFullError extends CodedError {
+  constructor(message: string) {
+    super('service.queue-full', message);
+  }
 }
 
 interface Job {

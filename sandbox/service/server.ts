@@ -15,6 +15,7 @@ import * as L from '../limits.js';
 import { bearerMatches, isLoopback, readTokenFile, tokenEnvVar } from './auth.js';
 import { QueueFullError, WorkerPool, type WorkerPoolStats } from './pool.js';
 import { formatFailure, formatOutcome, parseEvaluateRequest, type ServiceFailure } from './protocol.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export interface SandboxServiceOptions {
   /** Default 127.0.0.1. */
@@ -65,12 +66,11 @@ export interface SandboxService {
   close(): Promise<void>;
 }
 
-export class ServiceConfigError extends Error {
-  constructor(
-    readonly code: 'service.no-token' | 'service.insecure-non-loopback' | 'service.invalid-option',
-    message: string,
-  ) {
-    super(message);
+export class ServiceConfigError extends CodedError {
+  declare readonly code: 'service.no-token' | 'service.insecure-non-loopback' | 'service.invalid-option';
+
+  constructor(code: ServiceConfigError['code'], message: string) {
+    super(code, message);
   }
 }
 

@@ -1,11 +1,14 @@
 // A small argument parser: positional arguments and `--name value` / `--flag` options.
+import { CodedError } from '../../../engine/protocol/coded-error.js';
 export interface ParsedArgs {
   positional: string[];
   options: Map<string, string | true>;
 }
 
-export class UsageError extends Error {
-  readonly code = 'cli.usage';
+export class UsageError extends CodedError {
+  constructor(message: string) {
+    super('cli.usage', message);
+  }
 }
 
 export function parseArgs(argv: string[], flags: readonly string[]): ParsedArgs {

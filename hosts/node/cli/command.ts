@@ -1,5 +1,6 @@
 // The shape of a CLI command; each file in commands/ exports a record of them.
 import type { ParsedArgs } from './args.js';
+import { CodedError } from '../../../engine/protocol/coded-error.js';
 
 export interface CliCommand {
   /** Options that take no value. */
@@ -8,13 +9,9 @@ export interface CliCommand {
 }
 
 /** An error the CLI reports with its code (a plain object would do; a class keeps stacks). */
-export class CliError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-    readonly detail?: unknown,
-  ) {
-    super(message);
+export class CliError extends CodedError {
+  constructor(code: string, message: string, detail?: unknown) {
+    super(code, message, detail);
     this.name = 'CliError';
   }
 }
