@@ -38,6 +38,7 @@ import { LocalToolLauncher, type LocalToolSpec, type LocalToolTable } from './lo
 import { stderrLog } from './log.js';
 import { profileNamed, withinBudget, type RouterProfile } from './profiles.js';
 import { ReceiptLog } from './receipt-log.js';
+import type { StorageLoss } from './record-file.js';
 import { inflightCalls, planRunRecovery, requestOf, stopOrphan } from './recovery.js';
 import { createScriptImports } from './sandbox.js';
 
@@ -63,6 +64,12 @@ export interface RouterHostOptions {
   cadenceMs?: number;
   /** Grace between SIGTERM and SIGKILL when a local process is stopped. */
   stopGraceMs?: number;
+  /**
+   * Open a journal or receipt log that lost acknowledged records (truncated, damaged before its
+   * end, missing) by cutting it back to what is intact, instead of refusing with
+   * `store.truncated` / `store.corrupt`. The loss is logged.
+   */
+  acceptLoss?: boolean;
 }
 
 /** The router has no catalog: it launches templates and pinned plans. */
@@ -109,6 +116,12 @@ const phases = ['cancellation', 'schedule', 'frontier', 'admission', 'dispatch',
 
 function isLocalSpec(tool: RouterTool): tool is LocalToolSpec {
   return typeof tool === 'object' && tool !== null && typeof (tool as LocalToolSpec).executable === 'string';
+}
+
+/** A torn tail is normal after a crash; a loss was accepted by the operator: both are said once. */
+function logStorageDamage(log: HostLog, file: string, droppedTailBytes: number, loss: StorageLoss | undefined): void {
+  if (droppedTailBytes > 0) log('warn', `${file}: dropped a torn last record of ${droppedTailBytes} bytes (a write that never completed)`);
+  if (loss) log('error', `${file}: accepted loss (${loss.code}): ${loss.message}; ${loss.droppedBytes} bytes cut, ${loss.intactBytes} bytes kept`);
 }
 
 function asError(err: unknown): RouterError {
@@ -160,11 +173,14 @@ export class RouterHost {
     }
     mapErrors(RouterError, () => assertCaptureOptions(options.capture));
     const commitLatency = new LatencyRing();
-    const store = FileJournalStore.open(dir, { observeCommit: (ms) => commitLatency.add(ms) });
+    const acceptLoss = options.acceptLoss ?? false;
+    const store = FileJournalStore.open(dir, { observeCommit: (ms) => commitLatency.add(ms), acceptLoss });
     const closers: (() => void)[] = [() => store.close()];
     try {
-      const receipts = ReceiptLog.open(dir);
+      const receipts = ReceiptLog.open(dir, Date.now, { acceptLoss });
       closers.push(() => receipts.close());
+      logStorageDamage(log, 'journal.log', store.openReport.droppedTailBytes, store.openReport.loss);
+      logStorageDamage(log, 'receipts.log', receipts.droppedTailBytes, receipts.loss);
       const stopGraceMs = options.stopGraceMs ?? toolStopGraceMs;
       const launcher = new LocalToolLauncher({ tools: localTools, receipts, stopGraceMs });
       const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, approvals: options.approvals, credentials: options.credentials, attemptsInFlightMax: profile.attemptsInFlightMax, log });
