@@ -14,6 +14,10 @@
  * at call time, secrets scrubbed from outcomes. They have no receipts; after a restart the engine
  * decides about them (`afterRestart`). A local tool is a fixed command that receives no
  * credential, so a node that names one is refused instead of run without it.
+ *
+ * A cancelled request never starts an attempt: its signal is checked at admission and again at
+ * the moment of dispatch (after the engine's commit, before the claim and spawn), and while a
+ * cancellation of a run is on its way to the journal, dispatch holds that run's requests back.
  */
 import { outcomeOfThrown, type Gateway, type GatewayContext } from '../core/gateway.js';
 import { credentialRefsOf, credentialUnresolved, RegisteredCapabilities, type AgentDefinition, type ApprovalHandler, type CredentialResolver, type ToolContext, type ToolDefinition } from '../core/gateway-registry.js';
@@ -48,6 +52,7 @@ interface Job {
 }
 
 const cancelled = (message: string): CapabilityOutcome => ({ ok: false, error: { code: 'capability.cancelled', message, retryable: false } });
+const reasonOf = (job: Job): string => String((job.context.signal.reason as Error | undefined)?.message ?? 'cancelled');
 
 /** The outcome a completion receipt stands for. */
 export function outcomeOfCompletion(c: CompletionReceipt): CapabilityOutcome {
@@ -74,6 +79,8 @@ export class RouterGateway implements Gateway {
   /** Invocations settled by a completion receipt, with their run: candidates for retirement. */
   readonly settled = new Map<string, string>();
   private frozen = false;
+  /** Runs with a cancellation on its way to the journal (count of them): nothing of theirs starts. */
+  private readonly cancelling = new Map<string, number>();
   private readonly registered: RegisteredCapabilities;
 
   constructor(private readonly options: RouterGatewayOptions) {
@@ -123,7 +130,7 @@ export class RouterGateway implements Gateway {
     while (n < limit && this.cancels.length > 0) {
       const job = this.cancels.shift()!;
       n++;
-      const reason = String((job.context.signal.reason as Error | undefined)?.message ?? 'cancelled');
+      const reason = reasonOf(job);
       if (job.state === 'pending' || job.state === 'admitted') {
         remove(job.state === 'pending' ? this.pending : this.admitted, job);
         job.resolve(cancelled(reason));
@@ -145,6 +152,10 @@ export class RouterGateway implements Gateway {
     while (n < limit && this.pending.length > 0 && this.admitted.length + this.running.size < this.options.attemptsInFlightMax) {
       const job = this.pending.shift()!;
       n++;
+      if (job.context.signal.aborted) {
+        job.resolve(cancelled(reasonOf(job)));
+        continue;
+      }
       const early = this.decide(job.request);
       if (early) {
         job.resolve(early.outcome);
@@ -185,11 +196,38 @@ export class RouterGateway implements Gateway {
     return settle({ ok: false, error: { code: 'gateway.unknown-kind', message: `the router host cannot carry out ${request.kind} requests`, retryable: false } });
   }
 
-  /** Dispatch: starts at most `limit` admitted attempts. */
+  /**
+   * Holds back the requests of `runId` while its cancellation is committed; call the returned
+   * function once it is (the signals of the invocations it cancelled are then aborted).
+   */
+  holdForCancel(runId: string): () => void {
+    this.cancelling.set(runId, (this.cancelling.get(runId) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = this.cancelling.get(runId)! - 1;
+      if (left > 0) this.cancelling.set(runId, left);
+      else this.cancelling.delete(runId);
+    };
+  }
+
+  /** Dispatch: starts at most `limit` admitted attempts; a cancelled one is settled instead. */
   dispatch(limit: number): number {
     let n = 0;
+    const held: Job[] = [];
     while (n < limit && this.admitted.length > 0 && !this.frozen) {
       const job = this.admitted.shift()!;
+      // The moment of dispatch: nothing after this check can let a cancellation in before the claim.
+      if (job.context.signal.aborted) {
+        n++;
+        job.resolve(cancelled(reasonOf(job)));
+        continue;
+      }
+      if (this.cancelling.has(job.request.runId)) {
+        held.push(job);
+        continue;
+      }
       n++;
       job.state = 'running';
       this.running.set(job.request.invocationId, job);
@@ -224,6 +262,7 @@ export class RouterGateway implements Gateway {
       this.inProcessRunning.add(tracked);
       void tracked.finally(() => this.inProcessRunning.delete(tracked));
     }
+    this.admitted.unshift(...held);
     return n;
   }
 

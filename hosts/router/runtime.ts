@@ -275,8 +275,10 @@ export class RouterHost {
       let left = plan.rerun.length;
       for (const call of plan.rerun) {
         const request = requestOf(this.store, record.runId, call);
-        const controller = new AbortController();
-        this.gateway.execute({ ...request, reissued: true }, { signal: controller.signal, invocationId: request.invocationId, reissued: true }).then((outcome) => {
+        // The kernel's abort path: a cancellation of the run reaches this attempt as any other.
+        const adopted = this.kernel.adoptCall(request.invocationId);
+        this.gateway.execute({ ...request, reissued: true }, { signal: adopted.signal, invocationId: request.invocationId, reissued: true }).then((outcome) => {
+          adopted.release();
           if (outcome === undefined) return; // the host is stopping: the next start recovers it
           facts.push(outcome.ok ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error });
           if (--left === 0) resume();
@@ -443,7 +445,12 @@ export class RouterHost {
   /** Asks for a run's cancellation; the next cycles converge it (processes get an exact stop). */
   cancel(runId: string, reason = 'cancelled'): Promise<ActivationSummary> {
     if (!this.store.getRun(runId)) return Promise.reject(asError(runNotFound(runId)));
-    return this.kernel.deliver(runId, { type: 'cancel-requested', reason, by: 'router' }, 'router');
+    // Until the cancellation is committed nothing of the run starts; then the signals of the
+    // invocations it cancelled are aborted and dispatch settles them without starting them.
+    const release = this.gateway.holdForCancel(runId);
+    const delivered = this.kernel.deliver(runId, { type: 'cancel-requested', reason, by: 'router' }, 'router');
+    delivered.then(release, release);
+    return delivered;
   }
 
   /**
