@@ -24,6 +24,7 @@ import { credentialRefsOf, credentialUnresolved, RegisteredCapabilities, type Ag
 import type { CapabilityOutcome, GatewayRequest, HostLog } from '../core/types.js';
 import type { LocalToolLauncher, LocalToolTable } from './local-tools.js';
 import type { CompletionReceipt, ReceiptLog } from './receipt-log.js';
+import { stoppedAtShutdown } from './attempt-recovery.js';
 
 export type InProcessToolContext = ToolContext;
 export type InProcessTool = ToolDefinition;
@@ -56,7 +57,8 @@ const reasonOf = (job: Job): string => String((job.context.signal.reason as Erro
 
 /** The outcome a completion receipt stands for. */
 export function outcomeOfCompletion(c: CompletionReceipt): CapabilityOutcome {
-  if (c.exitCode === 0 && c.output !== undefined && c.stopIntent === undefined) return { ok: true, output: c.output };
+  // A tool that still finished its work while the host was shutting down has a real result.
+  if (c.exitCode === 0 && c.output !== undefined && (c.stopIntent === undefined || c.stopIntent === 'shutdown')) return { ok: true, output: c.output };
   const tail = c.stderrTail ? `; stderr: ${c.stderrTail.slice(-500)}` : '';
   switch (c.stopIntent) {
     case 'cancel':
@@ -64,7 +66,8 @@ export function outcomeOfCompletion(c: CompletionReceipt): CapabilityOutcome {
     case 'timeout':
       return { ok: false, error: { code: 'tool.timeout', message: `the tool exceeded its timeoutMs${tail}`, retryable: true } };
     case 'shutdown':
-      return { ok: false, error: { code: 'tool.stopped', message: `the host stopped the tool while shutting down${tail}`, retryable: true } };
+      // Not an outcome of the step: the run stays running and recovery decides (stoppedAtShutdown).
+      return { ok: false, error: { code: 'tool.stopped', message: `the host stopped the tool while shutting down${tail}`, retryable: false } };
     default:
       return { ok: false, error: { code: 'tool.failed', message: `${c.outputError ?? 'the tool failed'}${tail}` } };
   }
@@ -177,6 +180,14 @@ export class RouterGateway implements Gateway {
       if (Object.keys(credentialRefsOf(request)).length > 0) return settle(credentialUnresolved(request, `${request.name} is a local tool of the router, which receives no credential`));
       const receipts = this.options.receipts.get(request.invocationId);
       if (!receipts) return undefined;
+      if (receipts.completion && stoppedAtShutdown(receipts.completion)) {
+        if (!receipts.claim.idempotent) {
+          return settle({ ok: false, error: { code: 'tool.outcome-unknown', message: `invocation ${request.invocationId} was stopped unfinished when the host shut down; it is not run twice`, retryable: false } });
+        }
+        // Idempotent: running it again has the effect of running it once.
+        this.options.receipts.retire([request.invocationId]);
+        return undefined;
+      }
       if (receipts.completion) {
         this.settled.set(request.invocationId, request.runId);
         return settle(outcomeOfCompletion(receipts.completion));
@@ -241,6 +252,13 @@ export class RouterGateway implements Gateway {
           const attempt = this.options.launcher.start(request.invocationId, request.name, request.input);
           attempt.result.then(
             (completion) => {
+              if (stoppedAtShutdown(completion)) {
+                // Stopped at the end of the grace: no outcome here, the invocation stays in
+                // flight and the next start resolves it from the receipts.
+                this.running.delete(request.invocationId);
+                job.resolve(undefined);
+                return;
+              }
               this.settled.set(request.invocationId, request.runId);
               finish(outcomeOfCompletion(completion));
             },
@@ -275,16 +293,18 @@ export class RouterGateway implements Gateway {
   }
 
   /**
-   * Stop, step 2: every local process gets a `shutdown` stop (exact: receipt, SIGTERM, grace,
-   * SIGKILL) and settles from its completion receipt; in-process calls get `graceMs` to finish.
+   * Stop, step 2: every local process and in-process call gets `graceMs` to finish, and its
+   * outcome is reported as usual; a process still running then gets an exact stop (intent
+   * `shutdown`) and no outcome: its run stays running and the next start resolves it.
    */
   async drain(graceMs: number): Promise<void> {
-    await this.options.launcher.stopAll('shutdown');
-    if (this.inProcessRunning.size > 0) {
+    const inProcess = async () => {
+      if (this.inProcessRunning.size === 0) return;
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([Promise.allSettled([...this.inProcessRunning]), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
       clearTimeout(timer);
-    }
+    };
+    await Promise.all([this.options.launcher.shutdown().catch((err) => this.options.log('error', `stopping local tools: ${(err as Error).message}`)), inProcess()]);
     for (const job of this.running.values()) job.resolve(undefined);
     this.running.clear();
   }

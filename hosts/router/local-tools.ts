@@ -16,6 +16,8 @@
  *
  * `stopAll(intent)` freezes the launcher, records a `stopping` receipt per process, sends SIGTERM
  * to its process group, waits `stopGraceMs`, then SIGKILL, and returns every completion receipt.
+ * `shutdown()` freezes it too, but first lets every process run `stopGraceMs` to end on its own
+ * (an ordinary completion), and stops only those still running then (intent `shutdown`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
@@ -264,6 +266,23 @@ export class LocalToolLauncher {
    */
   stopAll(intent: string): Promise<CompletionReceipt[]> {
     this.stopped ??= Promise.all([...this.running.values()].map((r) => this.terminate(r, intent)));
+    return this.stopped;
+  }
+
+  /**
+   * A graceful stop: freezes the launcher (no attempt starts any more), gives every running
+   * process `stopGraceMs` to end on its own — its completion is ordinary, its result counts — and
+   * stops exactly (intent `shutdown`) those still running at the deadline. Resolves with the
+   * completion receipts; shares one promise with `stopAll`.
+   */
+  shutdown(): Promise<CompletionReceipt[]> {
+    this.stopped ??= (async () => {
+      const runs = [...this.running.values()];
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.allSettled(runs.map((r) => r.ended)), new Promise((resolve) => (timer = setTimeout(resolve, this.graceMs)))]);
+      clearTimeout(timer);
+      return Promise.all(runs.map((r) => (this.running.has(r.invocationId) ? this.terminate(r, 'shutdown') : r.ended)));
+    })();
     return this.stopped;
   }
 
