@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from './helpers.js';
+import { fileLines, tempDir, until } from './helpers.js';
 
 const { RouterHost } = await import('../../dist/hosts/router/index.js');
 
@@ -22,15 +22,7 @@ function slowTool(work: string, side: string, sleepSeconds: number) {
   return { executable: '/bin/sh', args: [script], timeoutMs: 30_000, env: { SIDE_FILE: side, PATH: '/usr/bin:/bin' } };
 }
 
-const lines = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
-
-async function until(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const lines = fileLines;
 
 const oneTool = (tool: string) => ({
   apiVersion: 'workflow.gm-hz.dev/v1alpha1',

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from './helpers.js';
+import { fileLines, tempDir, until } from './helpers.js';
 
 const { RouterHost } = await import('../../dist/hosts/router/index.js');
 
@@ -15,15 +15,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const cliJs = path.join(root, 'dist/hosts/router/cli.js');
 const memoryFlags = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'];
 
-const lines = (file: string) => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : []);
-
-async function until(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const lines = fileLines;
 
 /** One non-idempotent tool step with a retry policy. */
 const template = {
@@ -68,60 +60,51 @@ async function stopWhileToolRuns(s: ReturnType<typeof setup>): Promise<{ code: n
   return { code, stderr };
 }
 
+/** Stops a router process while its tool runs, then reopens the directory here and lets `check` look at the one run. */
+async function stopAndReopen(s: ReturnType<typeof setup>, check: (host: any, runId: string, recovery: Record<string, number>) => void): Promise<void> {
+  const stopped = await stopWhileToolRuns(s);
+  expect(stopped.code, stopped.stderr).toBe(0);
+  const host = await RouterHost.open({ dir: s.state, profile: 'edge', cadenceMs: 2, tools: { work: s.tool }, log: () => undefined });
+  try {
+    const [run] = host.listRuns();
+    const recovery = { ...host.recovery };
+    await host.whenIdle();
+    check(host, run.runId, recovery);
+  } finally {
+    await host.stop();
+  }
+}
+
 describe('router host: graceful stop', () => {
   it('records the result of a tool that finishes within the grace; the run completes, nothing runs twice', async () => {
     const s = setup(1, 5_000);
-    const stopped = await stopWhileToolRuns(s);
-    expect(stopped.code, stopped.stderr).toBe(0);
-    const host = await RouterHost.open({ dir: s.state, profile: 'edge', cadenceMs: 2, tools: { work: s.tool }, log: () => undefined });
-    try {
-      const [run] = host.listRuns();
-      const recovery = { ...host.recovery };
-      await host.whenIdle();
+    await stopAndReopen(s, (host, runId, recovery) => {
       expect(lines(s.side)).toHaveLength(1);
-      expect(host.getRun(run.runId)).toMatchObject({ status: 'completed', output: { n: 7 } });
+      expect(host.getRun(runId)).toMatchObject({ status: 'completed', output: { n: 7 } });
       // Recorded by the stopping host itself: nothing was left to recover.
       expect(recovery.runs).toBe(0);
-    } finally {
-      await host.stop();
-    }
+    });
   }, 60_000);
 
   it('leaves a tool still running at the deadline to recovery: the run stays running, then needs attention, never re-run', async () => {
     const s = setup(30, 300);
-    const stopped = await stopWhileToolRuns(s);
-    expect(stopped.code, stopped.stderr).toBe(0);
-    const host = await RouterHost.open({ dir: s.state, profile: 'edge', cadenceMs: 2, tools: { work: s.tool }, log: () => undefined });
-    try {
-      const [run] = host.listRuns();
-      const recovery = { ...host.recovery };
-      await host.whenIdle();
+    await stopAndReopen(s, (host, runId, recovery) => {
       expect(lines(s.side)).toHaveLength(1);
-      const view = host.getRun(run.runId);
+      const view = host.getRun(runId);
       expect({ status: view.status, pausedReason: view.pausedReason }).toEqual({ status: 'paused', pausedReason: 'needs_attention' });
       // The stop did not decide the step: the run was still running when the host went down.
       expect(recovery).toMatchObject({ runs: 1, unknown: 1, rerun: 0 });
-      expect(host.events(run.runId).filter((e: { type: string; payload?: { error?: { code?: string } } }) => e.payload?.error?.code === 'tool.stopped')).toEqual([]);
-    } finally {
-      await host.stop();
-    }
-    expect(lines(s.side)).toHaveLength(1);
+      expect(host.events(runId).filter((e: { type: string; payload?: { error?: { code?: string } } }) => e.payload?.error?.code === 'tool.stopped')).toEqual([]);
+    });
   }, 60_000);
 
   it('runs an idempotent tool stopped at the deadline again after the restart, under the same invocation id', async () => {
     const s = setup(30, 300, true);
-    const stopped = await stopWhileToolRuns(s);
-    expect(stopped.code, stopped.stderr).toBe(0);
-    const host = await RouterHost.open({ dir: s.state, profile: 'edge', cadenceMs: 2, tools: { work: s.tool }, log: () => undefined });
-    try {
-      const [run] = host.listRuns();
-      await host.whenIdle();
-      expect(host.getRun(run.runId)).toMatchObject({ status: 'completed', output: { n: 7 } });
+    await stopAndReopen(s, (host, runId) => {
+      expect(host.getRun(runId)).toMatchObject({ status: 'completed', output: { n: 7 } });
       const [first, second, ...more] = lines(s.side);
       expect(second).toBe(first);
       expect(more).toEqual([]);
-    } finally {
-      await host.stop();
-    }
+    });
   }, 60_000);
 });
