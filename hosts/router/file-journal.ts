@@ -283,6 +283,12 @@ export class FileJournalStore implements JournalStore {
     return runs.slice(0, limit).map((run) => toRunRecord(run, (slice) => this.read(slice)));
   }
 
+  /** The last committed seq of a run (from the index, no read); `undefined` for an unknown run. */
+  lastSeqOf(runId: string): number | undefined {
+    this.usable();
+    return this.index.runs.get(runId)?.lastSeq;
+  }
+
   /** Every run recorded without a projection (a file written before they existed): the host derives them once. */
   runsWithoutProjection(): RunRecord[] {
     this.usable();

@@ -43,6 +43,8 @@ export interface RouterGatewayOptions {
   credentials?: CredentialResolver;
   attemptsInFlightMax: number;
   log: HostLog;
+  /** The last committed seq of a run, recorded in each claim (a journal that reopens behind it lost records). */
+  journalSeqOf?: (runId: string) => number | undefined;
 }
 
 interface Job {
@@ -249,7 +251,8 @@ export class RouterGateway implements Gateway {
       const { request, context } = job;
       if (request.kind === 'tool' && Object.hasOwn(this.options.localTools, request.name)) {
         try {
-          const attempt = this.options.launcher.start(request.invocationId, request.name, request.input);
+          const journalSeq = this.options.journalSeqOf?.(request.runId);
+          const attempt = this.options.launcher.start(request.invocationId, request.name, request.input, journalSeq === undefined ? undefined : { runId: request.runId, journalSeq });
           attempt.result.then(
             (completion) => {
               if (stoppedAtShutdown(completion)) {

@@ -24,7 +24,7 @@ import * as path from 'node:path';
 import { assertPortableId, StoreError } from '../core/store.js';
 import { toolArgBytesMax, toolArgsMax, toolStderrTailBytes, toolStdoutBytesMax, toolStopGraceMs, toolTimeoutMsMax } from './limits.js';
 import { identifyProcess } from '../shared/process-identity.js';
-import type { CompletionReceipt, ReceiptLog, StartReceipt } from './receipt-log.js';
+import type { ClaimOrigin, CompletionReceipt, ReceiptLog, StartReceipt } from './receipt-log.js';
 
 export { classifyAttempt, recoverAttempts, type AttemptRecovery, type ObservedNow } from './attempt-recovery.js';
 
@@ -154,14 +154,15 @@ export class LocalToolLauncher {
     return this.running.size;
   }
 
-  start(invocationId: string, toolName: string, input: unknown): LocalToolAttempt {
+  /** `origin`: the run that asked and its committed seq, recorded in the claim. */
+  start(invocationId: string, toolName: string, input: unknown, origin?: ClaimOrigin): LocalToolAttempt {
     if (this.stopped) throw new LocalToolError('tool.stopped', 'the launcher is stopping; no attempt starts');
     assertPortableId(invocationId, 'invocation id');
     const spec = Object.hasOwn(this.options.tools, toolName) ? this.options.tools[toolName] : undefined;
     if (!spec) throw new LocalToolError('tool.unknown', `no local tool named ${JSON.stringify(toolName)}`);
     const args = renderArgs(spec.args, input);
     const receipts = this.options.receipts;
-    receipts.claim(invocationId, toolName, spec.idempotent === true);
+    receipts.claim(invocationId, toolName, spec.idempotent === true, origin);
 
     const child = spawn(spec.executable, args, {
       shell: false,

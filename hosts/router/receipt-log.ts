@@ -40,6 +40,19 @@ export interface ClaimReceipt {
   /** Declared by the tool: running it twice has the effect of running it once. */
   idempotent: boolean;
   claimedAt: number;
+  /**
+   * The run that asked, and its last committed seq when the attempt was claimed (at or after its
+   * `capability.requested`): a journal that reopens behind it lost acknowledged records.
+   * Absent in receipts written before they were recorded.
+   */
+  runId?: string;
+  journalSeq?: number;
+}
+
+/** Where a claim says the journal had got to. */
+export interface ClaimOrigin {
+  runId: string;
+  journalSeq: number;
 }
 
 export interface StartReceipt {
@@ -137,13 +150,13 @@ export class ReceiptLog {
     return new ReceiptLog(path.join(dir, receiptFileName), clock, options.acceptLoss ?? false);
   }
 
-  claim(invocationId: string, tool: string, idempotent: boolean): ClaimReceipt {
+  claim(invocationId: string, tool: string, idempotent: boolean, origin?: ClaimOrigin): ClaimReceipt {
     assertPortableId(invocationId, 'invocation id');
     assertPortableId(tool, 'tool name');
     if (this.attempts.has(invocationId)) {
       throw new StoreError('store.conflict', `attempt ${invocationId} was already claimed`);
     }
-    const claim: ClaimReceipt = { invocationId, tool, idempotent, claimedAt: this.clock() };
+    const claim: ClaimReceipt = { invocationId, tool, idempotent, claimedAt: this.clock(), ...(origin ? { runId: origin.runId, journalSeq: origin.journalSeq } : {}) };
     this.append(receiptType.claimed, claim);
     return claim;
   }

@@ -39,7 +39,8 @@ import { stderrLog } from './log.js';
 import { profileNamed, withinBudget, type RouterProfile } from './profiles.js';
 import { ReceiptLog } from './receipt-log.js';
 import type { StorageLoss } from './record-file.js';
-import { inflightCalls, planRunRecovery, requestOf, stopOrphan } from './recovery.js';
+import { claimsAheadOfJournal, inflightCalls, planRunRecovery, requestOf, stopOrphan } from './recovery.js';
+import { StoreError } from '../core/store.js';
 import { createScriptImports } from './sandbox.js';
 
 export type { AuthorityResolver };
@@ -118,6 +119,20 @@ function isLocalSpec(tool: RouterTool): tool is LocalToolSpec {
   return typeof tool === 'object' && tool !== null && typeof (tool as LocalToolSpec).executable === 'string';
 }
 
+/**
+ * A receipt whose claim names a run or seq the journal no longer holds: the journal lost what it
+ * had acknowledged before that attempt started, so recovery would act on a past it cannot see
+ * (and could run a started tool again). Refused unless the loss is accepted.
+ */
+function assertReceiptsBehindJournal(store: FileJournalStore, receipts: ReceiptLog, acceptLoss: boolean, log: HostLog): void {
+  const ahead = claimsAheadOfJournal(receipts.all().map((a) => a.claim), (runId) => store.lastSeqOf(runId));
+  if (ahead.length === 0) return;
+  const first = ahead[0]!;
+  const message = `receipts.log holds ${ahead.length} attempt(s) claimed after journal records that are gone (e.g. ${first.invocationId} of run ${first.runId} at seq ${first.journalSeq}; the journal has ${first.lastSeq === undefined ? 'no such run' : `seq ${first.lastSeq}`}; journal.log is ${store.fileBytes} bytes)`;
+  if (!acceptLoss) throw new StoreError('store.truncated', `${message}; refusing to open (accept the loss explicitly to go on)`);
+  log('error', `accepted loss (store.truncated): ${message}`);
+}
+
 /** A torn tail is normal after a crash; a loss was accepted by the operator: both are said once. */
 function logStorageDamage(log: HostLog, file: string, droppedTailBytes: number, loss: StorageLoss | undefined): void {
   if (droppedTailBytes > 0) log('warn', `${file}: dropped a torn last record of ${droppedTailBytes} bytes (a write that never completed)`);
@@ -183,7 +198,8 @@ export class RouterHost {
       logStorageDamage(log, 'receipts.log', receipts.droppedTailBytes, receipts.loss);
       const stopGraceMs = options.stopGraceMs ?? toolStopGraceMs;
       const launcher = new LocalToolLauncher({ tools: localTools, receipts, stopGraceMs });
-      const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, approvals: options.approvals, credentials: options.credentials, attemptsInFlightMax: profile.attemptsInFlightMax, log });
+      assertReceiptsBehindJournal(store, receipts, acceptLoss, log);
+      const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, approvals: options.approvals, credentials: options.credentials, attemptsInFlightMax: profile.attemptsInFlightMax, log, journalSeqOf: (runId) => store.lastSeqOf(runId) });
       const scripts = await createScriptImports();
       closers.push(() => scripts.evaluator.dispose());
       const engine = await EngineInstance.create(routerComponentLoader(), { load: (runId) => store.load(runId), ...scripts, log });

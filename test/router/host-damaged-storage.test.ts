@@ -1,7 +1,8 @@
 // Damaged storage on the router host, with real router processes: a torn last record is dropped
-// and logged; a journal cut short of what was committed, damaged before its end or missing, and a
-// receipt log lost while a tool was in flight are refused (exit 65, `store.truncated` /
-// `store.corrupt`, with byte counts) unless the operator passes `--accept-loss`, which is logged.
+// and logged. Refused (exit 65, `store.truncated` / `store.corrupt`, with byte counts) unless the
+// operator passes `--accept-loss`, which is logged: a journal cut short of what was committed,
+// damaged before its end or missing; a receipt log lost while a tool was in flight; receipts of
+// attempts claimed after journal records that are gone.
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -123,5 +124,22 @@ describe('router host: damaged storage', () => {
     expect(refused.code, refused.stderr).toBe(damagedExit);
     expect(refused.stderr).toMatch(/store\.truncated: .*receipts\.log is missing/);
     expect(executions(s)).toEqual(ran);
+  }, 60_000);
+
+  it('refuses receipts of attempts claimed after journal records that are gone, even without the journal mark', async () => {
+    const s = setup(3);
+    const killed = await router(s, [], { runs: true, killWhen: () => executions(s).length > 0 });
+    expect(killed.signal).toBe('SIGKILL');
+    const ran = executions(s);
+    // The journal loses every record, and its mark with it: only the receipts remember.
+    fs.truncateSync(journal(s), 16);
+    fs.rmSync(`${journal(s)}.mark`, { force: true });
+    const refused = await router(s);
+    expect(refused.code, refused.stderr).toBe(damagedExit);
+    expect(refused.stderr).toMatch(/store\.truncated: receipts\.log holds \d+ attempt\(s\) claimed after journal records that are gone/);
+    expect(executions(s)).toEqual(ran);
+    const accepted = await router(s, ['--accept-loss']);
+    expect([0, 1], accepted.stderr).toContain(accepted.code);
+    expect(accepted.stderr).toMatch(/accepted loss \(store\.truncated\): receipts\.log holds/);
   }, 60_000);
 });
