@@ -94,6 +94,23 @@ export class Dispatcher {
     for (const c of this.controllers.values()) c.abort(new KernelError('host.closed', 'the host is closing'));
   }
 
+  /**
+   * A call the host carries out itself, outside `dispatch` (an attempt recovery runs again): the
+   * engine's cancellation of it aborts the returned signal, the one abort path for every call.
+   * `release` once the call has ended.
+   */
+  adopt(invocationId: string): { signal: AbortSignal; release(): void } {
+    const controller = new AbortController();
+    this.controllers.set(invocationId, controller);
+    return {
+      signal: controller.signal,
+      release: () => {
+        if (this.controllers.get(invocationId) === controller) this.controllers.delete(invocationId);
+        this.cancelledByEngine.delete(invocationId);
+      },
+    };
+  }
+
   /** The engine cancelled an invocation: abort it here, or cancel the child run it is. */
   cancel(invocationId: string, reason: string): void {
     const controller = this.controllers.get(invocationId);

@@ -420,6 +420,13 @@ export class Kernel {
   get callsInFlight(): number {
     return this.dispatcher.callsInFlight;
   }
+  /**
+   * A call the host runs itself outside dispatch (an attempt recovery runs again): the engine's
+   * cancellation of that invocation aborts the returned signal, as for a dispatched call.
+   */
+  adoptCall(invocationId: string): { signal: AbortSignal; release(): void } {
+    return this.dispatcher.adopt(invocationId);
+  }
 
   /** Resolves when no call is in flight any more, or after `ms`; answers whether none is left. */
   async drain(ms: number): Promise<boolean> {

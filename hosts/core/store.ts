@@ -152,7 +152,7 @@ export interface JournalStore {
 
 /** A storage failure with a stable code. */
 export class StoreError extends CodedError {
-  declare readonly code: 'store.io' | 'store.corrupt' | 'store.conflict' | 'store.fenced' | 'store.not-found' | 'store.schema-too-new' | 'store.bad-id' | 'store.not-loaded' | 'store.not-a-store';
+  declare readonly code: 'store.io' | 'store.corrupt' | 'store.truncated' | 'store.conflict' | 'store.fenced' | 'store.not-found' | 'store.schema-too-new' | 'store.bad-id' | 'store.not-loaded' | 'store.not-a-store';
 
   constructor(code: StoreError['code'], message: string) {
     super(code, message);

@@ -4,6 +4,8 @@
  *
  *   receipts                         | observation now                        | state
  *   ---------------------------------+----------------------------------------+-----------------
+ *   completed, stopped unfinished at | (not looked at)                        | needs_attention
+ *     a shutdown (intent shutdown)   |                                        |   (stopped-at-shutdown)
  *   completed                        | (not looked at)                        | settled
  *   claimed, never started           | (not looked at)                        | lost
  *   started, no completion           | same boot, same start ticks, not zombie| running
@@ -26,9 +28,18 @@ export type AttemptRecovery =
       state: 'needs_attention';
       invocationId: string;
       idempotent: boolean;
-      reason: 'process-gone' | 'identity-unverifiable';
+      reason: 'process-gone' | 'identity-unverifiable' | 'stopped-at-shutdown';
       detail: string;
     };
+
+/**
+ * A process the host stopped unfinished at the end of a graceful stop's grace: its step has no
+ * outcome (the run stays running; after a restart it is unknown). One that still exited 0 with
+ * its output finished its work, and that result counts.
+ */
+export function stoppedAtShutdown(c: CompletionReceipt): boolean {
+  return c.stopIntent === 'shutdown' && !(c.exitCode === 0 && c.output !== undefined);
+}
 
 export interface ObservedNow {
   /** The boot id now, `undefined` when it cannot be read. */
@@ -39,7 +50,12 @@ export interface ObservedNow {
 
 export function classifyAttempt(attempt: AttemptReceipts, now: ObservedNow): AttemptRecovery {
   const base = { invocationId: attempt.claim.invocationId, idempotent: attempt.claim.idempotent };
-  if (attempt.completion) return { state: 'settled', ...base, completion: attempt.completion };
+  const completion = attempt.completion;
+  if (completion && stoppedAtShutdown(completion)) {
+    // Started and stopped unfinished by a graceful stop: it may have had effects; the engine decides.
+    return { state: 'needs_attention', ...base, reason: 'stopped-at-shutdown', detail: `pid ${attempt.start?.pid} was stopped unfinished when the host shut down` };
+  }
+  if (completion) return { state: 'settled', ...base, completion };
   if (!attempt.start) return { state: 'lost', ...base };
   const attention = (reason: 'process-gone' | 'identity-unverifiable', detail: string): AttemptRecovery => ({
     state: 'needs_attention',

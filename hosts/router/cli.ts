@@ -1,6 +1,6 @@
 /**
  * `agent-workflow router start --dir <state dir> --profile edge|standalone [--config <host module>]
- *  [--cadence-ms N] [--runs <manifest.json>] [--until-idle]`
+ *  [--cadence-ms N] [--runs <manifest.json>] [--until-idle] [--accept-loss]`
  *
  * Starts a router host and runs its cadence until SIGTERM/SIGINT (then stops in order and exits
  * 0). Started without the memory flags (memory-flags.ts), it re-executes itself with them. This
@@ -17,15 +17,21 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { needsReexec, reexecWithMemoryFlags } from './memory-flags.js';
 import type { RouterHost, RouterHostOptions } from './runtime.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 const apiVersion = 'agent-workflow.cli/v1';
 
 export const routerUsage = `usage: agent-workflow router start --dir <state dir> --profile edge|standalone [--config <host module>]
-                                  [--cadence-ms N] [--runs <manifest.json>] [--until-idle]`;
+                                  [--cadence-ms N] [--runs <manifest.json>] [--until-idle] [--accept-loss]`;
 
-export const routerExitCodes = { ok: 0, notAllCompleted: 1, usage: 2, internal: 70 } as const;
+/** `damaged`: the journal or receipt log lost acknowledged records (`store.truncated` / `store.corrupt`); see `--accept-loss`. */
+export const routerExitCodes = { ok: 0, notAllCompleted: 1, usage: 2, damaged: 65, internal: 70 } as const;
 
-class UsageError extends Error {}
+class UsageError extends CodedError {
+  constructor(message: string) {
+    super('cli.usage', message);
+  }
+}
 
 function print(kind: string, body: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify({ apiVersion, kind, ...body })}\n`);
@@ -38,18 +44,23 @@ interface StartArgs {
   cadenceMs?: number;
   runs?: string;
   untilIdle: boolean;
+  acceptLoss: boolean;
 }
 
 function parse(argv: readonly string[]): StartArgs {
   const [verb, ...rest] = argv;
   if (verb !== 'start') throw new UsageError(verb === undefined ? 'missing verb' : `unknown verb ${JSON.stringify(verb)}`);
-  const out: StartArgs = { untilIdle: false };
+  const out: StartArgs = { untilIdle: false, acceptLoss: false };
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i];
     const eq = arg.indexOf('=');
     const name = arg.startsWith('--') ? (eq > 0 ? arg.slice(2, eq) : arg.slice(2)) : '';
     if (name === 'until-idle') {
       out.untilIdle = true;
+      continue;
+    }
+    if (name === 'accept-loss') {
+      out.acceptLoss = true;
       continue;
     }
     const value = eq > 0 ? arg.slice(eq + 1) : rest[++i];
@@ -121,7 +132,7 @@ async function start(args: StartArgs): Promise<number> {
   const manifest = args.runs ? readManifest(args.runs) : [];
   const signalled = waitForSignal(); // before anything can take a signal's default action
   const { RouterHost } = await import('./runtime.js');
-  const router: RouterHost = await RouterHost.open({ ...host, dir: dirOption, profile, cadenceMs: args.cadenceMs ?? host.cadenceMs });
+  const router: RouterHost = await RouterHost.open({ ...host, dir: dirOption, profile, cadenceMs: args.cadenceMs ?? host.cadenceMs, acceptLoss: args.acceptLoss });
   print('RouterStarted', { pid: process.pid, dir: dirOption, profile, execArgv: process.execArgv, recovery: router.recovery });
   try {
     return await serve(router, manifest, args.untilIdle, signalled);
@@ -176,7 +187,7 @@ export async function runRouterCommand(argv: readonly string[]): Promise<number>
     }
     print('Error', { error: { code: e.code ?? 'router.internal', message: e.message ?? String(err) } });
     process.stderr.write(`agent-workflow router: ${e.code ?? 'router.internal'}: ${e.message ?? String(err)}\n`);
-    return routerExitCodes.internal;
+    return e.code === 'store.truncated' || e.code === 'store.corrupt' ? routerExitCodes.damaged : routerExitCodes.internal;
   }
 }
 

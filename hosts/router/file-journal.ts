@@ -9,6 +9,7 @@
  *
  * State directory:
  *   journal.log               the journal
+ *   journal.log.mark          its high-water mark (high-water-mark.ts)
  *   journal.log.compact.tmp   a compaction in progress (removed on open: the old file stands)
  *   LOCK                      the owning process's identity
  *   artifacts/                content-addressed artifacts
@@ -52,8 +53,10 @@ import {
   readFully,
   recordHeaderBytes,
   type RecordFileKind,
+  type StorageLoss,
 } from './record-file.js';
 import { acquireStateLock, type StateLock } from './state-lock.js';
+import { HighWaterMark, markPointAt, type MarkPoint } from './high-water-mark.js';
 
 /** Version 2: entries and snapshots may carry the run's projection (journal-codec.ts). */
 export const journalFileKind: RecordFileKind = { magic: 'ADWJRNL\n', version: 2 };
@@ -68,6 +71,12 @@ export interface FileJournalOptions {
   terminalStatuses?: readonly string[];
   /** Told how long each group commit took (write + fdatasync), in milliseconds, for the host's statistics. */
   observeCommit?: (durationMs: number) => void;
+  /**
+   * Open a journal that lost acknowledged records (truncated, damaged before its end, missing)
+   * by cutting it back to its intact records, instead of refusing with `store.truncated` /
+   * `store.corrupt`. The loss is reported in `openReport.loss`.
+   */
+  acceptLoss?: boolean;
 }
 
 export interface OpenReport {
@@ -78,6 +87,8 @@ export interface OpenReport {
   /** Leftovers of an interrupted compaction that were removed. */
   removedTempFiles: string[];
   runs: number;
+  /** Acknowledged records that were lost and accepted as lost (`acceptLoss`). */
+  loss?: StorageLoss;
 }
 
 export class FileJournalStore implements JournalStore {
@@ -88,6 +99,7 @@ export class FileJournalStore implements JournalStore {
   private readonly observeCommit: ((durationMs: number) => void) | undefined;
   private readonly terminal: ReadonlySet<string>;
   private readonly artifacts: ArtifactStore;
+  private readonly mark: HighWaterMark;
   private fd: number;
   private end: number;
   /** Format version of the open file: a version-1 file gets no projection until compaction rewrites it. */
@@ -113,8 +125,28 @@ export class FileJournalStore implements JournalStore {
       fs.rmSync(temp);
       removedTempFiles.push(compactTempFileName);
     }
-    if (!fs.existsSync(this.file)) createRecordFile(this.file, journalFileKind);
-    const opened = openJournal(this.file);
+    const mark = HighWaterMark.open(this.file);
+    let missing: StorageLoss | undefined;
+    if (!fs.existsSync(this.file)) {
+      const committed = Math.max(0, ...(mark.points ?? []).map((p) => p.end));
+      if (mark.points !== undefined) {
+        missing = { code: 'store.truncated', message: `${this.file} is missing, but ${committed} bytes were committed to it`, committedBytes: committed, intactBytes: 0, droppedBytes: 0 };
+        if (!options.acceptLoss) {
+          mark.close();
+          throw new StoreError('store.truncated', `${missing.message}; refusing to open (accept the loss explicitly to start an empty journal)`);
+        }
+      }
+      createRecordFile(this.file, journalFileKind);
+    }
+    let opened: ReturnType<typeof openJournal>;
+    try {
+      opened = openJournal(this.file, missing ? undefined : mark.points, options.acceptLoss);
+      mark.set([markPointAt(opened.fd, opened.end)]);
+    } catch (error) {
+      mark.close();
+      throw error;
+    }
+    this.mark = mark;
     this.fd = opened.fd;
     this.end = opened.end;
     this.version = opened.version;
@@ -125,6 +157,7 @@ export class FileJournalStore implements JournalStore {
       droppedTailBytes: opened.droppedTailBytes,
       removedTempFiles,
       runs: opened.index.runs.size,
+      ...(missing || opened.loss ? { loss: missing ?? opened.loss } : {}),
     };
   }
 
@@ -189,6 +222,7 @@ export class FileJournalStore implements JournalStore {
       throw error;
     }
     this.end = at + record.length;
+    this.mark.set([{ end: this.end, crc: record.readUInt32LE(record.length - 4) }]);
     this.indexCommittedRecord(at, record);
     // A version-1 file cannot hold projections: they are kept in memory until compaction.
     if (this.version < 2) for (const entry of entries) if (entry.outcome && !rejections.some((r) => r.runId === entry.runId)) this.keepProjection(entry.runId, entry.lastSeq, entry.outcome);
@@ -249,6 +283,12 @@ export class FileJournalStore implements JournalStore {
     return runs.slice(0, limit).map((run) => toRunRecord(run, (slice) => this.read(slice)));
   }
 
+  /** The last committed seq of a run (from the index, no read); `undefined` for an unknown run. */
+  lastSeqOf(runId: string): number | undefined {
+    this.usable();
+    return this.index.runs.get(runId)?.lastSeq;
+  }
+
   /** Every run recorded without a projection (a file written before they existed): the host derives them once. */
   runsWithoutProjection(): RunRecord[] {
     this.usable();
@@ -292,6 +332,8 @@ export class FileJournalStore implements JournalStore {
       throw error;
     }
     try {
+      // Until the rename is durable either file may stand under `journal.log`.
+      this.mark.set([markPointAt(this.fd, this.end), markPointAt(reopened.fd, reopened.end)], true);
       fs.renameSync(temp, this.file);
       fsyncDir(this.dir);
     } catch (error) {
@@ -306,6 +348,7 @@ export class FileJournalStore implements JournalStore {
     this.version = reopened.version;
     this.index = reopened.index;
     this.bytesAtLastCompaction = reopened.end;
+    this.mark.set([markPointAt(this.fd, this.end)]);
     return { ...report, bytesAfter: reopened.end };
   }
 
@@ -324,6 +367,7 @@ export class FileJournalStore implements JournalStore {
     this.closed = true;
     try {
       fs.closeSync(this.fd);
+      this.mark.close();
     } finally {
       this.lock.release();
     }
@@ -350,9 +394,9 @@ export class FileJournalStore implements JournalStore {
   }
 }
 
-function openJournal(file: string): ReturnType<typeof openRecordFile> & { index: JournalIndex } {
+function openJournal(file: string, mark?: readonly MarkPoint[], acceptLoss?: boolean): ReturnType<typeof openRecordFile> & { index: JournalIndex } {
   const index = new JournalIndex();
-  const opened = openRecordFile(file, journalFileKind, (record) => index.applyRecord(record));
+  const opened = openRecordFile(file, journalFileKind, (record) => index.applyRecord(record), { mark, acceptLoss });
   try {
     index.finish();
   } catch (error) {

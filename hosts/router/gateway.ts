@@ -14,12 +14,17 @@
  * at call time, secrets scrubbed from outcomes. They have no receipts; after a restart the engine
  * decides about them (`afterRestart`). A local tool is a fixed command that receives no
  * credential, so a node that names one is refused instead of run without it.
+ *
+ * A cancelled request never starts an attempt: its signal is checked at admission and again at
+ * the moment of dispatch (after the engine's commit, before the claim and spawn), and while a
+ * cancellation of a run is on its way to the journal, dispatch holds that run's requests back.
  */
 import { outcomeOfThrown, type Gateway, type GatewayContext } from '../core/gateway.js';
 import { credentialRefsOf, credentialUnresolved, RegisteredCapabilities, type AgentDefinition, type ApprovalHandler, type CredentialResolver, type ToolContext, type ToolDefinition } from '../core/gateway-registry.js';
 import type { CapabilityOutcome, GatewayRequest, HostLog } from '../core/types.js';
 import type { LocalToolLauncher, LocalToolTable } from './local-tools.js';
 import type { CompletionReceipt, ReceiptLog } from './receipt-log.js';
+import { stoppedAtShutdown } from './attempt-recovery.js';
 
 export type InProcessToolContext = ToolContext;
 export type InProcessTool = ToolDefinition;
@@ -38,6 +43,8 @@ export interface RouterGatewayOptions {
   credentials?: CredentialResolver;
   attemptsInFlightMax: number;
   log: HostLog;
+  /** The last committed seq of a run, recorded in each claim (a journal that reopens behind it lost records). */
+  journalSeqOf?: (runId: string) => number | undefined;
 }
 
 interface Job {
@@ -48,10 +55,12 @@ interface Job {
 }
 
 const cancelled = (message: string): CapabilityOutcome => ({ ok: false, error: { code: 'capability.cancelled', message, retryable: false } });
+const reasonOf = (job: Job): string => String((job.context.signal.reason as Error | undefined)?.message ?? 'cancelled');
 
 /** The outcome a completion receipt stands for. */
 export function outcomeOfCompletion(c: CompletionReceipt): CapabilityOutcome {
-  if (c.exitCode === 0 && c.output !== undefined && c.stopIntent === undefined) return { ok: true, output: c.output };
+  // A tool that still finished its work while the host was shutting down has a real result.
+  if (c.exitCode === 0 && c.output !== undefined && (c.stopIntent === undefined || c.stopIntent === 'shutdown')) return { ok: true, output: c.output };
   const tail = c.stderrTail ? `; stderr: ${c.stderrTail.slice(-500)}` : '';
   switch (c.stopIntent) {
     case 'cancel':
@@ -59,7 +68,8 @@ export function outcomeOfCompletion(c: CompletionReceipt): CapabilityOutcome {
     case 'timeout':
       return { ok: false, error: { code: 'tool.timeout', message: `the tool exceeded its timeoutMs${tail}`, retryable: true } };
     case 'shutdown':
-      return { ok: false, error: { code: 'tool.stopped', message: `the host stopped the tool while shutting down${tail}`, retryable: true } };
+      // Not an outcome of the step: the run stays running and recovery decides (stoppedAtShutdown).
+      return { ok: false, error: { code: 'tool.stopped', message: `the host stopped the tool while shutting down${tail}`, retryable: false } };
     default:
       return { ok: false, error: { code: 'tool.failed', message: `${c.outputError ?? 'the tool failed'}${tail}` } };
   }
@@ -74,6 +84,8 @@ export class RouterGateway implements Gateway {
   /** Invocations settled by a completion receipt, with their run: candidates for retirement. */
   readonly settled = new Map<string, string>();
   private frozen = false;
+  /** Runs with a cancellation on its way to the journal (count of them): nothing of theirs starts. */
+  private readonly cancelling = new Map<string, number>();
   private readonly registered: RegisteredCapabilities;
 
   constructor(private readonly options: RouterGatewayOptions) {
@@ -123,7 +135,7 @@ export class RouterGateway implements Gateway {
     while (n < limit && this.cancels.length > 0) {
       const job = this.cancels.shift()!;
       n++;
-      const reason = String((job.context.signal.reason as Error | undefined)?.message ?? 'cancelled');
+      const reason = reasonOf(job);
       if (job.state === 'pending' || job.state === 'admitted') {
         remove(job.state === 'pending' ? this.pending : this.admitted, job);
         job.resolve(cancelled(reason));
@@ -145,6 +157,10 @@ export class RouterGateway implements Gateway {
     while (n < limit && this.pending.length > 0 && this.admitted.length + this.running.size < this.options.attemptsInFlightMax) {
       const job = this.pending.shift()!;
       n++;
+      if (job.context.signal.aborted) {
+        job.resolve(cancelled(reasonOf(job)));
+        continue;
+      }
       const early = this.decide(job.request);
       if (early) {
         job.resolve(early.outcome);
@@ -166,6 +182,14 @@ export class RouterGateway implements Gateway {
       if (Object.keys(credentialRefsOf(request)).length > 0) return settle(credentialUnresolved(request, `${request.name} is a local tool of the router, which receives no credential`));
       const receipts = this.options.receipts.get(request.invocationId);
       if (!receipts) return undefined;
+      if (receipts.completion && stoppedAtShutdown(receipts.completion)) {
+        if (!receipts.claim.idempotent) {
+          return settle({ ok: false, error: { code: 'tool.outcome-unknown', message: `invocation ${request.invocationId} was stopped unfinished when the host shut down; it is not run twice`, retryable: false } });
+        }
+        // Idempotent: running it again has the effect of running it once.
+        this.options.receipts.retire([request.invocationId]);
+        return undefined;
+      }
       if (receipts.completion) {
         this.settled.set(request.invocationId, request.runId);
         return settle(outcomeOfCompletion(receipts.completion));
@@ -185,11 +209,38 @@ export class RouterGateway implements Gateway {
     return settle({ ok: false, error: { code: 'gateway.unknown-kind', message: `the router host cannot carry out ${request.kind} requests`, retryable: false } });
   }
 
-  /** Dispatch: starts at most `limit` admitted attempts. */
+  /**
+   * Holds back the requests of `runId` while its cancellation is committed; call the returned
+   * function once it is (the signals of the invocations it cancelled are then aborted).
+   */
+  holdForCancel(runId: string): () => void {
+    this.cancelling.set(runId, (this.cancelling.get(runId) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = this.cancelling.get(runId)! - 1;
+      if (left > 0) this.cancelling.set(runId, left);
+      else this.cancelling.delete(runId);
+    };
+  }
+
+  /** Dispatch: starts at most `limit` admitted attempts; a cancelled one is settled instead. */
   dispatch(limit: number): number {
     let n = 0;
+    const held: Job[] = [];
     while (n < limit && this.admitted.length > 0 && !this.frozen) {
       const job = this.admitted.shift()!;
+      // The moment of dispatch: nothing after this check can let a cancellation in before the claim.
+      if (job.context.signal.aborted) {
+        n++;
+        job.resolve(cancelled(reasonOf(job)));
+        continue;
+      }
+      if (this.cancelling.has(job.request.runId)) {
+        held.push(job);
+        continue;
+      }
       n++;
       job.state = 'running';
       this.running.set(job.request.invocationId, job);
@@ -200,9 +251,17 @@ export class RouterGateway implements Gateway {
       const { request, context } = job;
       if (request.kind === 'tool' && Object.hasOwn(this.options.localTools, request.name)) {
         try {
-          const attempt = this.options.launcher.start(request.invocationId, request.name, request.input);
+          const journalSeq = this.options.journalSeqOf?.(request.runId);
+          const attempt = this.options.launcher.start(request.invocationId, request.name, request.input, journalSeq === undefined ? undefined : { runId: request.runId, journalSeq });
           attempt.result.then(
             (completion) => {
+              if (stoppedAtShutdown(completion)) {
+                // Stopped at the end of the grace: no outcome here, the invocation stays in
+                // flight and the next start resolves it from the receipts.
+                this.running.delete(request.invocationId);
+                job.resolve(undefined);
+                return;
+              }
               this.settled.set(request.invocationId, request.runId);
               finish(outcomeOfCompletion(completion));
             },
@@ -224,6 +283,7 @@ export class RouterGateway implements Gateway {
       this.inProcessRunning.add(tracked);
       void tracked.finally(() => this.inProcessRunning.delete(tracked));
     }
+    this.admitted.unshift(...held);
     return n;
   }
 
@@ -236,16 +296,18 @@ export class RouterGateway implements Gateway {
   }
 
   /**
-   * Stop, step 2: every local process gets a `shutdown` stop (exact: receipt, SIGTERM, grace,
-   * SIGKILL) and settles from its completion receipt; in-process calls get `graceMs` to finish.
+   * Stop, step 2: every local process and in-process call gets `graceMs` to finish, and its
+   * outcome is reported as usual; a process still running then gets an exact stop (intent
+   * `shutdown`) and no outcome: its run stays running and the next start resolves it.
    */
   async drain(graceMs: number): Promise<void> {
-    await this.options.launcher.stopAll('shutdown');
-    if (this.inProcessRunning.size > 0) {
+    const inProcess = async () => {
+      if (this.inProcessRunning.size === 0) return;
       let timer: ReturnType<typeof setTimeout> | undefined;
       await Promise.race([Promise.allSettled([...this.inProcessRunning]), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
       clearTimeout(timer);
-    }
+    };
+    await Promise.all([this.options.launcher.shutdown().catch((err) => this.options.log('error', `stopping local tools: ${(err as Error).message}`)), inProcess()]);
     for (const job of this.running.values()) job.resolve(undefined);
     this.running.clear();
   }

@@ -16,13 +16,16 @@
  *
  * `stopAll(intent)` freezes the launcher, records a `stopping` receipt per process, sends SIGTERM
  * to its process group, waits `stopGraceMs`, then SIGKILL, and returns every completion receipt.
+ * `shutdown()` freezes it too, but first lets every process run `stopGraceMs` to end on its own
+ * (an ordinary completion), and stops only those still running then (intent `shutdown`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as path from 'node:path';
 import { assertPortableId, StoreError } from '../core/store.js';
 import { toolArgBytesMax, toolArgsMax, toolStderrTailBytes, toolStdoutBytesMax, toolStopGraceMs, toolTimeoutMsMax } from './limits.js';
 import { identifyProcess } from '../shared/process-identity.js';
-import type { CompletionReceipt, ReceiptLog, StartReceipt } from './receipt-log.js';
+import type { ClaimOrigin, CompletionReceipt, ReceiptLog, StartReceipt } from './receipt-log.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export { classifyAttempt, recoverAttempts, type AttemptRecovery, type ObservedNow } from './attempt-recovery.js';
 
@@ -44,12 +47,11 @@ export type LocalToolTable = Readonly<Record<string, LocalToolSpec>>;
 
 export type LocalToolErrorCode = 'tool.bad-declaration' | 'tool.unknown' | 'tool.bad-input' | 'tool.stopped';
 
-export class LocalToolError extends Error {
-  constructor(
-    readonly code: LocalToolErrorCode,
-    message: string,
-  ) {
-    super(message);
+export class LocalToolError extends CodedError {
+  declare readonly code: LocalToolErrorCode;
+
+  constructor(code: LocalToolErrorCode, message: string) {
+    super(code, message);
     this.name = 'LocalToolError';
   }
 }
@@ -152,14 +154,15 @@ export class LocalToolLauncher {
     return this.running.size;
   }
 
-  start(invocationId: string, toolName: string, input: unknown): LocalToolAttempt {
+  /** `origin`: the run that asked and its committed seq, recorded in the claim. */
+  start(invocationId: string, toolName: string, input: unknown, origin?: ClaimOrigin): LocalToolAttempt {
     if (this.stopped) throw new LocalToolError('tool.stopped', 'the launcher is stopping; no attempt starts');
     assertPortableId(invocationId, 'invocation id');
     const spec = Object.hasOwn(this.options.tools, toolName) ? this.options.tools[toolName] : undefined;
     if (!spec) throw new LocalToolError('tool.unknown', `no local tool named ${JSON.stringify(toolName)}`);
     const args = renderArgs(spec.args, input);
     const receipts = this.options.receipts;
-    receipts.claim(invocationId, toolName, spec.idempotent === true);
+    receipts.claim(invocationId, toolName, spec.idempotent === true, origin);
 
     const child = spawn(spec.executable, args, {
       shell: false,
@@ -264,6 +267,23 @@ export class LocalToolLauncher {
    */
   stopAll(intent: string): Promise<CompletionReceipt[]> {
     this.stopped ??= Promise.all([...this.running.values()].map((r) => this.terminate(r, intent)));
+    return this.stopped;
+  }
+
+  /**
+   * A graceful stop: freezes the launcher (no attempt starts any more), gives every running
+   * process `stopGraceMs` to end on its own — its completion is ordinary, its result counts — and
+   * stops exactly (intent `shutdown`) those still running at the deadline. Resolves with the
+   * completion receipts; shares one promise with `stopAll`.
+   */
+  shutdown(): Promise<CompletionReceipt[]> {
+    this.stopped ??= (async () => {
+      const runs = [...this.running.values()];
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([Promise.allSettled(runs.map((r) => r.ended)), new Promise((resolve) => (timer = setTimeout(resolve, this.graceMs)))]);
+      clearTimeout(timer);
+      return Promise.all(runs.map((r) => (this.running.has(r.invocationId) ? this.terminate(r, 'shutdown') : r.ended)));
+    })();
     return this.stopped;
   }
 

@@ -26,7 +26,9 @@ import {
   openRecordFile,
   writeFileDurable,
   type RecordFileKind,
+  type StorageLoss,
 } from './record-file.js';
+import { HighWaterMark, markPointAt } from './high-water-mark.js';
 
 export const receiptFileKind: RecordFileKind = { magic: 'ADWRCPT\n', version: 1 };
 export const receiptFileName = 'receipts.log';
@@ -38,6 +40,19 @@ export interface ClaimReceipt {
   /** Declared by the tool: running it twice has the effect of running it once. */
   idempotent: boolean;
   claimedAt: number;
+  /**
+   * The run that asked, and its last committed seq when the attempt was claimed (at or after its
+   * `capability.requested`): a journal that reopens behind it lost acknowledged records.
+   * Absent in receipts written before they were recorded.
+   */
+  runId?: string;
+  journalSeq?: number;
+}
+
+/** Where a claim says the journal had got to. */
+export interface ClaimOrigin {
+  runId: string;
+  journalSeq: number;
 }
 
 export interface StartReceipt {
@@ -80,35 +95,68 @@ export class ReceiptLog {
   private fd: number;
   private end: number;
   private failure: StoreError | undefined;
+  private readonly mark: HighWaterMark;
   /** Bytes of a torn tail cut off on open. */
   readonly droppedTailBytes: number;
+  /** Acknowledged receipts that were lost and accepted as lost (`acceptLoss`). */
+  readonly loss: StorageLoss | undefined;
 
   private constructor(
     private readonly file: string,
     private readonly clock: () => number,
+    acceptLoss: boolean,
   ) {
-    if (!fs.existsSync(file)) createRecordFile(file, receiptFileKind);
-    const opened = openRecordFile(file, receiptFileKind, (record) => {
-      this.apply(record.type, parse(record.payload, record.offset), record.offset);
-    });
-    this.fd = opened.fd;
-    this.end = opened.end;
-    this.droppedTailBytes = opened.droppedTailBytes;
+    const mark = HighWaterMark.open(file);
+    let missing: StorageLoss | undefined;
+    if (!fs.existsSync(file)) {
+      if (mark.points !== undefined) {
+        // Without its receipts a started tool would look never claimed and run again: fail closed.
+        const committed = Math.max(0, ...mark.points.map((p) => p.end));
+        missing = { code: 'store.truncated', message: `${file} is missing, but ${committed} bytes of receipts were written to it`, committedBytes: committed, intactBytes: 0, droppedBytes: 0 };
+        if (!acceptLoss) {
+          mark.close();
+          throw new StoreError('store.truncated', `${missing.message}; refusing to open (accept the loss explicitly to start without them)`);
+        }
+      }
+      createRecordFile(file, receiptFileKind);
+    }
+    try {
+      const opened = openRecordFile(
+        file,
+        receiptFileKind,
+        (record) => {
+          this.apply(record.type, parse(record.payload, record.offset), record.offset);
+        },
+        { mark: missing ? undefined : mark.points, acceptLoss },
+      );
+      this.fd = opened.fd;
+      this.end = opened.end;
+      this.droppedTailBytes = opened.droppedTailBytes;
+      this.loss = missing ?? opened.loss;
+      mark.set([markPointAt(this.fd, this.end)]);
+    } catch (error) {
+      mark.close();
+      throw error;
+    }
+    this.mark = mark;
   }
 
-  /** Opens the receipt log of state directory `dir` (the directory's owner only). */
-  static open(dir: string, clock: () => number = Date.now): ReceiptLog {
+  /**
+   * Opens the receipt log of state directory `dir` (the directory's owner only). A log that lost
+   * acknowledged receipts is refused (`store.truncated` / `store.corrupt`) unless `acceptLoss`.
+   */
+  static open(dir: string, clock: () => number = Date.now, options: { acceptLoss?: boolean } = {}): ReceiptLog {
     fs.mkdirSync(dir, { recursive: true });
-    return new ReceiptLog(path.join(dir, receiptFileName), clock);
+    return new ReceiptLog(path.join(dir, receiptFileName), clock, options.acceptLoss ?? false);
   }
 
-  claim(invocationId: string, tool: string, idempotent: boolean): ClaimReceipt {
+  claim(invocationId: string, tool: string, idempotent: boolean, origin?: ClaimOrigin): ClaimReceipt {
     assertPortableId(invocationId, 'invocation id');
     assertPortableId(tool, 'tool name');
     if (this.attempts.has(invocationId)) {
       throw new StoreError('store.conflict', `attempt ${invocationId} was already claimed`);
     }
-    const claim: ClaimReceipt = { invocationId, tool, idempotent, claimedAt: this.clock() };
+    const claim: ClaimReceipt = { invocationId, tool, idempotent, claimedAt: this.clock(), ...(origin ? { runId: origin.runId, journalSeq: origin.journalSeq } : {}) };
     this.append(receiptType.claimed, claim);
     return claim;
   }
@@ -162,15 +210,19 @@ export class ReceiptLog {
       if (a.completion) parts.push(record(receiptType.completed, a.completion));
     }
     const bytes = Buffer.concat(parts);
+    // Until the rename is durable either file may stand under `receipts.log`.
+    this.mark.set([markPointAt(this.fd, this.end), { end: bytes.length, crc: bytes.readUInt32LE(bytes.length - 4) }], true);
     writeFileDurable(this.file, bytes);
     fs.closeSync(this.fd);
     this.fd = fs.openSync(this.file, 'r+');
     this.end = bytes.length;
+    this.mark.set([markPointAt(this.fd, this.end)]);
     return dropped;
   }
 
   close(): void {
     fs.closeSync(this.fd);
+    this.mark.close();
   }
 
   private append(type: number, value: { invocationId: string }): void {
@@ -183,6 +235,7 @@ export class ReceiptLog {
       throw error;
     }
     this.end += bytes.length;
+    this.mark.set([{ end: this.end, crc: bytes.readUInt32LE(bytes.length - 4) }]);
     this.apply(type, value, this.end - bytes.length);
   }
 

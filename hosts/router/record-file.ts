@@ -19,6 +19,7 @@ import * as path from 'node:path';
 import { StoreError } from '../core/store.js';
 import { crc32c } from './crc32c.js';
 import { recordBytesMax } from './limits.js';
+import type { MarkPoint } from './high-water-mark.js';
 
 export const fileHeaderBytes = 16;
 export const recordHeaderBytes = 12;
@@ -50,6 +51,27 @@ export interface OpenedRecordFile {
   records: number;
   /** Bytes of a torn or half-written tail that were cut off. */
   droppedTailBytes: number;
+  /** Acknowledged data that was missing or damaged and dropped because the caller accepted the loss. */
+  loss?: StorageLoss;
+}
+
+/** Acknowledged records that are gone: the file ends (or breaks) before its high-water mark. */
+export interface StorageLoss {
+  code: 'store.truncated' | 'store.corrupt';
+  message: string;
+  /** Where the file ended after its last acknowledged append (the mark), when known. */
+  committedBytes?: number;
+  /** Where the intact records end. */
+  intactBytes: number;
+  /** Bytes cut off the file after the intact records. */
+  droppedBytes: number;
+}
+
+export interface OpenRecordFileOptions {
+  /** Where the file ended after its last acknowledged append; absent when unknown. */
+  mark?: readonly MarkPoint[];
+  /** Drop damaged or missing acknowledged data instead of refusing (reported in `loss`). */
+  acceptLoss?: boolean;
 }
 
 export function encodeFileHeader(kind: RecordFileKind): Buffer {
@@ -89,12 +111,16 @@ export function createRecordFile(file: string, kind: RecordFileKind): void {
  * A bad record (short, bad magic, bad length, bad checksum) is a torn tail only when it is the
  * last thing in the file: the region from it to the end of the file is no longer than one record
  * and holds no valid record. Anything else is `store.corrupt`: a record that was acknowledged is
- * never silently skipped.
+ * never silently skipped. With a high-water mark, the intact records must also reach one of its
+ * points (same offset, same last checksum): a file that ends before it is `store.truncated`, one
+ * that reaches past it with other bytes there is `store.corrupt`. With `acceptLoss` both are cut
+ * back to the intact records and reported in `loss` instead; nothing is cut when the open fails.
  */
 export function openRecordFile(
   file: string,
   kind: RecordFileKind,
   onRecord: (record: ScannedRecord) => void,
+  options: OpenRecordFileOptions = {},
 ): OpenedRecordFile {
   let fd: number;
   try {
@@ -105,28 +131,59 @@ export function openRecordFile(
   try {
     const size = fs.fstatSync(fd).size;
     const version = readFileHeader(fd, file, size, kind);
+    const mark = options.mark;
+    const reachesMark = (end: number) => mark?.some((p) => p.end === end && readCrcBefore(fd, end) === p.crc) ?? false;
+    let marked = mark === undefined || reachesMark(fileHeaderBytes);
     let pos = fileHeaderBytes;
     let records = 0;
     const header = Buffer.alloc(recordHeaderBytes);
     while (pos < size) {
       const record = readRecordAt(fd, pos, size, header);
-      if (record === undefined) {
-        const dropped = size - pos;
-        assertTornTail(fd, file, pos, size);
-        fs.ftruncateSync(fd, pos);
-        fs.fdatasyncSync(fd);
-        return { fd, end: pos, version, records, droppedTailBytes: dropped };
-      }
+      if (record === undefined) break;
       onRecord(record);
       records++;
       pos = record.payloadOffset + record.payload.length + recordTrailerBytes;
+      if (!marked && mark!.some((p) => p.end === pos)) marked = reachesMark(pos);
     }
-    return { fd, end: pos, version, records, droppedTailBytes: 0 };
+    const tail = size - pos;
+    let loss: StorageLoss | undefined;
+    if (tail > 0) {
+      try {
+        assertTornTail(fd, file, pos, size);
+      } catch (error) {
+        if (!(error instanceof StoreError)) throw error;
+        loss = { code: 'store.corrupt', message: `${error.message} (${tail} bytes from there to the end of the ${size}-byte file)`, intactBytes: pos, droppedBytes: tail };
+      }
+    }
+    if (!marked && !loss) {
+      const committed = Math.max(...mark!.map((p) => p.end));
+      loss = {
+        code: pos < committed ? 'store.truncated' : 'store.corrupt',
+        message:
+          pos < committed
+            ? `${file}: intact records end at byte ${pos} of ${size}, but ${committed} bytes were committed: ${committed - pos} bytes of acknowledged records are missing`
+            : `${file}: intact records end at byte ${pos} of ${size}, but they do not match the ${committed} bytes that were committed (the file was replaced or rewritten)`,
+        committedBytes: committed,
+        intactBytes: pos,
+        droppedBytes: tail,
+      };
+    }
+    if (loss && !options.acceptLoss) throw new StoreError(loss.code, `${loss.message}; refusing to open (accept the loss explicitly to cut the file back to ${pos} bytes)`);
+    if (tail > 0) {
+      fs.ftruncateSync(fd, pos);
+      fs.fdatasyncSync(fd);
+    }
+    return { fd, end: pos, version, records, droppedTailBytes: loss ? 0 : tail, ...(loss ? { loss } : {}) };
   } catch (error) {
     fs.closeSync(fd);
     if (error instanceof StoreError) throw error;
     throw ioError(`cannot read ${file}`, error);
   }
+}
+
+function readCrcBefore(fd: number, end: number): number | undefined {
+  const crc = Buffer.alloc(4);
+  return readFully(fd, crc, end - 4) === 4 ? crc.readUInt32LE(0) : undefined;
 }
 
 function readFileHeader(fd: number, file: string, size: number, kind: RecordFileKind): number {

@@ -26,6 +26,7 @@
 import type { SyncJournalStore as JournalStore } from '../core/store.js';
 import type { GatewayRequest, RunProjection } from '../core/types.js';
 import type { AttemptRecovery } from './attempt-recovery.js';
+import type { ClaimReceipt } from './receipt-log.js';
 
 /** A call in flight, as the run's projection lists it. */
 export type CallInFlight = NonNullable<RunProjection['calls']>[number];
@@ -73,6 +74,20 @@ export function planRunRecovery<Call extends { invocationId: string; kind: strin
     else plan.unknown.push(request.invocationId);
   }
   return plan;
+}
+
+/**
+ * Claims that name a run the journal does not hold, or a seq past the run's last one: the
+ * journal lost records that were acknowledged before those attempts were claimed.
+ */
+export function claimsAheadOfJournal(claims: readonly ClaimReceipt[], lastSeqOf: (runId: string) => number | undefined): { invocationId: string; runId: string; journalSeq: number; lastSeq: number | undefined }[] {
+  const out: { invocationId: string; runId: string; journalSeq: number; lastSeq: number | undefined }[] = [];
+  for (const claim of claims) {
+    if (claim.runId === undefined || claim.journalSeq === undefined) continue;
+    const lastSeq = lastSeqOf(claim.runId);
+    if (lastSeq === undefined || lastSeq < claim.journalSeq) out.push({ invocationId: claim.invocationId, runId: claim.runId, journalSeq: claim.journalSeq, lastSeq });
+  }
+  return out;
 }
 
 /**

@@ -38,7 +38,9 @@ import { LocalToolLauncher, type LocalToolSpec, type LocalToolTable } from './lo
 import { stderrLog } from './log.js';
 import { profileNamed, withinBudget, type RouterProfile } from './profiles.js';
 import { ReceiptLog } from './receipt-log.js';
-import { inflightCalls, planRunRecovery, requestOf, stopOrphan } from './recovery.js';
+import type { StorageLoss } from './record-file.js';
+import { claimsAheadOfJournal, inflightCalls, planRunRecovery, requestOf, stopOrphan } from './recovery.js';
+import { StoreError } from '../core/store.js';
 import { createScriptImports } from './sandbox.js';
 
 export type { AuthorityResolver };
@@ -63,6 +65,12 @@ export interface RouterHostOptions {
   cadenceMs?: number;
   /** Grace between SIGTERM and SIGKILL when a local process is stopped. */
   stopGraceMs?: number;
+  /**
+   * Open a journal or receipt log that lost acknowledged records (truncated, damaged before its
+   * end, missing) by cutting it back to what is intact, instead of refusing with
+   * `store.truncated` / `store.corrupt`. The loss is logged.
+   */
+  acceptLoss?: boolean;
 }
 
 /** The router has no catalog: it launches templates and pinned plans. */
@@ -109,6 +117,26 @@ const phases = ['cancellation', 'schedule', 'frontier', 'admission', 'dispatch',
 
 function isLocalSpec(tool: RouterTool): tool is LocalToolSpec {
   return typeof tool === 'object' && tool !== null && typeof (tool as LocalToolSpec).executable === 'string';
+}
+
+/**
+ * A receipt whose claim names a run or seq the journal no longer holds: the journal lost what it
+ * had acknowledged before that attempt started, so recovery would act on a past it cannot see
+ * (and could run a started tool again). Refused unless the loss is accepted.
+ */
+function assertReceiptsBehindJournal(store: FileJournalStore, receipts: ReceiptLog, acceptLoss: boolean, log: HostLog): void {
+  const ahead = claimsAheadOfJournal(receipts.all().map((a) => a.claim), (runId) => store.lastSeqOf(runId));
+  if (ahead.length === 0) return;
+  const first = ahead[0]!;
+  const message = `receipts.log holds ${ahead.length} attempt(s) claimed after journal records that are gone (e.g. ${first.invocationId} of run ${first.runId} at seq ${first.journalSeq}; the journal has ${first.lastSeq === undefined ? 'no such run' : `seq ${first.lastSeq}`}; journal.log is ${store.fileBytes} bytes)`;
+  if (!acceptLoss) throw new StoreError('store.truncated', `${message}; refusing to open (accept the loss explicitly to go on)`);
+  log('error', `accepted loss (store.truncated): ${message}`);
+}
+
+/** A torn tail is normal after a crash; a loss was accepted by the operator: both are said once. */
+function logStorageDamage(log: HostLog, file: string, droppedTailBytes: number, loss: StorageLoss | undefined): void {
+  if (droppedTailBytes > 0) log('warn', `${file}: dropped a torn last record of ${droppedTailBytes} bytes (a write that never completed)`);
+  if (loss) log('error', `${file}: accepted loss (${loss.code}): ${loss.message}; ${loss.droppedBytes} bytes cut, ${loss.intactBytes} bytes kept`);
 }
 
 function asError(err: unknown): RouterError {
@@ -160,14 +188,18 @@ export class RouterHost {
     }
     mapErrors(RouterError, () => assertCaptureOptions(options.capture));
     const commitLatency = new LatencyRing();
-    const store = FileJournalStore.open(dir, { observeCommit: (ms) => commitLatency.add(ms) });
+    const acceptLoss = options.acceptLoss ?? false;
+    const store = FileJournalStore.open(dir, { observeCommit: (ms) => commitLatency.add(ms), acceptLoss });
     const closers: (() => void)[] = [() => store.close()];
     try {
-      const receipts = ReceiptLog.open(dir);
+      const receipts = ReceiptLog.open(dir, Date.now, { acceptLoss });
       closers.push(() => receipts.close());
+      logStorageDamage(log, 'journal.log', store.openReport.droppedTailBytes, store.openReport.loss);
+      logStorageDamage(log, 'receipts.log', receipts.droppedTailBytes, receipts.loss);
       const stopGraceMs = options.stopGraceMs ?? toolStopGraceMs;
       const launcher = new LocalToolLauncher({ tools: localTools, receipts, stopGraceMs });
-      const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, approvals: options.approvals, credentials: options.credentials, attemptsInFlightMax: profile.attemptsInFlightMax, log });
+      assertReceiptsBehindJournal(store, receipts, acceptLoss, log);
+      const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, approvals: options.approvals, credentials: options.credentials, attemptsInFlightMax: profile.attemptsInFlightMax, log, journalSeqOf: (runId) => store.lastSeqOf(runId) });
       const scripts = await createScriptImports();
       closers.push(() => scripts.evaluator.dispose());
       const engine = await EngineInstance.create(routerComponentLoader(), { load: (runId) => store.load(runId), ...scripts, log });
@@ -259,8 +291,10 @@ export class RouterHost {
       let left = plan.rerun.length;
       for (const call of plan.rerun) {
         const request = requestOf(this.store, record.runId, call);
-        const controller = new AbortController();
-        this.gateway.execute({ ...request, reissued: true }, { signal: controller.signal, invocationId: request.invocationId, reissued: true }).then((outcome) => {
+        // The kernel's abort path: a cancellation of the run reaches this attempt as any other.
+        const adopted = this.kernel.adoptCall(request.invocationId);
+        this.gateway.execute({ ...request, reissued: true }, { signal: adopted.signal, invocationId: request.invocationId, reissued: true }).then((outcome) => {
+          adopted.release();
           if (outcome === undefined) return; // the host is stopping: the next start recovers it
           facts.push(outcome.ok ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error });
           if (--left === 0) resume();
@@ -427,7 +461,12 @@ export class RouterHost {
   /** Asks for a run's cancellation; the next cycles converge it (processes get an exact stop). */
   cancel(runId: string, reason = 'cancelled'): Promise<ActivationSummary> {
     if (!this.store.getRun(runId)) return Promise.reject(asError(runNotFound(runId)));
-    return this.kernel.deliver(runId, { type: 'cancel-requested', reason, by: 'router' }, 'router');
+    // Until the cancellation is committed nothing of the run starts; then the signals of the
+    // invocations it cancelled are aborted and dispatch settles them without starting them.
+    const release = this.gateway.holdForCancel(runId);
+    const delivered = this.kernel.deliver(runId, { type: 'cancel-requested', reason, by: 'router' }, 'router');
+    delivered.then(release, release);
+    return delivered;
   }
 
   /**

@@ -162,23 +162,26 @@ describe('FileJournalStore commits and reads', () => {
 
 describe('FileJournalStore recovery on open', () => {
   /** Three commits; returns the directory and the offset where the last record starts. */
-  function threeCommits(): { dir: string; lastStart: number; bytes: Buffer } {
+  /** Three commits; also the high-water mark as it was before the last one (a torn last write never moved it). */
+  function threeCommits(): { dir: string; lastStart: number; bytes: Buffer; markBefore: Buffer } {
     const dir = tempDir();
     const store = FileJournalStore.open(dir, { clock: stepClock() });
     store.commit([entry('a', 0, 2, { plan: 'plan-a' }), entry('b', 0, 1, { plan: 'plan-b' })]);
     store.commit([entry('a', 2, 3, { checkpoint: 'cp-a' })]);
     const lastStart = store.fileBytes;
+    const markBefore = fs.readFileSync(path.join(dir, `${journalFileName}.mark`));
     store.commit([entry('a', 5, 2, { status: 'waiting' }), entry('b', 1, 1)]);
     store.close();
-    return { dir, lastStart, bytes: fs.readFileSync(path.join(dir, journalFileName)) };
+    return { dir, lastStart, bytes: fs.readFileSync(path.join(dir, journalFileName)), markBefore };
   }
 
   it('keeps exactly the complete records when the last record is cut at any byte', () => {
-    const { dir, lastStart, bytes } = threeCommits();
+    const { dir, lastStart, bytes, markBefore } = threeCommits();
     const file = path.join(dir, journalFileName);
     expect(bytes.length - lastStart).toBeGreaterThan(100);
     for (let cut = lastStart; cut < bytes.length; cut++) {
       fs.writeFileSync(file, bytes.subarray(0, cut));
+      fs.writeFileSync(`${file}.mark`, markBefore);
       const store = FileJournalStore.open(dir, { clock: stepClock() });
       try {
         expect(store.openReport).toMatchObject({ records: 2, droppedTailBytes: cut - lastStart });
@@ -228,6 +231,31 @@ describe('FileJournalStore recovery on open', () => {
       // The file is left as it was, for inspection.
       expect(fs.readFileSync(file).equals(damaged)).toBe(true);
     }
+  });
+
+  it('refuses a journal cut short of its acknowledged records, a missing one, unless the loss is accepted', () => {
+    const { dir, lastStart, bytes } = threeCommits();
+    const file = path.join(dir, journalFileName);
+    // The last record was acknowledged: cutting into it, or at the record boundary before it, is a loss.
+    for (const cut of [lastStart, lastStart + 20, bytes.length - 1]) {
+      fs.writeFileSync(file, bytes.subarray(0, cut));
+      const error = storeError(() => FileJournalStore.open(dir));
+      expect(error.code).toBe('store.truncated');
+      expect(error.message).toContain(`intact records end at byte ${lastStart} of ${cut}, but ${bytes.length} bytes were committed: ${bytes.length - lastStart} bytes`);
+      expect(fs.readFileSync(file).length).toBe(cut);
+    }
+    const accepted = FileJournalStore.open(dir, { acceptLoss: true });
+    expect(accepted.openReport).toMatchObject({ records: 2, droppedTailBytes: 0, loss: { code: 'store.truncated', committedBytes: bytes.length, intactBytes: lastStart, droppedBytes: bytes.length - 1 - lastStart } });
+    accepted.close();
+    // The accepted state is the new mark.
+    const again = FileJournalStore.open(dir);
+    expect(again.openReport.loss).toBeUndefined();
+    again.close();
+    fs.rmSync(file);
+    expect(storeError(() => FileJournalStore.open(dir)).code).toBe('store.truncated');
+    const empty = FileJournalStore.open(dir, { acceptLoss: true });
+    expect(empty.openReport).toMatchObject({ runs: 0, loss: { code: 'store.truncated', committedBytes: lastStart } });
+    empty.close();
   });
 
   it('refuses a bad file header and a newer format version', () => {

@@ -46,3 +46,17 @@ export function stepClock(start = 1_700_000_000_000): () => number {
   let now = start;
   return () => (now += 1000);
 }
+
+/** Lines of a side file that tools append to (empty when it does not exist yet). */
+export function fileLines(file: string): string[] {
+  return fs.existsSync(file) ? fs.readFileSync(file, 'utf8').split('\n').filter(Boolean) : [];
+}
+
+/** Polls `condition` every 5 ms; throws after `timeoutMs`. */
+export async function until(condition: () => boolean, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from './helpers.js';
 
-const { RouterHost, planRunRecovery, FileJournalStore } = await import('../../dist/hosts/router/index.js');
+const { RouterHost, planRunRecovery, FileJournalStore, ReceiptLog } = await import('../../dist/hosts/router/index.js');
 const fixtures = fileURLToPath(new URL('./fixtures/', import.meta.url));
 
 const template = {
@@ -28,7 +28,7 @@ const template = {
 };
 
 describe('router host stop', () => {
-  it('freezes admission, stops the running process exactly, commits its outcome, closes; concurrent stops share one promise', async () => {
+  it('freezes admission, stops the process still running after the grace exactly, leaves its run running, closes; concurrent stops share one promise', async () => {
     const dir = tempDir('router-stop-');
     const ready = path.join(dir, 'ready');
     const sleepy = { executable: process.execPath, args: [path.join(fixtures, 'tool.mjs'), 'sleep', ready], timeoutMs: 60_000 };
@@ -45,12 +45,21 @@ describe('router host stop', () => {
     try {
       const types = (runId: string) => store.readEvents(runId, 0, 1000).events.map((e: string) => JSON.parse(e));
       const all = [...types(a.runId), ...types(b.runId)];
-      const completions = all.filter((e) => e.type === 'capability.completed');
-      // Both attempts were running (edge: two in flight); each got an exact stop and was settled
-      // from its completion receipt before the store closed; nothing else started.
-      expect(completions).toHaveLength(2);
-      for (const c of completions) expect(c.payload).toMatchObject({ ok: false, error: { code: 'tool.stopped' } });
+      // Both attempts were running (edge: two in flight) and still were at the end of the grace:
+      // each got an exact stop, and neither outcome was recorded: both runs stay running, for the
+      // next start to resolve from the receipts. Nothing else started.
+      expect(all.filter((e) => e.type === 'capability.completed')).toEqual([]);
       expect(all.filter((e) => e.type === 'capability.requested')).toHaveLength(2);
+      expect([store.getRun(a.runId)!.status, store.getRun(b.runId)!.status]).toEqual(['running', 'running']);
+      const receipts = ReceiptLog.open(path.join(dir, 'state'));
+      try {
+        expect(receipts.all().map((r: any) => [r.stop?.intent, r.completion?.stopIntent])).toEqual([
+          ['shutdown', 'shutdown'],
+          ['shutdown', 'shutdown'],
+        ]);
+      } finally {
+        receipts.close();
+      }
     } finally {
       store.close();
       fs.rmSync(dir, { recursive: true, force: true });

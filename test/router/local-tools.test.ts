@@ -172,6 +172,8 @@ describe('startup recovery classification', () => {
     ['machine rebooted', { claim, start }, { bootId: 'boot-b', observation: present('1000') }, 'needs_attention:process-gone'],
     ['boot id unreadable now', { claim, start }, { bootId: undefined, observation: present('1000') }, 'needs_attention:identity-unverifiable'],
     ['/proc unreadable now', { claim, start }, { bootId, observation: { kind: 'unverifiable', reason: 'EACCES' } }, 'needs_attention:identity-unverifiable'],
+    ['stopped unfinished at a shutdown', { claim, start, completion: { invocationId: 'i', exitCode: null, signal: 'SIGTERM', outputError: 'ended by SIGTERM', stderrTail: '', endedAt: 3, stopIntent: 'shutdown' } }, { bootId, observation: { kind: 'absent' } }, 'needs_attention:stopped-at-shutdown'],
+    ['finished its work during a shutdown', { claim, start, completion: { ...completion, stopIntent: 'shutdown' } }, { bootId, observation: { kind: 'absent' } }, 'settled'],
     ['identity never recorded', { claim, start: { invocationId: 'i', pid: 4242, startedAt: 2 } }, { bootId, observation: present('1000') }, 'needs_attention:identity-unverifiable'],
   ];
   for (const [name, attempt, now, expected] of cases) {
@@ -179,7 +181,7 @@ describe('startup recovery classification', () => {
       const result = classifyAttempt(attempt, now);
       expect(result.state === 'needs_attention' ? `${result.state}:${result.reason}` : result.state).toBe(expected);
       expect(result.invocationId).toBe('i');
-      if (result.state === 'settled') expect(result.completion).toBe(completion);
+      if (result.state === 'settled') expect(result.completion).toEqual(attempt.completion);
     });
   }
 

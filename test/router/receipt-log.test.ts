@@ -12,18 +12,49 @@ describe('ReceiptLog', () => {
     log.claim('a', 'tool', false);
     log.started('a', 123, { pid: 123, startTicks: '99', bootId: 'b' });
     const lastStart = fs.statSync(path.join(dir, receiptFileName)).size;
+    // A torn last write never returned, so it never moved the high-water mark.
+    const markBefore = fs.readFileSync(path.join(dir, `${receiptFileName}.mark`));
     log.completed({ invocationId: 'a', exitCode: 0, signal: null, output: { ok: 1 }, stderrTail: '' });
     log.close();
     const file = path.join(dir, receiptFileName);
     const bytes = fs.readFileSync(file);
     for (let cut = lastStart; cut < bytes.length; cut++) {
       fs.writeFileSync(file, bytes.subarray(0, cut));
+      fs.writeFileSync(`${file}.mark`, markBefore);
       const reopened = ReceiptLog.open(dir);
       expect(reopened.droppedTailBytes).toBe(cut - lastStart);
       expect(reopened.get('a')!.start!.pid).toBe(123);
       expect(reopened.get('a')!.completion).toBeUndefined();
       reopened.close();
     }
+  });
+
+  it('refuses a log cut short of its acknowledged receipts or missing, unless the loss is accepted', () => {
+    const dir = tempDir();
+    const log = ReceiptLog.open(dir, stepClock());
+    log.claim('a', 'tool', false);
+    const claimEnd = fs.statSync(path.join(dir, receiptFileName)).size;
+    log.started('a', 123, undefined);
+    log.close();
+    const file = path.join(dir, receiptFileName);
+    const size = fs.statSync(file).size;
+    fs.truncateSync(file, claimEnd);
+    const error = (() => {
+      try {
+        ReceiptLog.open(dir);
+      } catch (e) {
+        return e as StoreError;
+      }
+      throw new Error('opened');
+    })();
+    expect(error.code).toBe('store.truncated');
+    expect(error.message).toContain(`but ${size} bytes were committed`);
+    fs.rmSync(file);
+    expect(() => ReceiptLog.open(dir)).toThrow(/receipts\.log is missing/);
+    const accepted = ReceiptLog.open(dir, stepClock(), { acceptLoss: true });
+    expect(accepted.loss).toMatchObject({ code: 'store.truncated', committedBytes: size });
+    expect(accepted.all()).toEqual([]);
+    accepted.close();
   });
 
   it('retires settled attempts only, durably', () => {
