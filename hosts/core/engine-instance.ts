@@ -46,19 +46,21 @@ export class EngineCallError extends CodedError {
 }
 
 /** The instance trapped; it has been discarded. */
-export class EngineTrapError extends Error {
-  readonly code = 'engine.trap';
+export class EngineTrapError extends CodedError {
+  declare readonly code: 'engine.trap';
+
   constructor(message: string) {
-    super(message);
+    super('engine.trap', message);
     this.name = 'EngineTrapError';
   }
 }
 
 /** A fresh instance is being built after a trap; the call may be retried once `ready()` resolves. */
-export class EngineRevivingError extends Error {
-  readonly code = 'engine.reviving';
+export class EngineRevivingError extends CodedError {
+  declare readonly code: 'engine.reviving';
+
   constructor(message: string) {
-    super(message);
+    super('engine.reviving', message);
     this.name = 'EngineRevivingError';
   }
 }
