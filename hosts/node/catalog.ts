@@ -10,7 +10,7 @@
 //
 // Runs never read the catalog after launch: a launch compiles the revision and the closure of
 // its `workflow.call@1` revisions into a pinned plan, so deleting a revision never breaks a run.
-import { createHash } from 'node:crypto';
+import { sha256Digest } from '../shared/digest.js';
 import canonicalizeModule from 'canonicalize';
 import { isPortableId, portableIdSource } from '../../engine/protocol/ids.js';
 import type { ExecutionPlan, ValidationReport } from '../core/types.js';
@@ -92,7 +92,7 @@ export interface SemanticDiff {
 export function canonicalDigest(value: unknown): string {
   const text = canonicalize(value);
   if (text === undefined) throw new CatalogError('catalog.not-canonical', 'the value cannot be canonicalized');
-  return `sha256:${createHash('sha256').update(text, 'utf8').digest('hex')}`;
+  return sha256Digest(text);
 }
 
 // ---------------------------------------------------------------------------------------------

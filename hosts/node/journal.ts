@@ -1,7 +1,7 @@
 // The Node host's journal store: SQLite through better-sqlite3, WAL mode. One `commit` call is
 // one transaction, however many activations it holds (group commit); each entry is guarded by a
 // compare-and-set on the run's last seq.
-import { createHash } from 'node:crypto';
+import { sha256Digest } from '../shared/digest.js';
 import { accessSync, closeSync, constants as fsConstants, copyFileSync, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -297,7 +297,7 @@ export class SqliteJournalStore implements SyncJournalStore {
   }
 
   putArtifact(bytes: Uint8Array, mediaType: string): ArtifactRef {
-    const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    const digest = sha256Digest(bytes);
     this.db.prepare('INSERT OR IGNORE INTO artifacts (digest, size, media_type, bytes, created_at) VALUES (?, ?, ?, ?, ?)').run(digest, bytes.byteLength, mediaType, bytes, this.now());
     return { digest, size: bytes.byteLength };
   }
@@ -306,7 +306,7 @@ export class SqliteJournalStore implements SyncJournalStore {
     if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new StoreError('store.bad-id', `${JSON.stringify(digest)} is not an artifact digest`);
     const row = this.db.prepare('SELECT size, media_type, bytes FROM artifacts WHERE digest = ?').get(digest) as { size: number; media_type: string; bytes: Buffer } | undefined;
     if (!row) return undefined;
-    if (`sha256:${createHash('sha256').update(row.bytes).digest('hex')}` !== digest) throw new StoreError('store.corrupt', `artifact ${digest} does not match its digest`);
+    if (sha256Digest(row.bytes) !== digest) throw new StoreError('store.corrupt', `artifact ${digest} does not match its digest`);
     return { digest, size: row.size, mediaType: row.media_type, bytes: row.bytes };
   }
 

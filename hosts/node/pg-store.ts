@@ -8,7 +8,7 @@
 // others, appends every event and marks applied commands (data-modifying CTEs over arrays);
 // COMMIT. The checks run here, between the lock and the write, because one of them
 // (`ownerIsDead`) can only be answered by this machine.
-import { createHash } from 'node:crypto';
+import { sha256Digest } from '../shared/digest.js';
 import type { Pool, PoolClient } from 'pg';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../core/store.js';
 import type { RunProjection } from '../core/types.js';
@@ -315,7 +315,7 @@ export class PostgresJournalStore implements JournalStore {
   }
 
   async putArtifact(bytes: Uint8Array, mediaType: string): Promise<ArtifactRef> {
-    const digest = `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+    const digest = sha256Digest(bytes);
     await statement(this.pool, 'putArtifact', {
       name: `${this.s}.putArtifact`,
       text: `INSERT INTO ${this.s}.artifacts (digest, size, media_type, bytes, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (digest) DO NOTHING`,
@@ -332,7 +332,7 @@ export class PostgresJournalStore implements JournalStore {
       values: [digest],
     });
     if (!row) return undefined;
-    if (`sha256:${createHash('sha256').update(row.bytes).digest('hex')}` !== digest) throw new StoreError('store.corrupt', `artifact ${digest} does not match its digest`);
+    if (sha256Digest(row.bytes) !== digest) throw new StoreError('store.corrupt', `artifact ${digest} does not match its digest`);
     return { digest, size: row.size, mediaType: row.media_type, bytes: row.bytes };
   }
 
