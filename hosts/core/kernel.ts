@@ -62,6 +62,8 @@ export class Kernel {
   private readonly children: ChildRuns;
   private readonly wakeUps: WakeUps;
   private readonly listeners = new Map<string, Set<Listener>>();
+  /** Called after every landed commit of any run (projections such as a trace exporter). */
+  private readonly commitListeners = new Set<(runId: string, summary: ActivationSummary) => void>();
   /** `waitFor` calls to fail when a fact of their run could not be made durable here. */
   private readonly lossListeners = new Map<string, Set<(err: unknown) => void>>();
   private readonly plans = new Map<string, ExecutionPlan>();
@@ -236,6 +238,18 @@ export class Kernel {
   }
 
   /**
+   * Called after every commit of any run of this process is durable, with the run id and its
+   * summary. The listener runs on the commit loop: it must only note the run and return (do the
+   * work on a later turn). Returns an unsubscribe function.
+   */
+  onCommit(listener: (runId: string, summary: ActivationSummary) => void): () => void {
+    this.commitListeners.add(listener);
+    return () => {
+      this.commitListeners.delete(listener);
+    };
+  }
+
+  /**
    * Waits until a run is terminal (or, with `orPaused`, paused). A run this process does not own
    * is followed through the store (another process is running it).
    */
@@ -385,6 +399,7 @@ export class Kernel {
     }
     for (const g of r.groups) g.resolve(r.summary);
     for (const l of [...(this.listeners.get(r.runId) ?? [])]) l(r.summary);
+    if (r.wrote) for (const l of this.commitListeners) l(r.runId, r.summary);
   }
 
   private safeEvict(runId: string): void {

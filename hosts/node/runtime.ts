@@ -25,8 +25,10 @@ import { SqliteCatalogStorage } from './sqlite-catalog.js';
 import { stderrLog } from './log.js';
 import { createScriptImports } from './sandbox.js';
 import { LiveStreams, withLiveProgress, type LiveItem, type LiveOptions } from './live.js';
+import { TraceExporter, tracesUrlOf, type TelemetryOptions, type TelemetryStats } from './telemetry.js';
+import { RunTraces, withTraceContext } from './trace-gateway.js';
 
-export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions };
+export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions, TelemetryOptions, TelemetryStats };
 
 export interface RuntimeOptions extends GatewayRegistry {
   /** State directory; default `./.agent-workflow`. */
@@ -50,6 +52,11 @@ export interface RuntimeOptions extends GatewayRegistry {
   now?: () => number;
   /** What is kept of capability payloads (default: replayable, 16 KiB inline, 16 MiB per artifact). */
   capture?: Partial<CapturePolicy>;
+  /**
+   * Export spans of the runs this process commits to an OpenTelemetry collector (OTLP/HTTP JSON).
+   * Off the commit path: a slow, failing or dead collector never slows or fails a run.
+   */
+  telemetry?: TelemetryOptions;
 }
 
 export interface LaunchOptions {
@@ -74,6 +81,12 @@ export interface LaunchOptions {
   origin?: unknown;
   /** Where the run's result should be delivered: recorded as `correlation.deliveryRef` (not delivered by the host). */
   deliveryRef?: string;
+  /**
+   * The W3C trace context of the launch (`00-<trace id>-<span id>-<flags>`): recorded as
+   * `correlation.traceparent`; the run's spans join that trace, and each tool and agent call gets
+   * `context.traceparent` in it.
+   */
+  traceparent?: string;
 }
 
 /** What an operator action did: the command, who applied it, and the run's outcome then. */
@@ -123,16 +136,20 @@ export class WorkflowRuntime {
     readonly ownerId: string,
     private readonly pollMs: number,
     private readonly liveStreams: LiveStreams,
+    private readonly traces: RunTraces,
+    private readonly exporter: TraceExporter | undefined,
   ) {}
 
   static async open(options: RuntimeOptions = {}): Promise<WorkflowRuntime> {
     const log = options.log ?? stderrLog();
     try {
       assertCaptureOptions(options.capture);
+      if (options.telemetry) tracesUrlOf(options.telemetry.otlpUrl);
     } catch (err) {
       throw asError(err);
     }
     const store = await openStore(options);
+    let exporter: TraceExporter | undefined;
     try {
       const scripts = await createScriptImports();
       let kernel: Kernel | undefined;
@@ -141,10 +158,11 @@ export class WorkflowRuntime {
       const resolveAuthority = authorityResolver(options.authorities);
       const ownerId = options.ownerId ?? newOwnerId();
       const pollMs = options.pollMs ?? leaseDefaults.pollMs;
+      const traces = new RunTraces(store);
       kernel = new Kernel({
         store,
         engine,
-        gateway: withLiveProgress(registryGateway(options), () => live),
+        gateway: withTraceContext(withLiveProgress(registryGateway(options), () => live), traces),
         log,
         now: options.now,
         authority: resolveAuthority,
@@ -153,8 +171,10 @@ export class WorkflowRuntime {
         leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
       });
       live = new LiveStreams(store, kernel, pollMs);
-      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose(), ownerId, pollMs, live);
+      if (options.telemetry) exporter = await TraceExporter.start(store, kernel, options.telemetry);
+      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose(), ownerId, pollMs, live, traces, exporter);
     } catch (err) {
+      await exporter?.close();
       await store.close();
       throw err;
     }
@@ -246,6 +266,7 @@ export class WorkflowRuntime {
       }
     }
     if (options.idempotencyKey !== undefined && (await this.store.getRun(runId))) return this.handle(runId);
+    this.traces.remember(runId, options.correlation);
     try {
       await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor });
     } catch (err) {
@@ -584,9 +605,15 @@ export class WorkflowRuntime {
     };
   }
 
+  /** What the OpenTelemetry exporter did (`undefined` when the runtime does not export). */
+  telemetryStats(): TelemetryStats | undefined {
+    return this.exporter?.stats();
+  }
+
   async close(): Promise<void> {
     this.liveStreams.close();
     await this.kernel.close({ abortInflight: true });
+    await this.exporter?.close();
     await this.store.close();
     this.disposeScripts();
   }

@@ -84,7 +84,14 @@ async function openRuntime(args: ParsedArgs): Promise<WorkflowRuntime> {
   // Loaded on demand: the router's commands must not load better-sqlite3.
   const { WorkflowRuntime } = await import('../runtime.js');
   const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
-  return WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}) });
+  // Spans of the runs this process commits go to a collector when one is named (see docs/observability.md).
+  const otlpUrl = optionString(args, 'otlp') ?? (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined);
+  return WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}), ...(otlpUrl ? { telemetry: { ...(host as { telemetry?: object }).telemetry, otlpUrl } } : {}) });
+}
+
+/** The W3C trace context a launch joins: `--traceparent`, else the environment's `TRACEPARENT`. */
+function traceparentOf(args: ParsedArgs): string | undefined {
+  return optionString(args, 'traceparent') ?? (process.env.TRACEPARENT || undefined);
 }
 
 function exitFor(status: string): number {
@@ -137,7 +144,8 @@ const commands: Record<string, CliCommand> = {
       const input = inputArg === undefined ? {} : readJsonArg(inputArg, '--input');
       return withRuntime(args, async (rt) => {
         const published = await resolveRunTarget(file, rt);
-        if (published) return runPublished(rt, published, { input, wait: !args.options.has('no-wait') });
+        const traceparent = traceparentOf(args);
+        if (published) return runPublished(rt, published, { input, wait: !args.options.has('no-wait'), ...(traceparent ? { traceparent } : {}) });
         const template = readTemplate(file);
         const report = rt.validate(template);
         if (!report.ok) {
@@ -147,7 +155,7 @@ const commands: Record<string, CliCommand> = {
         }
         const started = Date.now();
         const noWait = args.options.has('no-wait');
-        const handle = await rt.launch({ type: 'inline', template, dependencies: await readDependencies(args) }, { input, actor: 'cli', ...(noWait ? { executionMode: 'background' as const } : {}) });
+        const handle = await rt.launch({ type: 'inline', template, dependencies: await readDependencies(args) }, { input, actor: 'cli', ...(traceparent ? { traceparent } : {}), ...(noWait ? { executionMode: 'background' as const } : {}) });
         if (noWait) return printQueued(rt, handle.runId);
         progress(`run ${handle.runId} accepted`);
         const outcome = await handle.settled();
