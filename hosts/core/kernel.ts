@@ -19,6 +19,7 @@ import { approvalFact } from './operator.js';
 import type { LeaseGrant, OperatorCommand } from './ownership-store.js';
 import { outcomeOfRecord, projectionOfRecord, type RunOutcome } from './projection.js';
 import type { CommitEntry, JournalStore, RunRecord, RunTail } from './store.js';
+import { RunTraceIds, traceparentOfCorrelation } from './trace-context.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog, type RunProjection } from './types.js';
 
 export { captureModeOf, defaultCapture, KernelError, type CapturePolicy, type RunOutcome };
@@ -101,6 +102,7 @@ export class Kernel {
       authority: options.authority,
       knows: (runId) => this.known.has(runId),
       launch: (args) => this.launch(args),
+      traceOf: (runId) => this.traceOf(runId),
       resume: (runId, by, authority) => this.resume(runId, by, authority),
       deliver,
     });
@@ -418,6 +420,16 @@ export class Kernel {
   wake(runId: string): Promise<ActivationSummary> {
     this.wakeUps.taken(runId);
     return this.deliver(runId, { type: 'resume-requested', by: 'timer', afterRestart: false });
+  }
+
+  /** A run's trace ids (hosts/core/trace-context.ts), from its first event's correlation. */
+  private async traceOf(runId: string): Promise<RunTraceIds | undefined> {
+    const sha256 = this.options.sha256;
+    if (!sha256) return undefined;
+    const page = await this.options.store.readEvents(runId, 0, 1);
+    const first = page.events[0] ? (JSON.parse(page.events[0]) as { correlation?: unknown }) : undefined;
+    const encoder = new TextEncoder();
+    return new RunTraceIds(runId, traceparentOfCorrelation(first?.correlation), (text) => sha256(encoder.encode(text)));
   }
 
   private async planOf(runId: string): Promise<ExecutionPlan> {
