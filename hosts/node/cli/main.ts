@@ -350,7 +350,7 @@ const commands: Record<string, CliCommand> = {
           const target = typeof t.template === 'string' ? { type: 'inline', template: readTemplate(resolve(host.configDir ?? '.', t.template)) } : (t.target ?? { type: 'inline', template: t.template });
           scheduler.add({ id: t.id, cron: t.cron, timezone: t.timezone, input: t.input, target });
         }
-        print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, triggers: scheduler.list().triggers, ...(http ? { http: http.url } : {}) });
+        print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, triggers: scheduler.list().triggers, ...(http ? { http: http.url, page: `${http.url}/page/` } : {}) });
         const signal = await new Promise<string>((done) => {
           process.once('SIGINT', () => done('SIGINT'));
           process.once('SIGTERM', () => done('SIGTERM'));
