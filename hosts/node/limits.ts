@@ -7,6 +7,11 @@ export const liveLimits = {
   bufferEventsMax: 65_536,
   /** Events a run's feed reads from the store per read (it reads again until it has them all). */
   feedPageEventsMax: 1000,
+  /**
+   * With commit notifications (PostgreSQL NOTIFY), how often a followed run's record is still read:
+   * a safety net for a notification connection that is lost without an error.
+   */
+  notifiedPollMs: 5000,
 } as const;
 
 export const httpLimits = {
