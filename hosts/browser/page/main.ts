@@ -12,7 +12,7 @@ import { renderDag } from './dag-view.js';
 import { h, jsonBlock, renderNodePanel } from './node-panel.js';
 import { createReplayer, type Replayer } from './replayer.js';
 import { applyInspect, buildRunModel, type RunModel } from './run-model.js';
-import { Timeline } from './timeline.js';
+import { Timeline, withReadableTimes } from './timeline.js';
 import { authHeaders, followEvents, liveStatusOf, type LiveEvent, type LiveSource } from './live-follow.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(selector: string) => document.querySelector<T>(selector)!;
@@ -83,12 +83,50 @@ function renderRun(model: RunModel): void {
   flags.textContent = '';
   if (!p) return;
   const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
-  const unknown = p.attention?.length ?? 0;
-  const approvals = p.approvals ?? [];
-  const calls = (p.calls ?? []).filter((c) => c.kind !== 'approval');
-  if (unknown > 0) flags.append(h('span', { class: 'flag hl-unknown', title: p.attention!.map((a) => (a.item !== undefined ? `${a.nodeId}[${a.item}]` : a.nodeId)).join(', ') }, `${plural(unknown, 'unknown outcome')}`));
+  // Counted once per node (or foreach item) and per invocation, however many events tell of it.
+  const attention = distinct(p.attention ?? [], (a) => `${a.nodeId}\u0000${a.item ?? ''}`);
+  const approvals = distinct(p.approvals ?? [], (a) => a.invocationId);
+  const calls = distinct((p.calls ?? []).filter((c) => c.kind !== 'approval'), (c) => c.invocationId);
+  if (attention.length > 0) flags.append(h('span', { class: 'flag hl-unknown', title: attention.map((a) => (a.item !== undefined ? `${a.nodeId}[${a.item}]` : a.nodeId)).join(', ') }, `${plural(attention.length, 'unknown outcome')}`));
   if (approvals.length > 0) flags.append(h('span', { class: 'flag hl-approval', title: approvals.map((a) => a.nodeId).join(', ') }, `${plural(approvals.length, 'waiting approval')}`));
   if (calls.length > 0) flags.append(h('span', { class: 'flag', title: calls.map((c) => `${c.nodeId}: ${c.kind}:${c.name} (${c.effect})`).join('\n') }, `${plural(calls.length, 'call')} in flight`));
+  if (attention.length > 0 && o.status === 'paused') result.append(nextStepHint(model.runId, attention));
+}
+
+function distinct<T>(items: T[], key: (item: T) => string): T[] {
+  const seen = new Set<string>();
+  return items.filter((item) => {
+    const k = key(item);
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+/** Shell-quotes an argument for the commands the page suggests. */
+function shellArg(text: string): string {
+  return /^[A-Za-z0-9._:@%+=,/-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/** What to do about unknown outcomes: the exact `agent-workflow resolve` commands. */
+function nextStepHint(runId: string, attention: { nodeId: string; item?: number }[]): HTMLElement {
+  const lines: string[] = [];
+  for (const a of attention) {
+    const base = `agent-workflow resolve ${shellArg(runId)} ${shellArg(a.nodeId)}${a.item !== undefined ? ` --item ${a.item}` : ''}`;
+    lines.push(
+      `# ${a.item !== undefined ? `${a.nodeId}[${a.item}]` : a.nodeId}: did its call take effect? Check the system it called, then one of:`,
+      `${base} --succeeded '<output JSON>'   # it did: record what it produced`,
+      `${base} --retry                       # it did not: call it again`,
+      `${base} --fail '<reason>'             # give up on it: the node fails`,
+    );
+  }
+  return h(
+    'div',
+    { class: 'next-step' },
+    h('h4', {}, 'Next step'),
+    h('p', {}, 'The outcome of a call is unknown (the host lost track of it), so the run is paused until someone settles it:'),
+    h('pre', { class: 'json hint', id: 'next-step' }, lines.join('\n')),
+  );
 }
 
 function showReport(mode: ReplayMode, text: string, report: Record<string, any>, ms: number): void {
@@ -99,6 +137,7 @@ function showReport(mode: ReplayMode, text: string, report: Record<string, any>,
   pre.dataset.count = String(Number(pre.dataset.count ?? 0) + 1);
   const verdict = $('#replay-verdict');
   verdict.textContent = '';
+  $('#divergence-wrap').textContent = '';
   const took = `${ms.toFixed(0)} ms`;
   if (mode === 'inspect') {
     verdict.className = 'verdict info';
@@ -115,8 +154,37 @@ function showReport(mode: ReplayMode, text: string, report: Record<string, any>,
       link.onclick = () => page.timeline?.showSeq(d.seq);
       verdict.append(link);
     }
+    if (d) $('#divergence-wrap').append(divergenceTable(d));
   }
   $('#replay-pretty').textContent = JSON.stringify(report, null, 2);
+}
+
+/** Rows of a divergence shown at most. */
+const divergenceRowsMax = 60;
+
+/** The leaves of a JSON value by dotted path (`payload.output.price`); arrays by index. */
+function leaves(value: unknown, path: string, out: Map<string, unknown>): void {
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>);
+    if (entries.length === 0) out.set(path, value);
+    for (const [k, v] of entries) leaves(v, path ? `${path}.${k}` : k, out);
+  } else out.set(path, value);
+}
+
+/** The recorded and the replayed event of a divergence, side by side: only the paths that differ. */
+function divergenceTable(d: { seq?: number; recorded?: unknown; replayed?: unknown }): HTMLElement {
+  const a = new Map<string, unknown>();
+  const b = new Map<string, unknown>();
+  leaves(d.recorded ?? null, '', a);
+  leaves(d.replayed ?? null, '', b);
+  const show = (m: Map<string, unknown>, path: string) => (m.has(path) ? JSON.stringify(m.get(path)) : '(absent)');
+  const paths = [...new Set([...a.keys(), ...b.keys()])].filter((path) => show(a, path) !== show(b, path));
+  const body = h('tbody');
+  for (const path of paths.slice(0, divergenceRowsMax)) body.append(h('tr', {}, h('td', { class: 'path' }, path || '(event)'), h('td', { class: 'recorded' }, show(a, path)), h('td', { class: 'replayed' }, show(b, path))));
+  const table = h('table', { id: 'divergence', class: 'divergence' }, h('thead', {}, h('tr', {}, h('th', {}, `event ${d.seq ?? '?'}`), h('th', {}, 'recorded'), h('th', {}, 'replayed'))), body);
+  const wrap = h('div', { class: 'table-wrap divergence-wrap' }, table);
+  if (paths.length > divergenceRowsMax) wrap.append(h('p', { class: 'muted small' }, `… ${paths.length - divergenceRowsMax} more differences in the report`));
+  return wrap;
 }
 
 async function runReplay(mode: ReplayMode): Promise<void> {
@@ -186,7 +254,7 @@ async function openExport(text: string, name: string): Promise<void> {
 function newTimeline(model: RunModel): Timeline {
   return new Timeline($('#timeline'), model, (e) => {
     if (e.node?.id && page.model?.nodes.has(e.node.id)) selectNode(e.node.id);
-    $('#event-detail').textContent = JSON.stringify(e, null, 2);
+    $('#event-detail').textContent = JSON.stringify(withReadableTimes(e), null, 2);
   });
 }
 
