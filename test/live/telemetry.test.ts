@@ -1,6 +1,8 @@
 // OpenTelemetry export against a real OTLP/HTTP receiver on loopback (a node:http server that
 // decodes the exporter's JSON), and against a collector that is not there.
+import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
+import { promisify } from 'node:util';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
@@ -200,5 +202,18 @@ describe('OpenTelemetry export', () => {
     const bad = await runCli(w, ['run', writeTemplate(w, 'cli-gated', gated), '--traceparent', 'nope']);
     expect(bad.stderr).toContain('launch.bad-traceparent');
     expect(bad.code).not.toBe(0);
+  });
+
+  it('a process that does not export never loads the OpenTelemetry packages', async () => {
+    const script = new URL('./fixtures/otel-imports.mjs', import.meta.url).pathname;
+    const run = promisify(execFile);
+    const without = await run(process.execPath, [script]);
+    expect(without.stdout).toBe('closed\n');
+    expect(without.stderr).not.toContain('@opentelemetry/');
+    // The same script with telemetry does load them (the check above can see them).
+    const port = await refusedPort();
+    const withTelemetry = await run(process.execPath, [script, `http://127.0.0.1:${port}`]);
+    expect(withTelemetry.stdout).toBe('closed\n');
+    expect(withTelemetry.stderr).toContain('resolved @opentelemetry/exporter-trace-otlp-http');
   });
 });
