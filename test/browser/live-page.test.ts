@@ -100,4 +100,27 @@ describe('browser page: a live run', () => {
       await page.close();
     }
   });
+
+  it('sends the token from the URL fragment, and says so when it is missing', async () => {
+    const token = 'page-token-0123456789abcdef';
+    const guarded = await startHttpApi(rt, { port: 0, token });
+    const handle = await rt.launch(chain('tokened', []));
+    expect((await handle.result).status).toBe('completed');
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${guarded.url}/page/?run=${encodeURIComponent(handle.runId)}`);
+      await page.waitForSelector('body[data-ready=error]', { timeout: 30_000 });
+      expect(await page.textContent('#status')).toContain('http.unauthorized');
+
+      // A new document (a change of the fragment alone does not reload the page).
+      await page.goto('about:blank');
+      await page.goto(`${guarded.url}/page/?run=${encodeURIComponent(handle.runId)}#token=${token}`);
+      await page.waitForSelector('body[data-ready="1"]', { timeout: 30_000 });
+      expect(await page.textContent('#run-status')).toBe('completed');
+      expect(await page.textContent('#run-id')).toBe(handle.runId);
+    } finally {
+      await page.close();
+      await guarded.close();
+    }
+  });
 });
