@@ -175,12 +175,18 @@ export class Scheduler {
       // A new run has no journal to load: a store without a synchronous load is not asked (the
       // commit's sequence check still refuses a run id that exists).
       if (pending.newRun && !this.host.store.loadSync) this.tails.set(runId, undefined);
-      try {
-        return this.activateGroups(runId, pending, groups);
-      } catch (err) {
-        if (!(err instanceof EngineCallError && err.code === 'store.not-loaded')) throw err;
-        this.tails.set(runId, await this.host.store.load(runId));
-        return this.activateGroups(runId, pending, groups);
+      // What the engine asks for before it changes anything: the run's tail from a store without
+      // a synchronous load, the script sandbox of a host that loads it on first need. Each is
+      // fetched once and the activation made again.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return this.activateGroups(runId, pending, groups);
+        } catch (err) {
+          if (attempt >= 3 || !(err instanceof EngineCallError)) throw err;
+          if (err.code === 'store.not-loaded') this.tails.set(runId, await this.host.store.load(runId));
+          else if (err.code === 'sandbox.not-loaded') await this.host.engine.loadScripts();
+          else throw err;
+        }
       }
     } finally {
       this.tails.delete(runId);

@@ -115,7 +115,7 @@ export function createMcpServer(runtime: WorkflowRuntime, options: McpServerOpti
   server.registerTool(
     'validate_template',
     { description: 'Validate a WorkflowTemplate. Returns every error with a stable code, a JSON pointer and a message.', inputSchema: { template: json } },
-    ({ template }) => live(() => ({ ...runtime.validate(template) })),
+    ({ template }) => live(async () => ({ ...(await runtime.validate(template)) })),
   );
 
   server.registerTool(

@@ -23,7 +23,7 @@ import { SqliteJournalStore } from './journal.js';
 import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type CatalogStorage, type RunCompatibility } from './catalog.js';
 import { SqliteCatalogStorage } from './sqlite-catalog.js';
 import { stderrLog } from './log.js';
-import { createScriptImports } from './sandbox.js';
+import { LazyScriptImports } from '../shared/sandbox.js';
 import { LiveStreams, withLiveProgress, type LiveItem, type LiveOptions } from './live.js';
 
 export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions };
@@ -134,10 +134,17 @@ export class WorkflowRuntime {
     }
     const store = await openStore(options);
     try {
-      const scripts = await createScriptImports();
       let kernel: Kernel | undefined;
       let live: LiveStreams | undefined;
-      const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => kernel!.loadForEngine(runId), ...scripts, log });
+      // QuickJS loads with the first run, template or replay that names a script node.
+      const scripts = new LazyScriptImports();
+      const engine = await EngineInstance.create(nodeComponentLoader(), {
+        load: (runId) => kernel!.loadForEngine(runId),
+        evaluateScript: scripts.evaluateScript,
+        checkScriptSyntax: scripts.checkScriptSyntax,
+        scripts,
+        log,
+      });
       const resolveAuthority = authorityResolver(options.authorities);
       const ownerId = options.ownerId ?? newOwnerId();
       const pollMs = options.pollMs ?? leaseDefaults.pollMs;
@@ -153,7 +160,7 @@ export class WorkflowRuntime {
         leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
       });
       live = new LiveStreams(store, kernel, pollMs);
-      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose(), ownerId, pollMs, live);
+      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.dispose(), ownerId, pollMs, live);
     } catch (err) {
       await store.close();
       throw err;
@@ -170,12 +177,20 @@ export class WorkflowRuntime {
     return record;
   }
 
-  validate(template: unknown): ValidationReport {
-    return validateTemplate(this.engine, template);
+  /** Validates a template; one with script nodes loads the script sandbox first. */
+  async validate(template: unknown): Promise<ValidationReport> {
+    await this.engine.ready();
+    return this.engine.withScripts(() => validateTemplate(this.engine, template));
   }
 
   /** Compiles a template and its `workflow.call` dependencies into a pinned plan. */
-  compile(template: unknown, dependencies: { template: unknown; revision: number }[] = [], revision?: number): ExecutionPlan {
+  async compile(template: unknown, dependencies: { template: unknown; revision: number }[] = [], revision?: number): Promise<ExecutionPlan> {
+    await this.engine.ready();
+    return this.engine.withScripts(() => this.compileNow(template, dependencies, revision));
+  }
+
+  /** `compile` for a caller that has loaded the script sandbox, or passes the error on to `withScripts`. */
+  private compileNow(template: unknown, dependencies: { template: unknown; revision: number }[] = [], revision?: number): ExecutionPlan {
     try {
       return this.engine.compile({ root: { template, ...(revision !== undefined ? { revision } : {}) }, dependencies });
     } catch (err) {
@@ -200,7 +215,7 @@ export class WorkflowRuntime {
     const t: LaunchTarget = launchTargetOf(target, ['inline', 'plan', 'published'] as const);
     let plan: ExecutionPlan;
     try {
-      plan = t.type === 'plan' ? t.plan : t.type === 'published' ? await this.catalog.plan(t.id, t.revision) : this.inlinePlan(t.template, t.dependencies ?? []);
+      plan = t.type === 'plan' ? t.plan : t.type === 'published' ? await this.catalog.plan(t.id, t.revision) : await this.engine.withScripts(() => this.inlinePlan(t.template, t.dependencies ?? []));
     } catch (err) {
       throw asError(err);
     }
@@ -269,7 +284,7 @@ export class WorkflowRuntime {
       text = JSON.stringify([template, dependencies, this.nodeDefinitions.setHash(this.engineDefinitionsHash)]);
     } catch {
       // Too deep (or not JSON) to digest: compile refuses it with its own error.
-      return this.nodeDefinitions.pin(this.compile(template, dependencies));
+      return this.nodeDefinitions.pin(this.compileNow(template, dependencies));
     }
     const key = createHash('sha256').update(text).digest('hex');
     const cached = this.plans.get(key);
@@ -278,7 +293,7 @@ export class WorkflowRuntime {
       this.plans.set(key, cached);
       return cached;
     }
-    const plan = this.nodeDefinitions.pin(this.compile(template, dependencies));
+    const plan = this.nodeDefinitions.pin(this.compileNow(template, dependencies));
     if (this.plans.size >= planCacheEntriesMax) this.plans.delete(this.plans.keys().next().value as string);
     this.plans.set(key, plan);
     return plan;
@@ -498,7 +513,7 @@ export class WorkflowRuntime {
   }
 
   /** Compiles an edited version of a run's root template against the run's pinned dependencies. */
-  editedPlan(plan: ExecutionPlan, editedTemplate: unknown): ExecutionPlan {
+  editedPlan(plan: ExecutionPlan, editedTemplate: unknown): Promise<ExecutionPlan> {
     return this.compile(editedTemplate, pinnedDependencies(plan));
   }
 
@@ -544,9 +559,9 @@ export class WorkflowRuntime {
   /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */
   async replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Promise<Record<string, unknown>> {
     const exported = await this.exportRun(runId);
-    const editedPlan = options.editedTemplate !== undefined ? this.editedPlan(exported.plan, options.editedTemplate) : undefined;
+    const editedPlan = options.editedTemplate !== undefined ? await this.editedPlan(exported.plan, options.editedTemplate) : undefined;
     try {
-      return this.engine.replay(replayRequest(exported, options.mode, editedPlan));
+      return await this.engine.withScripts(() => this.engine.replay(replayRequest(exported, options.mode, editedPlan)));
     } catch (err) {
       throw asError(err);
     }

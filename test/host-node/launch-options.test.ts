@@ -53,7 +53,7 @@ describe('capture options', () => {
     try {
       const t = chain('policy', []);
       t.spec.policies = { capture: { mode: 'metadata', retentionDays: 7 } };
-      expect(rt.validate(t)).toMatchObject({ ok: false, errors: [{ code: 'template.schema', pointer: '/spec/policies/capture' }] });
+      expect(await rt.validate(t)).toMatchObject({ ok: false, errors: [{ code: 'template.schema', pointer: '/spec/policies/capture' }] });
     } finally {
       await rt.close();
     }

@@ -122,7 +122,7 @@ const commands: Record<string, CliCommand> = {
     async run(args) {
       const [file] = need(args, 1, 'template file');
       return withRuntime(args, async (rt) => {
-        const report = rt.validate(readTemplate(file));
+        const report = await rt.validate(readTemplate(file));
         print('ValidationReport', { file, ...report });
         for (const e of report.errors) progress(`${file}: ${e.pointer || '/'}: ${e.code}: ${e.message}`);
         return report.ok ? exitCodes.ok : exitCodes.invalid;
@@ -139,7 +139,7 @@ const commands: Record<string, CliCommand> = {
         const published = await resolveRunTarget(file, rt);
         if (published) return runPublished(rt, published, { input, wait: !args.options.has('no-wait') });
         const template = readTemplate(file);
-        const report = rt.validate(template);
+        const report = await rt.validate(template);
         if (!report.ok) {
           print('ValidationReport', { file, ...report });
           for (const e of report.errors) progress(`${file}: ${e.pointer || '/'}: ${e.code}: ${e.message}`);
