@@ -35,6 +35,7 @@ export interface DeliveryRecord {
   /** Attempts since the delivery was queued or last retried by an operator. */
   attempts: number;
   nextAttemptAt: number;
+  /** The error of the last failed attempt (kept once the delivery succeeds, as a record). */
   lastError?: string;
   lastStatusCode?: number;
   createdAt: number;

@@ -36,7 +36,7 @@ export class PgDeliveries implements DeliveryOutbox {
     const v = settlementValues(settlement, now);
     const changed = await statement(this.pool, 'settling a delivery', {
       name: `${this.s}.settleDelivery`,
-      text: `UPDATE ${this.s}.deliveries SET state = $1, next_attempt_at = COALESCE($2, next_attempt_at), last_error = $3, last_status_code = COALESCE($4, last_status_code),
+      text: `UPDATE ${this.s}.deliveries SET state = $1, next_attempt_at = COALESCE($2, next_attempt_at), last_error = COALESCE($3, last_error), last_status_code = COALESCE($4, last_status_code),
                     delivered_at = $5, lease_owner = NULL, lease_expires_at = NULL, updated_at = $6
               WHERE id = $7 AND lease_owner = $8 AND attempts = $9 AND state = 'pending' RETURNING id`,
       values: [v.state, v.nextAttemptAt, v.error, v.statusCode, v.deliveredAt, now, id, owner, attempt],

@@ -61,7 +61,7 @@ export class SqliteDeliveries implements DeliveryOutbox {
       ),
       take: db.prepare("UPDATE deliveries SET lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1, updated_at = ? WHERE id = ? AND state = 'pending' AND attempts = ?"),
       settle: db.prepare(
-        `UPDATE deliveries SET state = ?, next_attempt_at = COALESCE(?, next_attempt_at), last_error = ?, last_status_code = COALESCE(?, last_status_code),
+        `UPDATE deliveries SET state = ?, next_attempt_at = COALESCE(?, next_attempt_at), last_error = COALESCE(?, last_error), last_status_code = COALESCE(?, last_status_code),
                 delivered_at = ?, lease_owner = NULL, lease_expires_at = NULL, updated_at = ?
           WHERE id = ? AND lease_owner = ? AND attempts = ? AND state = 'pending'`,
       ),
