@@ -4,7 +4,7 @@
  * - A run may carry one delivery target (where its results go). The store keeps it with the run.
  * - When a run with a target ends (`completed`, `failed`, `cancelled`) or its projection lists an
  *   approval it waits for, the store queues a delivery **in the transaction that records it**
- *   (phase `ended`, or `approval:<nodeId>`; `approval:<nodeId>[<item>]` inside a foreach). The
+ *   (phase `ended`, or `approval:<nodeId>`; `approval:<nodeId>[<item>]` when the approval has an item index). The
  *   pair (run, target digest, phase) is unique: each phase is queued once.
  * - Senders claim due deliveries with a lease (owner, expiry); a claim counts one attempt. The
  *   claimant settles the delivery (`delivered`, or failed with a next attempt time, or `dead`)

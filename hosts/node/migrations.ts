@@ -183,7 +183,7 @@ export const migrations: readonly Migration[] = [
 
 /**
  * The two triggers of version 6 for one kind of write to `runs`: `ended` when the run becomes
- * terminal, `approval:<nodeId>` (`approval:<nodeId>[<item>]` in a foreach) for each approval its
+ * terminal, `approval:<nodeId>` (`approval:<nodeId>[<item>]` when it has an item index) for each approval its
  * projection says it waits for. The delivery id is `<runId>/<phase>/<12 hex of the target digest>`.
  */
 function deliveryTriggers(event: string, ended: string, approvals: string): string {

@@ -179,6 +179,47 @@ describe('result delivery (SQLite)', () => {
     expect((await rt.deliveries.list()).map((d) => [d.runId, d.phase, d.runStatus, d.state])).toEqual([[queued.runId, 'ended', 'cancelled', 'pending']]);
   });
 
+  it('each waiting approval is its own phase, queued once however many commits list it', async () => {
+    const two = {
+      apiVersion: 'workflow.gm-hz.dev/v1alpha1',
+      kind: 'WorkflowTemplate',
+      metadata: { id: 'two-gates' },
+      spec: {
+        nodes: [
+          { id: 'start', uses: 'core.start@1' },
+          { id: 'legal', uses: 'human.approval@1', config: { prompt: 'legal ok?' } },
+          { id: 'finance', uses: 'human.approval@1', config: { prompt: 'finance ok?' } },
+          { id: 'end', uses: 'core.end@1' },
+        ],
+        edges: [
+          { from: 'start', to: 'legal' },
+          { from: 'start', to: 'finance' },
+          { from: 'legal', to: 'end' },
+          { from: 'finance', to: 'end' },
+        ],
+        requires: ['approval'],
+      },
+    };
+    const rt = await runtimeIn(tempDir(), {});
+    const handle = await rt.launch(two, { delivery: { kind: 'webhook', url: 'http://127.0.0.1:9/hook' } });
+    expect(await handle.settled()).toMatchObject({ status: 'paused' });
+    const phases = async () => (await rt.deliveries.list({ runId: handle.runId })).map((d) => d.phase).sort();
+    expect(await phases()).toEqual(['approval:finance', 'approval:legal']);
+    // This commit still lists finance as waiting: it is not queued again.
+    await rt.approve(handle.runId, 'legal', { by: 'erin' });
+    expect(await phases()).toEqual(['approval:finance', 'approval:legal']);
+    await rt.approve(handle.runId, 'finance', { by: 'erin' });
+    expect((await handle.result).status).toBe('completed');
+    expect(await phases()).toEqual(['approval:finance', 'approval:legal', 'ended']);
+  });
+
+  it('backs off exponentially with at most 50 % jitter, capped', async () => {
+    const { backoffMs } = await import('../../dist/hosts/node/deliverer.js');
+    expect([1, 2, 3, 4].map((n) => backoffMs(n, 1000, 60_000, 0))).toEqual([1000, 2000, 4000, 8000]);
+    expect(backoffMs(3, 1000, 60_000, 0.999)).toBe(Math.round(4000 * 1.4995));
+    expect(backoffMs(40, 1000, 60_000, 0.5)).toBe(60_000);
+  });
+
   it('refuses bad delivery options with typed errors', async () => {
     await expect(openRuntime({ delivery: { maxAttempts: 0 } })).rejects.toMatchObject({ code: 'delivery.bad-option' });
     await expect(openRuntime({ delivery: { sendTimeoutMs: 5000, leaseTtlMs: 4000 } })).rejects.toMatchObject({ code: 'delivery.bad-option' });
