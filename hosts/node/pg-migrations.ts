@@ -176,8 +176,9 @@ export const pgMigrations: readonly PgMigration[] = [
         RETURN NULL;
       END
       $fn$;
+      -- Runs without a target (most) do not even call the function.
       CREATE TRIGGER deliveries_queue AFTER INSERT OR UPDATE OF status, outcome ON ${s}.runs
-        FOR EACH ROW EXECUTE FUNCTION ${s}.queue_deliveries();`,
+        FOR EACH ROW WHEN (NEW.delivery_target IS NOT NULL) EXECUTE FUNCTION ${s}.queue_deliveries();`,
   },
 ];
 
