@@ -19,6 +19,10 @@ import { sha256Digest } from '../shared/digest.js';
 import type { RunExport } from '../core/export-format.js';
 import { registryGateway, type GatewayRegistry } from './gateway.js';
 import { assertCaptureOptions, assertLaunchOptions, launchCorrelation } from './launch-options.js';
+import { deliveryDigest, deliveryTargetOf, type DeliveryTarget } from './delivery-target.js';
+import { DeliverySender, deliveryOptionsOf, type DeliveryOptions, type DrainReport } from './deliverer.js';
+import type { DeliveryOutbox, DeliveryRecord, DeliveryState } from '../core/delivery-outbox.js';
+import { deliveryLimits } from './limits.js';
 import { SqliteJournalStore } from './journal.js';
 import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type CatalogStorage, type RunCompatibility } from './catalog.js';
 import { SqliteCatalogStorage } from './sqlite-catalog.js';
@@ -26,7 +30,7 @@ import { stderrLog } from './log.js';
 import { LazyScriptImports } from '../shared/sandbox.js';
 import { LiveStreams, withLiveProgress, type LiveItem, type LiveOptions } from './live.js';
 
-export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions };
+export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions, DeliveryOptions, DeliveryRecord, DeliveryState, DeliveryTarget, DrainReport };
 
 export interface RuntimeOptions extends GatewayRegistry {
   /** State directory; default `./.agent-workflow`. */
@@ -50,6 +54,22 @@ export interface RuntimeOptions extends GatewayRegistry {
   now?: () => number;
   /** What is kept of capability payloads (default: replayable, 16 KiB inline, 16 MiB per artifact). */
   capture?: Partial<CapturePolicy>;
+  /** How result deliveries are sent: attempts, backoff, timeouts (see `runtime.deliveries`). */
+  delivery?: DeliveryOptions;
+}
+
+/** The delivery outbox of a runtime's store, and this process's sender of it. */
+export interface RuntimeDeliveries {
+  /** Sends every delivery due now (claimed with a lease, so other senders never send the same one at once). */
+  drain(): Promise<DrainReport>;
+  /** Sends in the background until `stop()` or `close()` (`startWorker()` starts it too). */
+  start(): void;
+  stop(): Promise<void>;
+  /** Deliveries, newest first: all, or only `pending` / `delivered` / `dead` ones, or one run's. */
+  list(filter?: { state?: DeliveryState; runId?: string; limit?: number }): Promise<DeliveryRecord[]>;
+  get(id: string): Promise<DeliveryRecord>;
+  /** Makes a dead delivery pending again, due now, with its attempts reset. */
+  retry(id: string): Promise<DeliveryRecord>;
 }
 
 export interface LaunchOptions {
@@ -72,8 +92,13 @@ export interface LaunchOptions {
   actor?: 'sdk' | 'cli' | 'mcp' | 'trigger' | 'operator' | 'worker';
   /** Where the launch came from (a channel, a message, a user): recorded as `correlation.origin`. */
   origin?: unknown;
-  /** Where the run's result should be delivered: recorded as `correlation.deliveryRef` (not delivered by the host). */
-  deliveryRef?: string;
+  /**
+   * Where the run's results are sent when it ends or waits for an approval: a webhook (signed
+   * when `secretRef` names an environment variable holding the secret) or a DingTalk robot.
+   * Recorded as `correlation.delivery` and kept with the run; workers (`serve`,
+   * `runtime.deliveries`) send it. See docs/triggers.md, "Result delivery".
+   */
+  delivery?: DeliveryTarget;
 }
 
 /** What an operator action did: the command, who applied it, and the run's outcome then. */
@@ -123,12 +148,15 @@ export class WorkflowRuntime {
     readonly ownerId: string,
     private readonly pollMs: number,
     private readonly liveStreams: LiveStreams,
+    private readonly log: HostLog,
+    private readonly deliveryOptions: DeliveryOptions,
   ) {}
 
   static async open(options: RuntimeOptions = {}): Promise<WorkflowRuntime> {
     const log = options.log ?? stderrLog();
     try {
       assertCaptureOptions(options.capture);
+      deliveryOptionsOf(options.delivery);
     } catch (err) {
       throw asError(err);
     }
@@ -160,7 +188,7 @@ export class WorkflowRuntime {
         leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
       });
       live = new LiveStreams(store, kernel, pollMs);
-      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.dispose(), ownerId, pollMs, live);
+      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.dispose(), ownerId, pollMs, live, log, options.delivery ?? {});
     } catch (err) {
       await store.close();
       throw err;
@@ -169,6 +197,41 @@ export class WorkflowRuntime {
 
   private get ownership(): RunOwnership {
     return this.store.ownership;
+  }
+
+  private sender?: DeliverySender;
+  private deliveriesFacade?: RuntimeDeliveries;
+
+  /** The outbox of result deliveries (see docs/triggers.md, "Result delivery"). */
+  get deliveries(): RuntimeDeliveries {
+    if (this.deliveriesFacade) return this.deliveriesFacade;
+    const outbox = this.store.deliveries;
+    const need = (): DeliveryOutbox => {
+      if (!outbox) throw new WorkflowError('delivery.unsupported', 'this store keeps no delivery outbox');
+      return outbox;
+    };
+    const sender = (): DeliverySender => (this.sender ??= new DeliverySender(need(), this.ownerId, this.deliveryOptions, this.kernel.now, this.log));
+    const found = async (id: string) => {
+      const d = await need().get(id);
+      if (!d) throw new WorkflowError('delivery.not-found', `no delivery ${JSON.stringify(id)} in this store`, { id });
+      return d;
+    };
+    this.deliveriesFacade = {
+      drain: () => sender().drain(),
+      start: () => sender().start(),
+      stop: async () => this.sender?.stop(),
+      list: async (filter) => need().list({ ...filter, limit: Math.min(filter?.limit ?? deliveryLimits.listDefault, deliveryLimits.listMax) }),
+      get: found,
+      retry: async (id) => {
+        const before = await found(id);
+        if (!(await need().retry(id, this.kernel.now()))) {
+          throw new WorkflowError('delivery.not-retryable', `delivery ${id} is ${before.state}${before.lease ? `, held by sender ${before.lease.owner}` : ''}: only a dead delivery (or a pending one no sender holds) is retried`, { id, state: before.state });
+        }
+        this.sender?.wake();
+        return found(id);
+      },
+    };
+    return this.deliveriesFacade;
   }
 
   private async record(runId: string) {
@@ -204,9 +267,14 @@ export class WorkflowRuntime {
    */
   async launch(target: LaunchTarget | Record<string, unknown>, launchOptions: LaunchOptions = {}): Promise<WorkflowRunHandle> {
     let options: LaunchOptions;
+    let delivery: { target: DeliveryTarget; digest: string } | undefined;
     try {
       assertLaunchOptions(launchOptions);
       options = { ...launchOptions, correlation: launchCorrelation(launchOptions) };
+      if (launchOptions.delivery !== undefined) {
+        const target = deliveryTargetOf(launchOptions.delivery);
+        delivery = { target, digest: deliveryDigest(target) };
+      }
     } catch (err) {
       throw asError(err);
     }
@@ -251,6 +319,7 @@ export class WorkflowRuntime {
             ...(options.correlation !== undefined ? { correlation: options.correlation } : {}),
             ...(options.concurrencyKey !== undefined ? { concurrencyKey: options.concurrencyKey, concurrencyLimit: options.concurrencyLimit ?? 1 } : {}),
             ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
+            ...(delivery ? { delivery } : {}),
           },
           this.kernel.now(),
         );
@@ -262,7 +331,7 @@ export class WorkflowRuntime {
     }
     if (options.idempotencyKey !== undefined && (await this.store.getRun(runId))) return this.handle(runId);
     try {
-      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor });
+      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor, ...(delivery ? { delivery } : {}) });
     } catch (err) {
       throw asError(err);
     }
@@ -600,6 +669,7 @@ export class WorkflowRuntime {
   }
 
   async close(): Promise<void> {
+    await this.sender?.stop();
     this.liveStreams.close();
     await this.kernel.close({ abortInflight: true });
     await this.store.close();
