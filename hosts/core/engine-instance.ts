@@ -19,6 +19,7 @@ import type { CommitEntry, RunTail } from './store.js';
 import type { ScriptLimits } from '../../engine/limits.js';
 import type { ActivationSummary, ExecutionPlan, GatewayRequest, HostLog, ValidationReport } from './types.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
+import { sha256 } from '@noble/hashes/sha256';
 
 export type { ScriptLimits };
 
@@ -28,6 +29,8 @@ export interface EngineHostImports {
   evaluateScript(source: string, inputJson: string, limits: ScriptLimits): { ok: true; output: string; fuelUsed: number } | { ok: false; error: { code: string; message: string; line?: number } };
   checkScriptSyntax(source: string): { code: string; message: string; line?: number } | undefined;
   log: HostLog;
+  /** Hex SHA-256 of a string's UTF-8 bytes (the `digest` import); a JavaScript one when absent. */
+  sha256Hex?: (text: string) => string;
   /** A sandbox loaded on first need; absent means the script imports are always ready. */
   scripts?: { readonly loaded: boolean; load(): Promise<void> };
 }
@@ -98,6 +101,11 @@ function encodeRequest(name: string, request: unknown): string {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+
+/** The `digest` import where the host has no native SHA-256 of its own (a page). */
+function portableSha256Hex(text: string): string {
+  return Array.from(sha256(encoder.encode(text)), (b) => b.toString(16).padStart(2, '0')).join('');
+}
 
 function errorWithPayload(payload: unknown): Error {
   const err = new Error(typeof (payload as { message?: unknown }).message === 'string' ? (payload as { message: string }).message : 'error');
@@ -248,6 +256,9 @@ export class EngineInstance {
             return { code: 'script.host-error', message: err instanceof Error ? err.message : String(err), line: undefined };
           }
         },
+      },
+      'gm-hz:workflow/digest@1.0.0': {
+        sha256: host.sha256Hex ?? portableSha256Hex,
       },
       'gm-hz:workflow/log@1.0.0': {
         write(level: 'debug' | 'info' | 'warn' | 'error', message: string) {

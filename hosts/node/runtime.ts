@@ -15,7 +15,7 @@ import { newOwnerId } from './owner-id.js';
 import { openJournalStore } from './open-store.js';
 import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../core/types.js';
 import { nodeComponentLoader } from './component.js';
-import { sha256Digest } from '../shared/digest.js';
+import { sha256Digest, sha256Hex } from '../shared/digest.js';
 import type { RunExport } from '../core/export-format.js';
 import { registryGateway, type GatewayRegistry } from './gateway.js';
 import { assertCaptureOptions, assertLaunchOptions, launchCorrelation } from './launch-options.js';
@@ -171,6 +171,7 @@ export class WorkflowRuntime {
         evaluateScript: scripts.evaluateScript,
         checkScriptSyntax: scripts.checkScriptSyntax,
         scripts,
+        sha256Hex,
         log,
       });
       const resolveAuthority = authorityResolver(options.authorities);
