@@ -15,14 +15,14 @@ const trace = '0af7651916cd43dd8448eb211c80319c';
 const traceparent = `00-${trace}-b7ad6b7169203331-01`;
 
 describe('origin and correlation', () => {
-  it('an SDK launch records its actor, origin, delivery and trace context on every event', async () => {
+  it('an SDK launch records its actor, correlation, origin and trace context on every event', async () => {
     const rt = await openRuntime();
     try {
-      const handle = await rt.launch(chain('plain', []), { origin: { channel: 'chat', user: 'u1' }, deliveryRef: 'chat:u1', traceparent });
+      const handle = await rt.launch(chain('plain', []), { correlation: { ticket: 'T-1' }, origin: { channel: 'chat', user: 'u1' }, traceparent });
       expect((await handle.result).status).toBe('completed');
       const { events } = await rt.readEvents(handle.runId);
       expect(events[0].origin.actor).toBe('sdk');
-      for (const e of events) expect(e.correlation).toEqual({ origin: { channel: 'chat', user: 'u1' }, deliveryRef: 'chat:u1', traceparent });
+      for (const e of events) expect(e.correlation).toEqual({ correlation: { ticket: 'T-1' }, origin: { channel: 'chat', user: 'u1' }, traceparent });
     } finally {
       await rt.close();
     }
