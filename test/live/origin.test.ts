@@ -22,7 +22,7 @@ describe('origin and correlation', () => {
       expect((await handle.result).status).toBe('completed');
       const { events } = await rt.readEvents(handle.runId);
       expect(events[0].origin.actor).toBe('sdk');
-      for (const e of events) expect(e.correlation).toEqual({ correlation: { ticket: 'T-1' }, origin: { channel: 'chat', user: 'u1' }, traceparent });
+      for (const e of events) expect(e.correlation).toEqual({ ticket: 'T-1', origin: { channel: 'chat', user: 'u1' }, traceparent });
     } finally {
       await rt.close();
     }
