@@ -25,7 +25,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { bearerMatches, isLoopback, readTokenFile } from '../../sandbox/service/auth.js';
 import { httpLimits } from './limits.js';
-import { defaultPageDir, readPageFile } from '../browser/serve.js';
+import { defaultPageDir, readPageFile } from '../shared/page-files.js';
 import type { WorkflowRuntime } from './runtime.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 
