@@ -56,6 +56,7 @@ import {
   type StorageLoss,
 } from './record-file.js';
 import { acquireStateLock, type StateLock } from './state-lock.js';
+import { assertStateDirOf } from '../shared/state-dir.js';
 import { HighWaterMark, markPointAt, type MarkPoint } from './high-water-mark.js';
 
 /** Version 2: entries and snapshots may carry the run's projection (journal-codec.ts). */
@@ -164,6 +165,8 @@ export class FileJournalStore implements JournalStore {
   /** Opens (creating when needed) the journal of state directory `dir`. */
   static open(dir: string, options: FileJournalOptions = {}): FileJournalStore {
     fs.mkdirSync(dir, { recursive: true });
+    // A Node store's directory is refused before a LOCK or an empty journal is written into it.
+    assertStateDirOf('router', dir);
     const lock = acquireStateLock(dir);
     try {
       return new FileJournalStore(dir, lock, options);

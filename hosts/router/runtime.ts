@@ -93,6 +93,21 @@ export interface RecoveryReport {
   receiptsRetired: number;
 }
 
+/** One line of `router list`. */
+export interface RunSummary {
+  runId: string;
+  status: string;
+  pausedReason?: string;
+  lastSeq: number;
+  createdAt: number;
+  updatedAt: number;
+  /** Nodes (or foreach items) whose outcome is unknown: `router resolve` them. */
+  attention?: { nodeId: string; item?: number }[];
+  /** Approvals waiting for a person: `router approve` them. */
+  approvals?: { nodeId: string; item?: number }[];
+  error?: { code: string; message: string };
+}
+
 export interface RouterStats {
   profile: RouterProfile['name'];
   cycles: number;
@@ -456,6 +471,24 @@ export class RouterHost {
 
   listRuns(filter?: { statuses?: string[]; limit?: number }) {
     return this.store.listRuns(filter);
+  }
+
+  /** What `router list` prints per run: its status and, from the projection, what it waits for. */
+  listRunSummaries(filter?: { statuses?: string[]; limit?: number }): RunSummary[] {
+    return this.store.listRuns(filter).map((r) => {
+      const p = r.outcome;
+      return {
+        runId: r.runId,
+        status: r.status,
+        ...(p?.pausedReason ? { pausedReason: p.pausedReason } : {}),
+        lastSeq: r.lastSeq,
+        createdAt: r.createdAt,
+        updatedAt: r.updatedAt,
+        ...(p?.attention?.length ? { attention: p.attention } : {}),
+        ...(p?.approvals?.length ? { approvals: p.approvals.map((a) => ({ nodeId: a.nodeId, ...(a.item !== undefined ? { item: a.item } : {}) })) } : {}),
+        ...(p?.error ? { error: { code: p.error.code, message: p.error.message } } : {}),
+      };
+    });
   }
 
   /** Asks for a run's cancellation; the next cycles converge it (processes get an exact stop). */
