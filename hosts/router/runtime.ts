@@ -39,7 +39,7 @@ import { stderrLog } from './log.js';
 import { profileNamed, withinBudget, type RouterProfile } from './profiles.js';
 import { ReceiptLog } from './receipt-log.js';
 import type { StorageLoss } from './record-file.js';
-import { claimsAheadOfJournal, inflightCalls, planRunRecovery, requestOf, stopOrphan } from './recovery.js';
+import { attemptEvidence, claimsAheadOfJournal, inflightCalls, planRunRecovery, requestOf, stopOrphan } from './recovery.js';
 import { StoreError } from '../core/store.js';
 import { createScriptImports } from './sandbox.js';
 
@@ -291,10 +291,12 @@ export class RouterHost {
         facts.push(outcome.ok ? { type: 'capability-completed', invocationId: s.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: s.invocationId, ok: false, error: outcome.error });
         this.gateway.settled.set(s.invocationId, record.runId);
       }
+      const evidence = attemptEvidence(plan.unknown, attempts, (id) => this.receipts.get(id));
       const resume = () => {
         const workflowId = this.workflowIdOf(record.runId);
         const authority = this.resolveAuthority({ runId: record.runId, workflowId });
-        facts.push({ type: 'resume-requested', by: 'router-restart', authority, afterRestart: plan.unknown.length > 0, effects: this.gateway.effects() });
+        const afterRestart = plan.unknown.length > 0;
+        facts.push({ type: 'resume-requested', by: 'router-restart', authority, afterRestart, effects: this.gateway.effects(), ...(afterRestart && Object.keys(evidence).length > 0 ? { attempts: evidence } : {}) });
         for (const fact of facts) this.kernel.deliver(record.runId, fact, 'router-restart').catch((err) => this.log('warn', `recovery of run ${record.runId}: ${(err as Error).message}`));
       };
       if (plan.rerun.length === 0) {
