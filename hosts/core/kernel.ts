@@ -47,6 +47,12 @@ export interface KernelOptions {
    */
   flushMode?: 'immediate' | 'manual';
   /**
+   * Told around each activation: `run` before the engine is called, then `undefined` once it has
+   * returned (or thrown). A host that must survive a run that kills its process (the router's
+   * crash marker) records it outside the journal; nothing else may happen in it.
+   */
+  activating?: (runId: string | undefined) => void;
+  /**
    * Run ownership (stores with `RunOwnership`): this process's owner id, lease time-to-live and
    * inbox polling. Without it (or with a store without ownership) the kernel commits without a
    * lease, which a store accepts only while nobody holds a live lease of the run.
@@ -122,6 +128,7 @@ export class Kernel {
       now: this.now,
       ...(this.leases ? { leases: this.leases } : {}),
       manual: options.flushMode === 'manual',
+      ...(options.activating ? { activating: options.activating } : {}),
       closed: () => this.closed,
       leaseFor: (runId, pending) => this.leaseFor(runId, pending),
       busyFor: (runId) => this.dispatcher.busyFor(runId),

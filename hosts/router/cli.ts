@@ -27,7 +27,7 @@ export const routerUsage = `usage: agent-workflow router start --dir <state dir>
                                   [--cadence-ms N] [--runs <manifest.json>] [--until-idle] [--accept-loss]
        agent-workflow router submit --dir <state dir> <template.json> [--input <file|json>] [--count N]
        agent-workflow router submit --dir <state dir> --runs <manifest.json>
-       agent-workflow router list|get|trace|cancel|approve|reject|resolve|export|stats --dir <state dir> …   (docs/router.md)`;
+       agent-workflow router list|get|trace|cancel|approve|reject|resolve|unpark|export|stats --dir <state dir> …   (docs/router.md)`;
 
 /**
  * `notAllCompleted`: with `--until-idle`, some run did not complete or a `--runs` entry was
@@ -222,7 +222,7 @@ async function serve(router: RouterHost, control: ControlServer, manifest: RunsE
   const reason = await Promise.race([router.whenIdle().then(() => 'idle'), stopOnSignal]);
   if (reason !== 'idle') return routerExitCodes.ok;
   await control.close();
-  const runs = router.listRuns().map((r) => ({ runId: r.runId, status: r.status, lastSeq: r.lastSeq }));
+  const runs = router.listRuns().map((r) => ({ runId: r.runId, status: r.status, lastSeq: r.lastSeq, ...(router.parkedRecord(r.runId) ? { parked: router.parkedRecord(r.runId) } : {}) }));
   const stats = router.stats();
   await router.stop();
   const usage = process.resourceUsage();

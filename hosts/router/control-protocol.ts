@@ -15,6 +15,7 @@
  *   cancel  {runId, reason?}                                     | Result {activation}
  *   approve {runId, nodeId, by, approved?, comment?}             | Result {activation}
  *   resolve {runId, nodeId, by, succeeded? | retry? | fail?, item?}| Result {activation}
+ *   unpark  {runId}                                              | Result {unparked: {runId, status}}
  *   export  {runId}                                              | Result {export} (the Node/browser export format)
  *   stats   {}                                                   | Result {stats}
  *
@@ -35,9 +36,9 @@ export const controlCloseGraceMs = 1000;
 /** Longest unix socket path (sun_path is 108 bytes with its terminating NUL). */
 export const socketPathBytesMax = 107;
 
-export type ControlOp = 'submit' | 'list' | 'get' | 'trace' | 'cancel' | 'approve' | 'resolve' | 'export' | 'stats';
+export type ControlOp = 'submit' | 'list' | 'get' | 'trace' | 'cancel' | 'approve' | 'resolve' | 'unpark' | 'export' | 'stats';
 
-export const controlOps: readonly ControlOp[] = ['submit', 'list', 'get', 'trace', 'cancel', 'approve', 'resolve', 'export', 'stats'];
+export const controlOps: readonly ControlOp[] = ['submit', 'list', 'get', 'trace', 'cancel', 'approve', 'resolve', 'unpark', 'export', 'stats'];
 
 export interface ControlRequest {
   id?: string | number;

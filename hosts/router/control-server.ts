@@ -189,6 +189,8 @@ export class ControlServer {
         if (given !== 1) throw new ControlError('control.bad-request', 'resolve: give exactly one of succeeded (the output), retry or fail');
         return result({ activation: await host.resolve(id, nodeId, { by, retry, fail, item, succeeded: request.succeeded }) });
       }
+      case 'unpark':
+        return result({ unparked: host.unpark(runId()) });
       case 'export':
         return result({ export: host.exportRun(runId()) });
       case 'stats':

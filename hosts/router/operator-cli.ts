@@ -11,6 +11,7 @@
  *   router cancel  --dir D <run id> [--reason text]                           RunResult
  *   router approve --dir D <run id> <node id> --by who [--comment text]       RunResult (reject: the same)
  *   router resolve --dir D <run id> <node id> --by who (--succeeded <file|json> | --retry | --fail reason) [--item N]
+ *   router unpark  --dir D <run id>                                           Unparked (a run that killed the router twice)
  *   router export  --dir D <run id> [--out file]                              the export (Node/browser format)
  *   router stats   --dir D                                                    RouterStats
  */
@@ -22,7 +23,7 @@ import { controlSocketName, type ControlFrame, type ControlRequest } from './con
 
 const apiVersion = 'agent-workflow.cli/v1';
 
-export const operatorVerbs = ['submit', 'list', 'get', 'trace', 'cancel', 'approve', 'reject', 'resolve', 'export', 'stats'] as const;
+export const operatorVerbs = ['submit', 'list', 'get', 'trace', 'cancel', 'approve', 'reject', 'resolve', 'unpark', 'export', 'stats'] as const;
 export type OperatorVerb = (typeof operatorVerbs)[number];
 
 /** Exit codes of the operator verbs (a subset of the router's, see cli.ts). */
@@ -273,6 +274,7 @@ async function runVerb(verb: OperatorVerb, args: Parsed, dir: string): Promise<n
     }
     case 'get':
     case 'trace':
+    case 'unpark':
     case 'stats':
       only(args, []);
       request = verb === 'stats' ? (need(args, 0, 'no positional argument'), { op: 'stats' }) : { op: verb, runId: need(args, 1, 'a run id')[0] };
@@ -341,6 +343,9 @@ async function runVerb(verb: OperatorVerb, args: Parsed, dir: string): Promise<n
         break;
       case 'stats':
         print('RouterStats', { stats: frame.stats });
+        break;
+      case 'unpark':
+        print('Unparked', frame.unparked as Record<string, unknown>);
         break;
       case 'export': {
         const text = `${JSON.stringify(frame.export)}\n`;

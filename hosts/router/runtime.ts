@@ -36,12 +36,13 @@ import { journalFileKind } from './file-journal.js';
 import { retireAfterSettled, retireEveryCycles, toolStopGraceMs } from './limits.js';
 import { LocalToolLauncher, type LocalToolSpec, type LocalToolTable } from './local-tools.js';
 import { stderrLog } from './log.js';
-import { profileNamed, withinBudget, type RouterProfile } from './profiles.js';
+import { profileNamed, scriptsOverBudget, withinBudget, type RouterProfile } from './profiles.js';
 import { ReceiptLog } from './receipt-log.js';
 import type { StorageLoss } from './record-file.js';
 import { attemptEvidence, claimsAheadOfJournal, inflightCalls, planRunRecovery, requestOf, stopOrphan } from './recovery.js';
 import { StoreError } from '../core/store.js';
 import { createScriptImports } from './sandbox.js';
+import { CrashLedger, parkAfterCrashes, type CrashRecord } from './crash-ledger.js';
 
 export type { AuthorityResolver };
 
@@ -91,6 +92,8 @@ export interface RecoveryReport {
   unknown: number;
   orphansStopped: number;
   receiptsRetired: number;
+  /** Runs left parked (they killed `parkAfterCrashes` processes in a row): not activated. */
+  parked: number;
 }
 
 /** One line of `router list`. */
@@ -106,6 +109,8 @@ export interface RunSummary {
   /** Approvals waiting for a person: `router approve` them. */
   approvals?: { nodeId: string; item?: number }[];
   error?: { code: string; message: string };
+  /** Parked: it killed this many router processes in a row and is not activated (cancel or unpark it). */
+  parked?: CrashRecord;
 }
 
 export interface RouterStats {
@@ -119,6 +124,8 @@ export interface RouterStats {
   receiptsRetired: number;
   recovery: RecoveryReport;
   inFlight: number;
+  /** Runs parked now (see `RunSummary.parked`). */
+  parked: number;
 }
 
 export class RouterError extends HostError {
@@ -188,6 +195,7 @@ export class RouterHost {
     private readonly stopGraceMs: number,
     private readonly disposeScripts: () => void,
     readonly recovery: RecoveryReport,
+    private readonly crashes: CrashLedger,
   ) {}
 
   /** Opens the state directory, recovers what a previous process left, and starts the cadence. */
@@ -211,6 +219,14 @@ export class RouterHost {
       closers.push(() => receipts.close());
       logStorageDamage(log, 'journal.log', store.openReport.droppedTailBytes, store.openReport.loss);
       logStorageDamage(log, 'receipts.log', receipts.droppedTailBytes, receipts.loss);
+      const crashes = CrashLedger.open(dir);
+      closers.push(() => crashes.close());
+      if (crashes.found) {
+        const { runId, record } = crashes.found;
+        log('error', record.parkedAt !== undefined
+          ? `run ${runId} was being activated when ${record.crashes} processes in a row died; it is parked: it is not activated again until an operator cancels it or unparks it (agent-workflow router unpark)`
+          : `run ${runId} was being activated when the previous process died (${record.crashes} of ${parkAfterCrashes} before it is parked)`);
+      }
       const stopGraceMs = options.stopGraceMs ?? toolStopGraceMs;
       const launcher = new LocalToolLauncher({ tools: localTools, receipts, stopGraceMs });
       assertReceiptsBehindJournal(store, receipts, acceptLoss, log);
@@ -229,9 +245,10 @@ export class RouterHost {
         sha256: sha256Digest,
         timers: false,
         flushMode: 'manual',
+        activating: (runId) => crashes.activating(runId),
       });
-      const recovery: RecoveryReport = { runs: 0, settledFromReceipts: 0, rerun: 0, unknown: 0, orphansStopped: 0, receiptsRetired: 0 };
-      const host = new RouterHost(profile, kernel, engine, store, commitLatency, receipts, gateway, localTools, resolveAuthority, log, options.cadenceMs ?? profile.cadenceMs, stopGraceMs, () => scripts.evaluator.dispose(), recovery);
+      const recovery: RecoveryReport = { runs: 0, settledFromReceipts: 0, rerun: 0, unknown: 0, orphansStopped: 0, receiptsRetired: 0, parked: 0 };
+      const host = new RouterHost(profile, kernel, engine, store, commitLatency, receipts, gateway, localTools, resolveAuthority, log, options.cadenceMs ?? profile.cadenceMs, stopGraceMs, () => scripts.evaluator.dispose(), recovery, crashes);
       await host.deriveProjections();
       host.recover();
       host.arm();
@@ -274,53 +291,64 @@ export class RouterHost {
       attempts.set(id, { state: 'needs_attention', invocationId: id, idempotent: r.idempotent, reason: 'process-gone', detail: 'stopped by recovery: its output was lost with the previous host' });
     }
     const referenced = new Set<string>();
-    const isLocal = (request: { kind: string; name: string }) => request.kind === 'tool' && Object.hasOwn(this.localTools, request.name);
     const open = this.store.listRuns({ limit: Number.MAX_SAFE_INTEGER }).filter((r) => !terminalStatuses.has(r.status));
     for (const record of open) {
-      const inflight = inflightCalls(this.store, record.runId);
-      for (const call of inflight) referenced.add(call.invocationId);
-      const plan = planRunRecovery(record.runId, inflight, attempts, isLocal);
-      this.recovery.runs++;
-      this.recovery.settledFromReceipts += plan.settled.length;
-      this.recovery.rerun += plan.rerun.length;
-      this.recovery.unknown += plan.unknown.length;
-      this.active.add(record.runId);
-      const facts: Fact[] = [];
-      for (const s of plan.settled) {
-        const outcome = outcomeOfCompletion(s.recovery.completion);
-        facts.push(outcome.ok ? { type: 'capability-completed', invocationId: s.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: s.invocationId, ok: false, error: outcome.error });
-        this.gateway.settled.set(s.invocationId, record.runId);
-      }
-      const evidence = attemptEvidence(plan.unknown, attempts, (id) => this.receipts.get(id));
-      const resume = () => {
-        const workflowId = this.workflowIdOf(record.runId);
-        const authority = this.resolveAuthority({ runId: record.runId, workflowId });
-        const afterRestart = plan.unknown.length > 0;
-        facts.push({ type: 'resume-requested', by: 'router-restart', authority, afterRestart, effects: this.gateway.effects(), ...(afterRestart && Object.keys(evidence).length > 0 ? { attempts: evidence } : {}) });
-        for (const fact of facts) this.kernel.deliver(record.runId, fact, 'router-restart').catch((err) => this.log('warn', `recovery of run ${record.runId}: ${(err as Error).message}`));
-      };
-      if (plan.rerun.length === 0) {
-        resume();
+      for (const call of inflightCalls(this.store, record.runId)) referenced.add(call.invocationId);
+      // A parked run killed the processes that activated it: it waits for an operator.
+      if (this.crashes.parked(record.runId)) {
+        this.recovery.parked++;
         continue;
       }
-      // Attempts that never started run again (same invocation id) through admission and
-      // dispatch; the run is resumed once all of them have an outcome.
-      let left = plan.rerun.length;
-      for (const call of plan.rerun) {
-        const request = requestOf(this.store, record.runId, call);
-        // The kernel's abort path: a cancellation of the run reaches this attempt as any other.
-        const adopted = this.kernel.adoptCall(request.invocationId);
-        this.gateway.execute({ ...request, reissued: true }, { signal: adopted.signal, invocationId: request.invocationId, reissued: true }).then((outcome) => {
-          adopted.release();
-          if (outcome === undefined) return; // the host is stopping: the next start recovers it
-          facts.push(outcome.ok ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error });
-          if (--left === 0) resume();
-        });
-      }
+      this.recoverRun(record.runId, attempts);
     }
+    this.crashes.forget([...this.crashes.parkedRuns().keys()].filter((runId) => !open.some((r) => r.runId === runId)));
     // Receipts the journal no longer needs: attempts of finished runs or already recorded.
     const retire = [...attempts.values()].filter((r) => !referenced.has(r.invocationId) && (r.state === 'settled' || r.state === 'lost')).map((r) => r.invocationId);
     if (retire.length > 0) this.recovery.receiptsRetired = this.receipts.retire(retire);
+  }
+
+  /** Resumes one run a previous process left (or an unparked one) from its projection and receipts. */
+  private recoverRun(runId: string, attempts: ReadonlyMap<string, AttemptRecovery>): void {
+    const isLocal = (request: { kind: string; name: string }) => request.kind === 'tool' && Object.hasOwn(this.localTools, request.name);
+    const inflight = inflightCalls(this.store, runId);
+    const plan = planRunRecovery(runId, inflight, attempts, isLocal);
+    this.recovery.runs++;
+    this.recovery.settledFromReceipts += plan.settled.length;
+    this.recovery.rerun += plan.rerun.length;
+    this.recovery.unknown += plan.unknown.length;
+    this.active.add(runId);
+    const facts: Fact[] = [];
+    for (const s of plan.settled) {
+      const outcome = outcomeOfCompletion(s.recovery.completion);
+      facts.push(outcome.ok ? { type: 'capability-completed', invocationId: s.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: s.invocationId, ok: false, error: outcome.error });
+      this.gateway.settled.set(s.invocationId, runId);
+    }
+    const evidence = attemptEvidence(plan.unknown, attempts, (id) => this.receipts.get(id));
+    const resume = () => {
+      const workflowId = this.workflowIdOf(runId);
+      const authority = this.resolveAuthority({ runId, workflowId });
+      const afterRestart = plan.unknown.length > 0;
+      facts.push({ type: 'resume-requested', by: 'router-restart', authority, afterRestart, effects: this.gateway.effects(), ...(afterRestart && Object.keys(evidence).length > 0 ? { attempts: evidence } : {}) });
+      for (const fact of facts) this.kernel.deliver(runId, fact, 'router-restart').catch((err) => this.log('warn', `recovery of run ${runId}: ${(err as Error).message}`));
+    };
+    if (plan.rerun.length === 0) {
+      resume();
+      return;
+    }
+    // Attempts that never started run again (same invocation id) through admission and
+    // dispatch; the run is resumed once all of them have an outcome.
+    let left = plan.rerun.length;
+    for (const call of plan.rerun) {
+      const request = requestOf(this.store, runId, call);
+      // The kernel's abort path: a cancellation of the run reaches this attempt as any other.
+      const adopted = this.kernel.adoptCall(request.invocationId);
+      this.gateway.execute({ ...request, reissued: true }, { signal: adopted.signal, invocationId: request.invocationId, reissued: true }).then((outcome) => {
+        adopted.release();
+        if (outcome === undefined) return; // the host is stopping: the next start recovers it
+        facts.push(outcome.ok ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error });
+        if (--left === 0) resume();
+      });
+    }
   }
 
   private workflowIdOf(runId: string): string {
@@ -387,6 +415,8 @@ export class RouterHost {
       const record = this.store.getRun(runId);
       if (record && terminalStatuses.has(record.status)) this.active.delete(runId);
     }
+    const parked = [...this.crashes.parkedRuns().keys()];
+    if (parked.length > 0) this.crashes.forget(parked.filter((runId) => terminalStatuses.has(this.store.getRun(runId)?.status ?? '')));
   }
 
   /** Retires the receipts of settled attempts whose outcome the journal now holds. */
@@ -433,12 +463,21 @@ export class RouterHost {
     }
   }
 
+  /** Refuses a plan whose scripts may grow the process past the profile's memory budget. */
+  private assertScriptBudget(plan: ExecutionPlan): void {
+    const over = scriptsOverBudget(plan, this.profile.scriptMemoryBytesMax);
+    if (over.length === 0) return;
+    const mib = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
+    throw new RouterError('router.script-budget', `${over.map((o) => `${o.node} asks ${mib(o.memoryBytes)}`).join(', ')} of script memory; the ${this.profile.name} profile evaluates scripts with at most ${mib(this.profile.scriptMemoryBytesMax)} (limits.memoryBytes)`, { scripts: over, scriptMemoryBytesMax: this.profile.scriptMemoryBytesMax });
+  }
+
   /** Starts a run; resolves once `run.accepted` is durable (within a cycle or two). */
   async launch(target: LaunchTarget | Record<string, unknown>, input: unknown = {}, options: { runId?: string; timeoutMs?: number; correlation?: unknown } = {}): Promise<RouterRunHandle> {
     if (this.stopping) throw new RouterError('host.stopping', 'the router host is stopping; no run starts');
     mapErrors(RouterError, () => assertRunInput(input));
     const t: LaunchTarget = launchTargetOf(target, ['inline', 'plan'] as const);
     const plan = t.type === 'plan' ? t.plan : this.compile(t.template, t.dependencies ?? []);
+    this.assertScriptBudget(plan);
     const templateKey = templateKeyOf(t, plan);
     const { runId, authority } = mapErrors(RouterError, () =>
       launchIdentity({ plan, templateKey, runId: options.runId, resolveAuthority: this.resolveAuthority, now: this.kernel.now(), randomBytes: (n) => randomBytes(n) }),
@@ -489,6 +528,7 @@ export class RouterHost {
         ...(p?.attention?.length ? { attention: p.attention } : {}),
         ...(p?.approvals?.length ? { approvals: p.approvals.map((a) => ({ nodeId: a.nodeId, ...(a.item !== undefined ? { item: a.item } : {}) })) } : {}),
         ...(p?.error ? { error: { code: p.error.code, message: p.error.message } } : {}),
+        ...(this.crashes.parked(r.runId) ? { parked: this.crashes.parked(r.runId) } : {}),
       };
     });
   }
@@ -510,6 +550,8 @@ export class RouterHost {
    * to decide.
    */
   approve(runId: string, nodeId: string, decision: { by: string; approved?: boolean; comment?: string }): Promise<ActivationSummary> {
+    const parked = this.refuseParked(runId, 'approve');
+    if (parked) return parked;
     const invocationId = mapErrors(RouterError, () => {
       const record = this.store.getRun(runId);
       return approvalTarget(record, record?.outcome ?? {}, runId, nodeId, decision.by);
@@ -520,11 +562,46 @@ export class RouterHost {
   /** Settles a node (or foreach item) whose outcome is unknown after a restart. */
   resolve(runId: string, nodeId: string, resolution: { by: string; succeeded?: unknown; retry?: boolean; fail?: string; item?: number }): Promise<ActivationSummary> {
     if (!this.store.getRun(runId)) return Promise.reject(asError(runNotFound(runId)));
+    const parked = this.refuseParked(runId, 'resolve');
+    if (parked) return parked;
     return this.kernel.deliver(
       runId,
       { type: 'outcome-resolved', nodeId, ...resolutionFields(resolution) },
       `operator:${resolution.by}`,
     );
+  }
+
+  /** A parked run is activated only to be cancelled or after `unpark`. */
+  private refuseParked(runId: string, action: string): Promise<never> | undefined {
+    const record = this.crashes.parked(runId);
+    if (!record) return undefined;
+    return Promise.reject(new RouterError('run.parked', `run ${runId} is parked: ${record.crashes} processes in a row died activating it; ${action} would activate it again: cancel it, or unpark it first (agent-workflow router unpark)`, record));
+  }
+
+  /** The parked run, with how many processes it killed, or `undefined`. */
+  parkedRecord(runId: string): CrashRecord | undefined {
+    return this.crashes.parked(runId);
+  }
+
+  /**
+   * Lets a parked run be activated again (say once its cause is fixed: a larger memory budget, a
+   * new router version): its crash count starts from zero and it is recovered as after a restart.
+   */
+  unpark(runId: string): { runId: string; status: string } {
+    const record = this.store.getRun(runId);
+    if (!record) throw asError(runNotFound(runId));
+    if (!this.crashes.parked(runId)) throw new RouterError('run.not-parked', `run ${runId} is not parked`);
+    if (this.stopping) throw new RouterError('host.stopping', 'the router host is stopping');
+    this.crashes.unpark(runId);
+    if (!terminalStatuses.has(record.status)) {
+      const attempts = new Map<string, AttemptRecovery>(recoverAttempts(this.receipts.all()).map((r) => [r.invocationId, r]));
+      for (const [id, r] of attempts) {
+        if (r.state !== 'running') continue;
+        attempts.set(id, { state: 'needs_attention', invocationId: id, idempotent: r.idempotent, reason: 'identity-unverifiable', detail: 'a process of this invocation is still running; its output cannot be read' });
+      }
+      this.recoverRun(runId, attempts);
+    }
+    return { runId, status: record.status };
   }
 
   /** Every event of a run, ascending by seq. */
@@ -554,6 +631,7 @@ export class RouterHost {
       receiptsRetired: this.receiptsRetired + this.recovery.receiptsRetired,
       recovery: { ...this.recovery },
       inFlight: this.gateway.busy,
+      parked: this.crashes.parkedRuns().size,
     };
   }
 
@@ -583,6 +661,7 @@ export class RouterHost {
       this.receipts.close();
       this.store.close();
       this.disposeScripts();
+      this.crashes.close();
       for (const w of [...this.idleWaiters.splice(0), ...this.cycleWaiters.splice(0)]) w();
     }
   }

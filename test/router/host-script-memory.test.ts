@@ -1,0 +1,80 @@
+// Scripts inside the router's memory budget, in a 128 MiB cgroup v1 memory group: a
+// `core.script@1` with the default limits that fills its whole 32 MiB (alone, and as four items
+// of a foreach) fails with `script.memory` and the router lives on; a plan whose script asks for
+// more than the profile's `scriptMemoryBytesMax` is refused at launch (`router.script-budget`),
+// alone, before it can grow the process past the cgroup. Skipped, with the reason printed, only
+// where a child memory cgroup cannot be created.
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { cgroupMemory, childMemoryCgroup, tempDir } from './helpers.js';
+
+const { FileJournalStore } = await import('../../dist/hosts/router/index.js');
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const cliJs = path.join(root, 'dist/hosts/router/cli.js');
+const limitBytes = 128 * 1024 * 1024;
+const cgroup = childMemoryCgroup('router-script-test', limitBytes);
+if (cgroup.reason) console.log(`router script memory test skipped: ${cgroup.reason}`);
+
+const fill = "const a = []; for (let i = 0; ; i++) a.push('x'.repeat(64) + i); return a.length;";
+const template = (id: string, node: Record<string, unknown>) => ({
+  apiVersion: 'workflow.gm-hz.dev/v1alpha1',
+  kind: 'WorkflowTemplate',
+  metadata: { id },
+  spec: { nodes: [{ id: 'start', uses: 'core.start@1' }, { id: 'fill', ...node }, { id: 'end', uses: 'core.end@1' }], edges: [{ from: 'start', to: 'fill' }, { from: 'fill', to: 'end' }] },
+});
+
+describe('router scripts in a 128 MiB memory cgroup', () => {
+  it.skipIf(cgroup.dir === undefined)('a script filling its budget fails alone; one asking past the profile is refused', async () => {
+    const cg = cgroup.dir!;
+    const work = tempDir('router-script-memory-');
+    try {
+      const write = (name: string, value: unknown) => fs.writeFileSync(path.join(work, name), JSON.stringify(value));
+      write('fill.json', template('fill', { uses: 'core.script@1', config: { limits: { fuel: 100_000 }, source: fill } }));
+      write('greedy.json', template('greedy', { uses: 'core.script@1', config: { limits: { fuel: 100_000, memoryBytes: 64 * 1024 * 1024 }, source: fill } }));
+      write('fill-each.json', template('fill-each', { uses: 'core.foreach@1', config: { maxConcurrency: 2, failurePolicy: 'continue', body: { uses: 'core.script@1', config: { limits: { fuel: 100_000 }, source: fill } } }, inputs: { items: { source: 'input', path: '/items' } } }));
+      write('runs.json', [{ template: 'fill.json' }, { template: 'greedy.json' }, { template: 'fill-each.json', input: { items: [1, 2, 3, 4] } }]);
+      const state = path.join(work, 'state');
+      // The shell puts itself into the cgroup, then execs node: the re-executed router is inside from its first byte.
+      const child = spawn('/bin/sh', ['-c', 'echo $$ > "$CG/cgroup.procs" && exec "$@"', 'sh', process.execPath, cliJs, 'start', '--dir', state, '--profile', 'edge', '--runs', path.join(work, 'runs.json'), '--cadence-ms', '2', '--until-idle'], {
+        env: { ...process.env, CG: cg },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      child.stdout!.on('data', (c) => (stdout += c));
+      child.stderr!.on('data', () => undefined);
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      const memory = cgroupMemory(cg);
+      const lines = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      const summary = lines.find((l) => l.kind === 'RouterSummary');
+      console.log(`router scripts (edge, limit 128 MiB): cgroup peak ${(memory.peakBytes / 2 ** 20).toFixed(1)} MiB, process peak RSS ${summary ? (summary.peakRssBytes / 2 ** 20).toFixed(1) : '?'} MiB, failcnt ${memory.failcnt}, oom_kill ${memory.oomKill ?? 'n/a'}`);
+      expect(code).toBe(1); // a refused entry and two runs that did not complete; not 137
+      expect(memory.underOom).toBe(0);
+      if (memory.oomKill !== undefined) expect(memory.oomKill).toBe(0);
+      const refused = lines.find((l) => l.kind === 'EntryRefused');
+      expect(refused).toMatchObject({ entry: 1, error: { code: 'router.script-budget' } });
+      expect(refused.error.message).toContain('asks 64 MiB');
+      expect(summary.runs).toHaveLength(2);
+      const store = FileJournalStore.open(state);
+      try {
+        const byId = new Map(store.listRuns().map((r: any) => [JSON.parse(Buffer.from(store.load(r.runId).plan).toString()).root, r]));
+        expect(byId.get('fill@inline')).toMatchObject({ status: 'failed', outcome: { error: { detail: { error: { code: 'script.memory' } } } } });
+        // The foreach's items each ran out of their own budget; the run went on to its end.
+        const each = byId.get('fill-each@inline');
+        expect(each.status).toBe('completed');
+      } finally {
+        store.close();
+      }
+    } finally {
+      fs.rmSync(work, { recursive: true, force: true });
+      try {
+        fs.rmdirSync(cg);
+      } catch (err) {
+        console.log(`could not remove ${cg}: ${(err as Error).message}`);
+      }
+    }
+  }, 120_000);
+});
