@@ -57,6 +57,8 @@ export interface SchedulerHost {
   manual: boolean;
   /** See `KernelOptions.activating`. */
   activating?: (runId: string | undefined) => void;
+  /** See `KernelOptions.queued`. */
+  queued?: () => void;
   closed(): boolean;
   /** The lease a run's commit is staged under; `null` when the run is owned elsewhere (its groups were rejected). */
   leaseFor(runId: string, pending: Pending): Promise<CommitEntry['lease'] | null | undefined>;
@@ -110,6 +112,7 @@ export class Scheduler {
       if (!pending) this.queue.set(runId, (pending = { groups: [] }));
       pending.groups.push({ facts, ...(actor ? { actor } : {}), ...(commandId !== undefined ? { commandId } : {}), resolve, reject });
       if (newRun) pending.newRun = newRun;
+      this.host.queued?.();
       this.scheduleFlush();
     });
   }

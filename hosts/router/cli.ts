@@ -15,7 +15,7 @@
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { needsReexec, reexecWithMemoryFlags } from './memory-flags.js';
+import { needsReexec, parentExited, reexecWithMemoryFlags } from './memory-flags.js';
 import type { RouterHost, RouterHostOptions } from './runtime.js';
 import { ControlServer } from './control-server.js';
 import { operatorVerbs, runOperatorCommand, type OperatorVerb } from './operator-cli.js';
@@ -146,14 +146,16 @@ function readManifest(file: string): RunsEntry[] {
   }));
 }
 
+/** SIGTERM, SIGINT or SIGHUP, or the end of the wrapper that re-executed this router (memory-flags.ts). */
 function waitForSignal(): Promise<string> {
   return new Promise((resolve) => {
     const signals: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
-    const handler = (signal: NodeJS.Signals) => {
+    const handler = (signal: NodeJS.Signals | string) => {
       for (const s of signals) process.off(s, handler);
       resolve(signal);
     };
     for (const s of signals) process.on(s, handler);
+    void parentExited().then(handler);
   });
 }
 

@@ -33,7 +33,7 @@ import { sha256Digest } from '../shared/digest.js';
 import { outcomeOfCompletion, RouterGateway, type ApprovalHandler, type CredentialResolver, type InProcessAgent, type InProcessTool } from './gateway.js';
 import { FileJournalStore, LatencyRing, type LatencySummary } from './journal.js';
 import { journalFileKind } from './file-journal.js';
-import { retireAfterSettled, retireEveryCycles, toolStopGraceMs } from './limits.js';
+import { idleCadenceMsMax, retireAfterSettled, retireEveryCycles, toolStopGraceMs } from './limits.js';
 import { LocalToolLauncher, type LocalToolSpec, type LocalToolTable } from './local-tools.js';
 import { stderrLog } from './log.js';
 import { profileNamed, scriptsOverBudget, withinBudget, type RouterProfile } from './profiles.js';
@@ -126,6 +126,10 @@ export interface RouterStats {
   inFlight: number;
   /** Runs parked now (see `RunSummary.parked`). */
   parked: number;
+  /** Cycles that found nothing to do; an idle router backs off to one cycle per `idleCadenceMsMax`. */
+  idleCycles: number;
+  /** Delay before the next cycle now. */
+  nextCycleDelayMs: number;
 }
 
 export class RouterError extends HostError {
@@ -170,6 +174,11 @@ export class RouterHost {
   private cycleRunning: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
   private cycles = 0;
+  /** Cycles that found nothing to do (see `arm`). */
+  private idleCycles = 0;
+  /** Delay before the next cycle: `cadenceMs`, doubled by every idle cycle up to `idleCadenceMsMax`. */
+  private delayMs: number;
+  private timerDueAt = 0;
   private firstCycleMs: number | undefined;
   private readonly phaseFailures: Record<string, number> = Object.fromEntries(phases.map((p) => [p, 0]));
   private compactions = 0;
@@ -196,7 +205,9 @@ export class RouterHost {
     private readonly disposeScripts: () => void,
     readonly recovery: RecoveryReport,
     private readonly crashes: CrashLedger,
-  ) {}
+  ) {
+    this.delayMs = cadenceMs;
+  }
 
   /** Opens the state directory, recovers what a previous process left, and starts the cadence. */
   static async open(options: RouterHostOptions): Promise<RouterHost> {
@@ -219,6 +230,8 @@ export class RouterHost {
       closers.push(() => receipts.close());
       logStorageDamage(log, 'journal.log', store.openReport.droppedTailBytes, store.openReport.loss);
       logStorageDamage(log, 'receipts.log', receipts.droppedTailBytes, receipts.loss);
+      // Facts may be queued before the host exists (recovery); it is told once it does.
+      let host: RouterHost | undefined;
       const crashes = CrashLedger.open(dir);
       closers.push(() => crashes.close());
       if (crashes.found) {
@@ -246,9 +259,10 @@ export class RouterHost {
         timers: false,
         flushMode: 'manual',
         activating: (runId) => crashes.activating(runId),
+        queued: () => host?.nudge(),
       });
       const recovery: RecoveryReport = { runs: 0, settledFromReceipts: 0, rerun: 0, unknown: 0, orphansStopped: 0, receiptsRetired: 0, parked: 0 };
-      const host = new RouterHost(profile, kernel, engine, store, commitLatency, receipts, gateway, localTools, resolveAuthority, log, options.cadenceMs ?? profile.cadenceMs, stopGraceMs, () => scripts.evaluator.dispose(), recovery, crashes);
+      host = new RouterHost(profile, kernel, engine, store, commitLatency, receipts, gateway, localTools, resolveAuthority, log, options.cadenceMs ?? profile.cadenceMs, stopGraceMs, () => scripts.evaluator.dispose(), recovery, crashes);
       await host.deriveProjections();
       host.recover();
       host.arm();
@@ -359,8 +373,18 @@ export class RouterHost {
 
   // ---- the cadence ------------------------------------------------------------------------
 
+  /**
+   * Arms the next cycle `delayMs` from now (the first one at once). An idle router backs off: a
+   * cycle that did no work doubles the delay, up to `idleCadenceMsMax`, but never past the next
+   * wake-up a run asked for; a cycle with work, or any fact queued (`nudge`), brings it back to
+   * `cadenceMs`.
+   */
   private arm(): void {
     if (this.stopping) return;
+    let delay = this.cycles === 0 ? 0 : this.delayMs;
+    const next = this.kernel.nextWakeup();
+    if (next !== undefined) delay = Math.min(delay, Math.max(this.cadenceMs, next - this.kernel.now()));
+    this.timerDueAt = performance.now() + delay;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (this.stopping) return;
@@ -368,15 +392,27 @@ export class RouterHost {
         this.cycleRunning = undefined;
         this.arm();
       });
-    }, this.cycles === 0 ? 0 : this.cadenceMs);
+    }, delay);
   }
 
-  private async phase(name: (typeof phases)[number], work: () => unknown): Promise<void> {
+  /** New work arrived (a fact queued, an operator action): the next cycle comes within `cadenceMs`. */
+  private nudge(): void {
+    this.delayMs = this.cadenceMs;
+    if (this.timer === undefined || this.stopping || this.timerDueAt - performance.now() <= this.cadenceMs) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.arm();
+  }
+
+  /** Runs one phase; answers the units of work it did (0 when it failed). */
+  private async phase(name: (typeof phases)[number], work: () => unknown): Promise<number> {
     try {
-      await work();
+      const done = await work();
+      return typeof done === 'number' ? done : 0;
     } catch (err) {
       this.phaseFailures[name]++;
       this.log('error', `cycle ${this.cycles}, phase ${name}: ${(err as Error).message}; retried next cycle`);
+      return 0;
     }
   }
 
@@ -385,18 +421,23 @@ export class RouterHost {
     this.cycles++;
     const p = this.profile;
     const g = this.gateway;
-    await this.phase('cancellation', () => withinBudget(p.cancellation, (n) => g.converge(n)));
-    await this.phase('schedule', () =>
+    let work = await this.phase('cancellation', () => withinBudget(p.cancellation, (n) => g.converge(n)));
+    work += await this.phase('schedule', () =>
       withinBudget(p.schedule, (n) => {
         const due = this.kernel.dueWakeups(n);
         for (const runId of due) this.kernel.wake(runId).catch((err) => this.log('warn', `wake-up of ${runId}: ${(err as Error).message}`));
         return due.length;
       }),
     );
-    await this.phase('frontier', () => withinBudget(p.frontier, (n) => this.kernel.flush(n)));
-    await this.phase('admission', () => withinBudget(p.admission, (n) => g.admit(n)));
-    await this.phase('dispatch', () => withinBudget(p.dispatch, (n) => g.dispatch(n)));
+    work += await this.phase('frontier', () => withinBudget(p.frontier, (n) => this.kernel.flush(n)));
+    work += await this.phase('admission', () => withinBudget(p.admission, (n) => g.admit(n)));
+    work += await this.phase('dispatch', () => withinBudget(p.dispatch, (n) => g.dispatch(n)));
     await this.phase('housekeeping', () => this.housekeeping());
+    if (work > 0) this.delayMs = this.cadenceMs;
+    else {
+      this.delayMs = Math.min(this.delayMs * 2, Math.max(this.cadenceMs, idleCadenceMsMax));
+      this.idleCycles++;
+    }
     if (this.firstCycleMs === undefined) this.firstCycleMs = performance.now();
     if (this.idleWaiters.length > 0 && this.isIdle()) for (const w of this.idleWaiters.splice(0)) w();
     for (const w of this.cycleWaiters.splice(0)) w();
@@ -632,6 +673,8 @@ export class RouterHost {
       recovery: { ...this.recovery },
       inFlight: this.gateway.busy,
       parked: this.crashes.parkedRuns().size,
+      idleCycles: this.idleCycles,
+      nextCycleDelayMs: this.delayMs,
     };
   }
 
