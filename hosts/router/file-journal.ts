@@ -324,6 +324,7 @@ export class FileJournalStore implements JournalStore {
       runs: [...this.index.runs.values()].sort((a, b) => a.ordinal - b.ordinal),
       isTerminal: (run) => this.terminal.has(run.status),
       read: (slice) => this.read(slice),
+      readInto: (slice, into) => this.read(slice, into),
       bytesBefore: this.end,
     });
     let reopened: ReturnType<typeof openJournal>;
@@ -381,8 +382,8 @@ export class FileJournalStore implements JournalStore {
     if (this.failure) throw new StoreError('store.io', `the journal failed earlier and must be reopened: ${this.failure.message}`);
   }
 
-  private read(slice: { offset: number; length: number }): Buffer {
-    const out = Buffer.alloc(slice.length);
+  private read(slice: { offset: number; length: number }, into?: Buffer): Buffer {
+    const out = into ? into.subarray(0, slice.length) : Buffer.alloc(slice.length);
     if (readFully(this.fd, out, slice.offset) !== slice.length) {
       throw new StoreError('store.io', `short read of ${slice.length} bytes at ${slice.offset}`);
     }
