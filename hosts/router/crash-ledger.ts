@@ -20,7 +20,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { assertPortableId } from '../core/store.js';
+import { assertPortableId, StoreError } from '../core/store.js';
 import { writeFileDurable } from './record-file.js';
 
 export const activationMarkFileName = 'activation.mark';
@@ -60,8 +60,18 @@ export class CrashLedger {
     const ledgerFile = path.join(dir, crashLedgerFileName);
     const records = new Map<string, CrashRecord>();
     if (fs.existsSync(ledgerFile)) {
-      const parsed = JSON.parse(fs.readFileSync(ledgerFile, 'utf8')) as { runs?: Record<string, CrashRecord> };
-      for (const [runId, record] of Object.entries(parsed.runs ?? {})) records.set(runId, record);
+      let parsed: { runs?: Record<string, CrashRecord> };
+      try {
+        parsed = JSON.parse(fs.readFileSync(ledgerFile, 'utf8')) as { runs?: Record<string, CrashRecord> };
+        for (const [runId, record] of Object.entries(parsed.runs ?? {})) {
+          assertPortableId(runId, 'run id');
+          if (!Number.isInteger(record?.crashes) || record.crashes < 1) throw new Error(`run ${runId}: bad crash count`);
+          records.set(runId, record);
+        }
+      } catch (error) {
+        // Losing it would let a run that kills the router be activated again: fail closed.
+        throw new StoreError('store.corrupt', `${ledgerFile} is damaged (${(error as Error).message}); it counts the processes runs killed: remove it only to forget those counts`);
+      }
     }
     const markFile = path.join(dir, activationMarkFileName);
     const fd = fs.openSync(markFile, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
@@ -71,7 +81,11 @@ export class CrashLedger {
       const n = fs.readSync(fd, bytes, 0, markBytes, 0);
       const runId = bytes.subarray(0, n).toString('utf8').split('\n')[0]!.trim();
       if (runId !== '') {
-        assertPortableId(runId, 'run id');
+        try {
+          assertPortableId(runId, 'run id');
+        } catch {
+          throw new StoreError('store.corrupt', `${markFile} is damaged (it does not name a run id); remove it to go on`);
+        }
         const now = clock();
         const before = records.get(runId);
         const record: CrashRecord = { crashes: (before?.crashes ?? 0) + 1, firstAt: before?.firstAt ?? now, lastAt: now, ...(before?.parkedAt ? { parkedAt: before.parkedAt } : {}) };

@@ -147,4 +147,17 @@ describe('router host: a run that kills its host twice is parked', () => {
     expect(summary.runs).toEqual([expect.objectContaining({ runId, status: 'completed' })]);
     expect(JSON.parse(fs.readFileSync(path.join(dir, 'crashes.json'), 'utf8')).runs).toEqual({});
   }, 60_000);
+
+  it('refuses to start on a damaged crash ledger instead of forgetting which run kills it', async () => {
+    const dir = path.join(tempDir('router-crash-'), 'state');
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(path.join(dir, 'crashes.json'), '{"runs": {"run-x": {"crashes": ');
+    const child = spawn(process.execPath, [...memoryFlags, mainJs, 'router', 'start', '--dir', dir, '--profile', 'edge'], { cwd: root, stdio: ['ignore', 'pipe', 'ignore'] });
+    routers.push(child);
+    let stdout = '';
+    child.stdout!.on('data', (c) => (stdout += c));
+    expect(await new Promise((r) => child.on('exit', r))).toBe(65);
+    expect(JSON.parse(stdout.split('\n')[0]!).error).toMatchObject({ code: 'store.corrupt' });
+    expect(fs.existsSync(path.join(dir, 'LOCK'))).toBe(false);
+  }, 60_000);
 });
