@@ -77,4 +77,56 @@ describe('router scripts in a 128 MiB memory cgroup', () => {
       }
     }
   }, 120_000);
+
+  // A cgroup too small for the 32 MiB a script may fill: the router is OOM-killed while the run's
+  // activation evaluates it, twice, and the third start parks the run instead of dying again.
+  const small = childMemoryCgroup('router-oom-test', 90 * 1024 * 1024);
+  if (small.reason) console.log(`router OOM crash-loop test skipped: ${small.reason}`);
+  it.skipIf(small.dir === undefined)('a run whose script gets the router OOM-killed twice is parked by the third start', async () => {
+    const cg = small.dir!;
+    const work = tempDir('router-oom-');
+    try {
+      const done = { executable: '/bin/echo', args: ['{"n":1}'], timeoutMs: 10_000, env: {} };
+      fs.writeFileSync(path.join(work, 'host.mjs'), `export default { tools: { done: ${JSON.stringify(done)} } };\n`);
+      const t = template('oom', { uses: 'core.script@1', config: { limits: { fuel: 100_000 }, source: fill } });
+      // The script runs after a tool call, so the run is accepted (and recovered) before it kills anything.
+      t.spec.nodes.splice(1, 0, { id: 'a', uses: 'tool.call@1', config: { tool: 'done' } } as any);
+      t.spec.edges = [{ from: 'start', to: 'a' }, { from: 'a', to: 'fill' }, { from: 'fill', to: 'end' }];
+      (t.spec as any).requires = ['tool:done'];
+      fs.writeFileSync(path.join(work, 'oom.json'), JSON.stringify(t));
+      fs.writeFileSync(path.join(work, 'runs.json'), JSON.stringify([{ template: 'oom.json' }]));
+      const state = path.join(work, 'state');
+      const start = async (extra: string[]) => {
+        const child = spawn('/bin/sh', ['-c', 'echo $$ > "$CG/cgroup.procs" && exec "$@"', 'sh', process.execPath, cliJs, 'start', '--dir', state, '--profile', 'edge', '--config', path.join(work, 'host.mjs'), '--cadence-ms', '2', '--until-idle', ...extra], {
+          env: { ...process.env, CG: cg },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let stdout = '';
+        let stderr = '';
+        child.stdout!.on('data', (c) => (stdout += c));
+        child.stderr!.on('data', (c) => (stderr += c));
+        const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+        return { code, stderr, lines: stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
+      };
+      const first = await start(['--runs', path.join(work, 'runs.json')]);
+      expect(first.code).toBe(137); // the wrapper reports its child's SIGKILL by the OOM killer
+      const runId = first.lines.find((l) => l.kind === 'RunAccepted').runId;
+      const second = await start([]);
+      expect(second.code).toBe(137);
+      expect(second.stderr).toContain(`run ${runId} was being activated when the previous process died (1 of 2`);
+      const third = await start([]);
+      expect(third.code).toBe(1);
+      expect(third.stderr).toContain(`run ${runId} was being activated when 2 processes in a row died; it is parked`);
+      const summary = third.lines.find((l) => l.kind === 'RouterSummary');
+      expect(summary.runs).toEqual([expect.objectContaining({ runId, status: 'running', parked: expect.objectContaining({ crashes: 2 }) })]);
+      expect(cgroupMemory(cg).oomKill ?? 2).toBe(2);
+    } finally {
+      fs.rmSync(work, { recursive: true, force: true });
+      try {
+        fs.rmdirSync(cg);
+      } catch (err) {
+        console.log(`could not remove ${cg}: ${(err as Error).message}`);
+      }
+    }
+  }, 120_000);
 });
