@@ -17,7 +17,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { needsReexec, parentExited, reexecWithMemoryFlags } from './memory-flags.js';
 import type { RouterHost, RouterHostOptions } from './runtime.js';
-import { ControlServer } from './control-server.js';
+import { ControlServer, errorBody } from './control-server.js';
 import { operatorVerbs, runOperatorCommand, type OperatorVerb } from './operator-cli.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 
@@ -200,9 +200,9 @@ async function launchManifest(router: RouterHost, manifest: RunsEntry[]): Promis
     } catch (err) {
       if ((err as { code?: string }).code === 'host.stopping') throw err;
       refused++;
-      const c = err as { code?: string; message?: string };
-      print('EntryRefused', { entry, accepted: index, error: { code: c.code ?? 'router.internal', message: c.message ?? String(err) } });
-      process.stderr.write(`agent-workflow router: --runs entry ${entry}: ${c.code ?? 'router.internal'}: ${c.message ?? String(err)}\n`);
+      const error = errorBody(err);
+      print('EntryRefused', { entry, accepted: index, error });
+      process.stderr.write(`agent-workflow router: --runs entry ${entry}: ${error.code}: ${error.message}\n`);
     }
   }
   return { launched, refused };

@@ -24,9 +24,15 @@ export class ControlError extends CodedError {
 
 type Send = (frame: ControlFrame) => Promise<void>;
 
-const errorBody = (err: unknown) => {
-  const e = err as { code?: unknown; message?: unknown };
-  return { code: typeof e?.code === 'string' ? e.code : 'router.internal', message: typeof e?.message === 'string' ? e.message : String(err) };
+/** A typed error as a frame carries it; a template's validation errors are named in the message and kept in `detail`. */
+export const errorBody = (err: unknown): { code: string; message: string; detail?: unknown } => {
+  const e = err as { code?: unknown; message?: unknown; detail?: unknown };
+  let message = typeof e?.message === 'string' ? e.message : String(err);
+  type Problem = { pointer?: string; code?: string; message?: string };
+  const detail = e?.detail as Problem[] | { errors?: Problem[] } | undefined;
+  const problems = Array.isArray(detail) ? detail : Array.isArray(detail?.errors) ? detail.errors : [];
+  if (problems.length > 0) message += `: ${problems.slice(0, 3).map((p) => `${p.pointer || '/'}: ${p.code}: ${p.message}`).join('; ')}${problems.length > 3 ? '; …' : ''}`;
+  return { code: typeof e?.code === 'string' ? e.code : 'router.internal', message, ...(e?.detail !== undefined ? { detail: e.detail } : {}) };
 };
 
 function field<T>(request: ControlRequest, name: string, check: (v: unknown) => boolean, what: string, optional = false): T {
