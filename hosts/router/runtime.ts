@@ -179,6 +179,8 @@ export class RouterHost {
   /** Delay before the next cycle: `cadenceMs`, doubled by every idle cycle up to `idleCadenceMsMax`. */
   private delayMs: number;
   private timerDueAt = 0;
+  /** Work arrived since the current cycle started. */
+  private nudged = false;
   private firstCycleMs: number | undefined;
   private readonly phaseFailures: Record<string, number> = Object.fromEntries(phases.map((p) => [p, 0]));
   private compactions = 0;
@@ -398,6 +400,7 @@ export class RouterHost {
   /** New work arrived (a fact queued, an operator action): the next cycle comes within `cadenceMs`. */
   private nudge(): void {
     this.delayMs = this.cadenceMs;
+    this.nudged = true; // a cycle running now must not back off past it
     if (this.timer === undefined || this.stopping || this.timerDueAt - performance.now() <= this.cadenceMs) return;
     clearTimeout(this.timer);
     this.timer = undefined;
@@ -433,7 +436,9 @@ export class RouterHost {
     work += await this.phase('admission', () => withinBudget(p.admission, (n) => g.admit(n)));
     work += await this.phase('dispatch', () => withinBudget(p.dispatch, (n) => g.dispatch(n)));
     await this.phase('housekeeping', () => this.housekeeping());
-    if (work > 0) this.delayMs = this.cadenceMs;
+    const nudged = this.nudged;
+    this.nudged = false;
+    if (work > 0 || nudged) this.delayMs = this.cadenceMs;
     else {
       this.delayMs = Math.min(this.delayMs * 2, Math.max(this.cadenceMs, idleCadenceMsMax));
       this.idleCycles++;
