@@ -20,8 +20,24 @@ export function canonicalJson(value: unknown): string {
   return text;
 }
 
-export function sha256Hex(text: string): string {
+/** SHA-256 in the engine's own JavaScript; the component uses the host's (`useSha256Hex`). */
+function guestSha256Hex(text: string): string {
   return toHex(sha256(utf8Encode(text)));
+}
+
+let sha256HexOf: (text: string) => string = guestSha256Hex;
+
+/** Hex of the SHA-256 of the UTF-8 bytes of `text`. */
+export function sha256Hex(text: string): string {
+  return sha256HexOf(text);
+}
+
+/**
+ * Hands SHA-256 to a faster implementation with the same result: the component's entry point
+ * installs the host's `digest.sha256` import, which runs natively rather than interpreted.
+ */
+export function useSha256Hex(fn: (text: string) => string): void {
+  sha256HexOf = fn;
 }
 
 /** `sha256:<hex>` of the canonical JSON of a value. */

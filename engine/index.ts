@@ -5,6 +5,7 @@ import { commit as journalCommit, load as journalLoad } from 'gm-hz:workflow/jou
 import { cancel as gatewayCancel, request as gatewayRequest } from 'gm-hz:workflow/gateway@1.0.0';
 import { checkSyntax as sandboxCheckSyntax, evaluate as sandboxEvaluate } from 'gm-hz:workflow/sandbox@1.0.0';
 import { write as logWrite } from 'gm-hz:workflow/log@1.0.0';
+import { sha256 as hostSha256 } from 'gm-hz:workflow/digest@1.0.0';
 // The declarations of these modules are generated from wit/ at build time (dist/guest-types/).
 import type * as EngineExports from 'gm-hz:workflow/engine@1.0.0';
 import { CompileError, compilePlan, nodeDefinitionSetHash, semanticHash, type CompileRequest } from './compiler/plan.js';
@@ -15,6 +16,10 @@ import type { ActivationRequest, ScriptHost } from './runtime/activation.js';
 import { inspect, recorded, type ReplayRequest } from './replay/replay.js';
 import { engineVersion, eventSchemaVersion, checkpointSchemaVersion, supportedFlags } from './version.js';
 import { limits } from './limits.js';
+import { useSha256Hex } from './hash.js';
+
+// Every digest the engine computes is the host's SHA-256: the same value, native speed.
+useSha256Hex(hostSha256);
 
 function splitLines(text: string): string[] {
   return text.length === 0 ? [] : text.split('\n').filter((line) => line.length > 0);

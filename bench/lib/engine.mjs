@@ -1,5 +1,5 @@
 // One EngineInstance of a transpiled component directory, with an in-memory host that answers
-// nothing (no journal, no scripts): what the engine-only benchmarks drive.
+// nothing (no journal, no scripts) and the Node host's SHA-256: what the engine-only benchmarks drive.
 import { readFile } from 'node:fs/promises';
 
 const root = new URL('../../', import.meta.url);
@@ -13,6 +13,7 @@ export const twoStepTemplate = (() => {
 /** `dir`: a URL of a directory holding engine.js and its core modules (default dist/component/). */
 export async function benchEngine(dir = new URL('dist/component/', root)) {
   const { EngineInstance } = await import(new URL('dist/hosts/core/engine-instance.js', root).href);
+  const { sha256Hex } = await import(new URL('dist/hosts/shared/digest.js', root).href);
   const loader = {
     instantiate: async (getCoreModule, imports) => (await import(new URL('engine.js', dir).href)).instantiate(getCoreModule, imports),
     getCoreModule: async (p) => WebAssembly.compile(await readFile(new URL(p, dir))),
@@ -21,6 +22,7 @@ export async function benchEngine(dir = new URL('dist/component/', root)) {
     load: () => undefined,
     evaluateScript: () => ({ ok: false, error: { code: 'script.unavailable', message: 'not measured' } }),
     checkScriptSyntax: () => undefined,
+    sha256Hex,
     log: () => undefined,
   });
 }

@@ -9,11 +9,17 @@
 // Requests are serialised before they cross: a value that is not JSON fails with a typed error
 // and never kills the instance. Templates nested deeper than the engine's parser can take are
 // refused the same way (`assertTemplateJson`).
+//
+// A host may load its script sandbox lazily (`scripts`): a call that would evaluate or check a
+// script while it is not loaded fails with `sandbox.not-loaded` before the engine changes
+// anything (a plan or template that names `core.script@`), and `withScripts` loads it and calls
+// again. Runs, templates and replays without scripts never load it.
 import { assertTemplateJson } from './json-input.js';
 import type { CommitEntry, RunTail } from './store.js';
 import type { ScriptLimits } from '../../engine/limits.js';
 import type { ActivationSummary, ExecutionPlan, GatewayRequest, HostLog, ValidationReport } from './types.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
+import { sha256 } from '@noble/hashes/sha256';
 
 export type { ScriptLimits };
 
@@ -23,6 +29,15 @@ export interface EngineHostImports {
   evaluateScript(source: string, inputJson: string, limits: ScriptLimits): { ok: true; output: string; fuelUsed: number } | { ok: false; error: { code: string; message: string; line?: number } };
   checkScriptSyntax(source: string): { code: string; message: string; line?: number } | undefined;
   log: HostLog;
+  /** Hex SHA-256 of a string's UTF-8 bytes (the `digest` import); a JavaScript one when absent. */
+  sha256Hex?: (text: string) => string;
+  /** A sandbox loaded on first need; absent means the script imports are always ready. */
+  scripts?: { readonly loaded: boolean; load(): Promise<void> };
+}
+
+/** Whether a plan, template or replay request in JSON text can evaluate or check a script. */
+export function needsScripts(json: string): boolean {
+  return json.includes('"core.script@');
 }
 
 /** Loads the transpiled component: `instantiate` from dist/component/engine.js and its core modules. */
@@ -42,6 +57,16 @@ export class EngineCallError extends CodedError {
   constructor(code: string, message: string, detail: unknown) {
     super(code, message, detail);
     this.name = 'EngineCallError';
+  }
+}
+
+/** A call needs the script sandbox, which is not loaded yet; `withScripts` loads it and calls again. */
+export class SandboxNotLoadedError extends EngineCallError {
+  declare readonly code: 'sandbox.not-loaded';
+
+  constructor(what: string) {
+    super('sandbox.not-loaded', `${what} needs the script sandbox, which is not loaded yet; await engine.loadScripts() (or call through withScripts) and retry`, undefined);
+    this.name = 'SandboxNotLoadedError';
   }
 }
 
@@ -77,6 +102,11 @@ function encodeRequest(name: string, request: unknown): string {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
+/** The `digest` import where the host has no native SHA-256 of its own (a page). */
+function portableSha256Hex(text: string): string {
+  return Array.from(sha256(encoder.encode(text)), (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
 function errorWithPayload(payload: unknown): Error {
   const err = new Error(typeof (payload as { message?: unknown }).message === 'string' ? (payload as { message: string }).message : 'error');
   (err as Error & { payload: unknown }).payload = payload;
@@ -93,6 +123,8 @@ export class EngineInstance {
   private readonly plans = new Map<string, Uint8Array>();
   /** The plan of the run being started by the current activation. */
   private newRunPlan: Uint8Array | undefined;
+  /** Hashes of plans that name a script node (checked once per plan text). */
+  private readonly scriptPlans = new Map<string, boolean>();
 
   private constructor(
     private readonly loader: ComponentLoader,
@@ -126,6 +158,31 @@ export class EngineInstance {
     return this.revive();
   }
 
+  /** Whether calls that evaluate or check scripts can run now. */
+  get scriptsLoaded(): boolean {
+    return this.host.scripts?.loaded ?? true;
+  }
+
+  /** Loads the script sandbox when the host loads it lazily (once; later calls share it). */
+  loadScripts(): Promise<void> {
+    return this.host.scripts && !this.host.scripts.loaded ? this.host.scripts.load() : Promise.resolve();
+  }
+
+  /** Calls `fn`; when it needs the script sandbox first, loads it and calls `fn` once more. */
+  async withScripts<T>(fn: () => T): Promise<T> {
+    try {
+      return fn();
+    } catch (err) {
+      if (!(err instanceof CodedError && err.code === 'sandbox.not-loaded')) throw err;
+      await this.loadScripts();
+      return fn();
+    }
+  }
+
+  private assertScriptsFor(what: string, json: string): void {
+    if (!this.scriptsLoaded && needsScripts(json)) throw new SandboxNotLoadedError(what);
+  }
+
   private async instantiate(): Promise<void> {
     if (this.instantiations > 0) this.host.log('warn', 'engine: re-instantiating the component after a trap; hot runs will be reloaded from the journal');
     this.plans.clear();
@@ -151,7 +208,9 @@ export class EngineInstance {
           try {
             const tail = host.load(runId);
             if (!tail) return undefined;
-            return { plan: decoder.decode(tail.plan), checkpoint: tail.checkpoint ? decoder.decode(tail.checkpoint) : undefined, events: decoder.decode(tail.events), lastSeq: tail.lastSeq };
+            const planText = decoder.decode(tail.plan);
+            if (host.scripts && !host.scripts.loaded && needsScripts(planText)) throw new SandboxNotLoadedError(`run ${runId}`);
+            return { plan: planText, checkpoint: tail.checkpoint ? decoder.decode(tail.checkpoint) : undefined, events: decoder.decode(tail.events), lastSeq: tail.lastSeq };
           } catch (err) {
             const e = err as { code?: string; message?: string };
             throw errorWithPayload({ code: typeof e.code === 'string' ? e.code : 'store.io', message: String(e.message ?? err) });
@@ -197,6 +256,9 @@ export class EngineInstance {
             return { code: 'script.host-error', message: err instanceof Error ? err.message : String(err), line: undefined };
           }
         },
+      },
+      'gm-hz:workflow/digest@1.0.0': {
+        sha256: host.sha256Hex ?? portableSha256Hex,
       },
       'gm-hz:workflow/log@1.0.0': {
         write(level: 'debug' | 'info' | 'warn' | 'error', message: string) {
@@ -256,6 +318,15 @@ export class EngineInstance {
     this.takeStaged();
     const { plan, ...rest } = activation;
     let request: Record<string, unknown> = rest;
+    if (plan && !this.scriptsLoaded) {
+      let scripted = this.scriptPlans.get(plan.planHash);
+      if (scripted === undefined) {
+        scripted = needsScripts(JSON.stringify(plan));
+        if (this.scriptPlans.size >= 256) this.scriptPlans.delete(this.scriptPlans.keys().next().value as string);
+        this.scriptPlans.set(plan.planHash, scripted);
+      }
+      if (scripted) throw new SandboxNotLoadedError(`run ${activation.runId}`);
+    }
     if (plan) {
       // A plan crosses the boundary once per instance; later runs of it name its hash.
       let bytes = this.plans.get(plan.planHash);
@@ -302,6 +373,7 @@ export class EngineInstance {
   validate(template: string | Uint8Array): ValidationReport {
     const text = typeof template === 'string' ? template : decoder.decode(template);
     assertTemplateJson(text);
+    this.assertScriptsFor('validating this template', text);
     return JSON.parse(this.call('validate', (e) => e.validate(text))) as ValidationReport;
   }
 
@@ -309,11 +381,14 @@ export class EngineInstance {
     assertTemplateJson(request.root.template);
     for (const d of request.dependencies ?? []) assertTemplateJson(d.template);
     const text = encodeRequest('compile', request);
+    this.assertScriptsFor('compiling this template', text);
     return JSON.parse(this.call('compile', (e) => e.compile(text))) as ExecutionPlan;
   }
 
   replay(request: { mode: 'inspect' | 'recorded'; plan: ExecutionPlan; editedPlan?: ExecutionPlan; events: unknown[]; artifacts?: Record<string, string> }): Record<string, unknown> {
     const text = encodeRequest('replay', request);
+    // An inspection folds events only; a recorded replay runs the scripts again.
+    if (request.mode !== 'inspect') this.assertScriptsFor('replaying this run', text);
     return JSON.parse(this.call('replay', (e) => e.replay(text)));
   }
 }

@@ -30,7 +30,7 @@ export interface FactGroup {
 /** Everything queued for one run. */
 export interface Pending {
   groups: FactGroup[];
-  newRun?: { plan: ExecutionPlan; templateKey?: string; epoch?: number };
+  newRun?: { plan: ExecutionPlan; templateKey?: string; epoch?: number; delivery?: CommitEntry['delivery'] };
 }
 
 /** One activation whose commit landed: what the kernel carries out now. */
@@ -185,12 +185,18 @@ export class Scheduler {
       // A new run has no journal to load: a store without a synchronous load is not asked (the
       // commit's sequence check still refuses a run id that exists).
       if (pending.newRun && !this.host.store.loadSync) this.tails.set(runId, undefined);
-      try {
-        return this.activateGroups(runId, pending, groups);
-      } catch (err) {
-        if (!(err instanceof EngineCallError && err.code === 'store.not-loaded')) throw err;
-        this.tails.set(runId, await this.host.store.load(runId));
-        return this.activateGroups(runId, pending, groups);
+      // What the engine asks for before it changes anything: the run's tail from a store without
+      // a synchronous load, the script sandbox of a host that loads it on first need. Each is
+      // fetched once and the activation made again.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return this.activateGroups(runId, pending, groups);
+        } catch (err) {
+          if (attempt >= 3 || !(err instanceof EngineCallError)) throw err;
+          if (err.code === 'store.not-loaded') this.tails.set(runId, await this.host.store.load(runId));
+          else if (err.code === 'sandbox.not-loaded') await this.host.engine.loadScripts();
+          else throw err;
+        }
       }
     } finally {
       this.tails.delete(runId);
@@ -199,7 +205,7 @@ export class Scheduler {
 
   /** Activates and commits one batch; answers how many of its runs it took (the rest was requeued after a trap). */
   private async runBatch(batch: [string, Pending][]): Promise<number> {
-    type Result = Omit<Committed, 'rest' | 'wrote'> & { commits: CommitEntry[]; rest?: boolean };
+    type Result = Omit<Committed, 'rest' | 'wrote'> & { commits: CommitEntry[]; rest?: boolean; delivery?: CommitEntry['delivery'] };
     const results: Result[] = [];
     const refused: { id: number; error: { code: string; message: string } }[] = [];
     let taken = batch.length;
@@ -228,7 +234,7 @@ export class Scheduler {
         const groups = attempts[a];
         try {
           const out = await this.activateLoading(runId, pending, groups);
-          results.push({ runId, groups, summary: out.summary, requests: out.requests, cancels: out.cancels, commits: out.commits, lease });
+          results.push({ runId, groups, summary: out.summary, requests: out.requests, cancels: out.cancels, commits: out.commits, lease, ...(pending.newRun?.delivery ? { delivery: pending.newRun.delivery } : {}) });
           if (a === 0) break;
         } catch (err) {
           if (err instanceof EngineTrapError) {
@@ -253,6 +259,8 @@ export class Scheduler {
         entries.push({
           ...c,
           ...(r.lease ? { lease: r.lease } : {}),
+          // The run's delivery target goes with its first commit (the one that carries the plan).
+          ...(r.delivery && c.plan ? { delivery: r.delivery } : {}),
           ...(last ? { outcome: storedProjection(r.summary), ...(rest && r.lease ? { releaseLease: true } : {}) } : {}),
           ...(last ? { appliedCommands: r.groups.flatMap((g) => (g.commandId !== undefined ? [g.commandId] : [])) } : {}),
         });

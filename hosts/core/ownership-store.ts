@@ -22,6 +22,7 @@
  */
 import type { Awaitable } from './store.js';
 import type { Authority } from './types.js';
+import type { DeliveryTarget } from './delivery-outbox.js';
 
 /** The result of trying to take a run's lease. */
 export type LeaseGrant =
@@ -73,6 +74,8 @@ export interface QueuedLaunch {
   concurrencyLimit?: number;
   /** Deduplicates launches: a second launch with the same key returns the first run's id. */
   idempotencyKey?: string;
+  /** Where the run's results are delivered (kept with the run, not in the launch request). */
+  delivery?: { target: DeliveryTarget; digest: string };
 }
 
 /** A run a worker now owns: a queued run to start, or a run to take over. */

@@ -14,6 +14,7 @@
  */
 import { portableIdPattern, portableIdSource } from '../../engine/protocol/ids.js';
 import type { RunOwnership } from './ownership-store.js';
+import type { DeliveryOutbox, DeliveryTarget } from './delivery-outbox.js';
 import type { RunProjection } from './types.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 
@@ -32,6 +33,11 @@ export interface CommitEntry {
   checkpoint?: Uint8Array;
   /** The pinned execution plan; present on a run's first commit only. */
   plan?: Uint8Array;
+  /**
+   * Where the run's results are delivered, with its digest; on a run's first commit only (a
+   * queued run got it when it was queued). A store with a `DeliveryOutbox` keeps it with the run.
+   */
+  delivery?: { target: DeliveryTarget; digest: string };
   /** Run status after this commit (projection). */
   status: string;
   /**
@@ -148,6 +154,8 @@ export interface JournalStore {
   close(): Awaitable<void>;
   /** Leases, inbox and queue, for stores that several processes share. */
   readonly ownership?: RunOwnership;
+  /** The outbox of result deliveries, for stores that keep one. */
+  readonly deliveries?: DeliveryOutbox;
 }
 
 /** A storage failure with a stable code. */

@@ -212,9 +212,9 @@ export function semanticChanges(a: unknown, b: unknown): SemanticChange[] {
 // The catalog.
 
 export interface CatalogEngine {
-  validate(template: unknown): ValidationReport;
+  validate(template: unknown): Promise<ValidationReport>;
   /** Compiles a root template and its dependencies into a pinned plan (throws on errors). */
-  compile(template: unknown, dependencies: { template: unknown; revision: number }[], revision: number): ExecutionPlan;
+  compile(template: unknown, dependencies: { template: unknown; revision: number }[], revision: number): Promise<ExecutionPlan>;
 }
 
 export interface CatalogOptions {
@@ -376,7 +376,7 @@ export class WorkflowCatalog {
     if (draft.draftRevision !== options.expectedDraftRevision) {
       throw new CatalogError('catalog.draft-conflict', `draft ${id} is at draft revision ${draft.draftRevision}, not ${options.expectedDraftRevision}; read it again and retry`);
     }
-    const report = this.options.engine.validate(draft.template);
+    const report = await this.options.engine.validate(draft.template);
     const errors: CatalogProblem[] = [...report.errors, ...this.nodeDefinitions.undigestedUses(draft.template)];
     const targets = callTargets(draft.template);
     const published = new Set((await this.storage.getRevisions(targets.filter((t) => t.id !== id))).map((r) => refKey({ id: r.workflow_id, revision: r.revision })));
@@ -473,7 +473,7 @@ export class WorkflowCatalog {
   /** Compiles a published revision and its closure into the plan a launch pins. */
   async plan(id: string, revision: number): Promise<ExecutionPlan> {
     const { root, dependencies } = await this.closure(id, revision);
-    return this.nodeDefinitions.pin(this.options.engine.compile(root.template, dependencies.map((d) => ({ template: d.template, revision: d.revision })), root.revision));
+    return this.nodeDefinitions.pin(await this.options.engine.compile(root.template, dependencies.map((d) => ({ template: d.template, revision: d.revision })), root.revision));
   }
 
   private async compileTemplate(template: unknown, revision: number): Promise<ExecutionPlan> {

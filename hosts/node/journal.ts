@@ -11,6 +11,7 @@ import type { RunProjection } from '../core/types.js';
 import { migrations, schemaVersion } from './migrations.js';
 import { fencingRefusal } from './lease-rules.js';
 import { SqliteOwnership, runRecordOf, type RunRow } from './sqlite-ownership.js';
+import { SqliteDeliveries } from './sqlite-deliveries.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export interface SqliteStoreOptions {
@@ -161,6 +162,8 @@ export class SqliteJournalStore implements SyncJournalStore {
   private readonly now: () => number;
   /** Leases, inbox, queue and workers, in the same database (see `RunOwnership`). */
   readonly ownership: SqliteOwnership;
+  /** The outbox of result deliveries, in the same database (see `DeliveryOutbox`). */
+  readonly deliveries: SqliteDeliveries;
   private readonly stmt: {
     runHead: Statement;
     insertRun: Statement;
@@ -180,10 +183,11 @@ export class SqliteJournalStore implements SyncJournalStore {
   ) {
     this.now = options.now ?? Date.now;
     this.ownership = new SqliteOwnership(db);
+    this.deliveries = new SqliteDeliveries(db);
     this.stmt = {
       runHead: db.prepare('SELECT last_seq, lease_owner, lease_epoch, lease_expires_at FROM runs WHERE run_id = ?'),
       insertRun: db.prepare(
-        'INSERT INTO runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       // `checkpoint` and `plan` are kept when the entry has none (COALESCE); a queued run gets its plan at enqueue.
       updateRun: db.prepare(
@@ -228,7 +232,7 @@ export class SqliteJournalStore implements SyncJournalStore {
         if (head === undefined) {
           assertPortableId(e.runId, 'run id');
           const owner = e.lease && !release ? e.lease.owner : null;
-          this.stmt.insertRun.run(e.runId, e.status, e.lastSeq, e.checkpoint ? e.lastSeq : 0, e.checkpoint ?? null, e.plan, now, now, outcome, wakeAt, owner, e.lease?.epoch ?? 0, owner ? (e.lease?.expiresAt ?? now) : null);
+          this.stmt.insertRun.run(e.runId, e.status, e.lastSeq, e.checkpoint ? e.lastSeq : 0, e.checkpoint ?? null, e.plan, now, now, outcome, wakeAt, owner, e.lease?.epoch ?? 0, owner ? (e.lease?.expiresAt ?? now) : null, e.delivery ? JSON.stringify(e.delivery.target) : null, e.delivery?.digest ?? null);
         } else {
           const checkpoint = e.checkpoint ?? null;
           this.stmt.updateRun.run(e.status, e.lastSeq, now, outcome, wakeAt, checkpoint, checkpoint, e.lastSeq, release, release, e.runId);

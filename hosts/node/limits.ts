@@ -22,3 +22,31 @@ export const httpLimits = {
   /** A progress item larger than this (as JSON) is not sent on an event stream. */
   progressBytesMax: 64 * 1024,
 } as const;
+
+export const deliveryLimits = {
+  /** The longest target URL. */
+  urlCharsMax: 2048,
+  /** Attempts of one delivery before it is dead-lettered, when not configured. */
+  attemptsDefault: 8,
+  /** The largest configurable number of attempts. */
+  attemptsMax: 100,
+  /** First retry delay; each later one doubles, with up to 50 % random jitter added. */
+  backoffBaseMsDefault: 1000,
+  /** No retry waits longer than this. */
+  backoffMsMax: 15 * 60_000,
+  /** One send (connect, headers and body) may take this long before it counts as failed. */
+  sendTimeoutMsDefault: 10_000,
+  /** How long a claimed delivery is held by its sender; a sender that died frees it after this. */
+  leaseTtlMsDefault: 30_000,
+  /** Deliveries claimed at once by one sender. */
+  claimBatchMax: 16,
+  /** How often an idle sender looks for due deliveries. */
+  pollMsDefault: 500,
+  /** A receiver's response body read for its error text, at most. */
+  responseBytesMax: 64 * 1024,
+  /** The message text of a DingTalk delivery, at most (the robot API refuses long ones). */
+  dingtalkTextCharsMax: 4000,
+  /** Rows of one `deliveries list`. */
+  listDefault: 100,
+  listMax: 10_000,
+} as const;

@@ -115,20 +115,22 @@ export function createMcpServer(runtime: WorkflowRuntime, options: McpServerOpti
   server.registerTool(
     'validate_template',
     { description: 'Validate a WorkflowTemplate. Returns every error with a stable code, a JSON pointer and a message.', inputSchema: { template: json } },
-    ({ template }) => live(() => ({ ...runtime.validate(template) })),
+    ({ template }) => live(async () => ({ ...(await runtime.validate(template)) })),
   );
 
   server.registerTool(
     'run_workflow',
     {
-      description: 'Run a template (inline) or a published revision (id + revision) and wait until it completes, fails, is cancelled or pauses for a person.',
-      inputSchema: { template: json.optional(), id: z.string().optional(), revision: z.number().int().positive().optional(), input: z.unknown().optional() },
+      description:
+        'Run a template (inline) or a published revision (id + revision) and wait until it completes, fails, is cancelled or pauses for a person. ' +
+        'delivery (optional) sends the result, and each approval the run waits for, to { kind: "webhook", url, secretRef? } or { kind: "dingtalk", webhookUrl, secretRef? }; secretRef names an environment variable of the sending worker.',
+      inputSchema: { template: json.optional(), id: z.string().optional(), revision: z.number().int().positive().optional(), input: z.unknown().optional(), delivery: z.unknown().optional() },
     },
-    ({ template, id, revision, input }, extra) =>
+    ({ template, id, revision, input, delivery }, extra) =>
       live(async () => {
         if ((template === undefined) === (id === undefined)) throw Object.assign(new Error('give either template, or id and revision'), { code: 'mcp.bad-arguments' });
         const target = template !== undefined ? { type: 'inline' as const, template } : { type: 'published' as const, id: id!, revision: revision ?? 0 };
-        const handle = await runtime.launch(target as never, { input: input ?? {}, actor: 'mcp' });
+        const handle = await runtime.launch(target as never, { input: input ?? {}, actor: 'mcp', ...(delivery !== undefined ? { delivery: delivery as never } : {}) });
         const token = extra?._meta?.progressToken;
         const stop = new AbortController();
         const reporting = token === undefined ? undefined : reportProgress(runtime, handle.runId, token, extra.sendNotification, stop.signal);

@@ -140,6 +140,70 @@ export const migrations: readonly Migration[] = [
       db.exec(`UPDATE runs SET outcome = NULL WHERE status NOT IN ('queued', 'completed', 'failed', 'cancelled');`);
     },
   },
+  {
+    version: 6,
+    description: 'result delivery: the delivery target of a run, and the outbox of deliveries queued when a run ends or waits for an approval',
+    destructive: false,
+    up(db) {
+      // The outbox rows are written by triggers on `runs`, so every path that ends a run or
+      // records a waiting approval (an engine commit, a queued run cancelled or refused) queues
+      // its delivery in the same transaction. `INSERT OR IGNORE` on the unique
+      // (run_id, target_digest, phase) queues each phase once. Times come from the row's
+      // `updated_at` (the writing process's clock), not from SQLite's.
+      db.exec(`
+        ALTER TABLE runs ADD COLUMN delivery_target TEXT;
+        ALTER TABLE runs ADD COLUMN delivery_digest TEXT;
+        CREATE TABLE deliveries (
+          id                TEXT PRIMARY KEY,
+          run_id            TEXT NOT NULL,
+          target_digest     TEXT NOT NULL,
+          phase             TEXT NOT NULL,
+          run_status        TEXT NOT NULL,
+          payload           TEXT,
+          state             TEXT NOT NULL DEFAULT 'pending',
+          attempts          INTEGER NOT NULL DEFAULT 0,
+          next_attempt_at   INTEGER NOT NULL,
+          lease_owner       TEXT,
+          lease_expires_at  INTEGER,
+          last_error        TEXT,
+          last_status_code  INTEGER,
+          created_at        INTEGER NOT NULL,
+          updated_at        INTEGER NOT NULL,
+          delivered_at      INTEGER,
+          UNIQUE (run_id, target_digest, phase)
+        ) WITHOUT ROWID;
+        CREATE INDEX deliveries_due ON deliveries (next_attempt_at) WHERE state = 'pending';
+        CREATE INDEX deliveries_by_state ON deliveries (state, updated_at);
+        ${deliveryTriggers('INSERT', 'NEW.status IN (\'completed\', \'failed\', \'cancelled\')', 'NEW.outcome IS NOT NULL')}
+        ${deliveryTriggers('UPDATE OF status, outcome', 'NEW.status IN (\'completed\', \'failed\', \'cancelled\') AND OLD.status IS NOT NEW.status', 'NEW.outcome IS NOT NULL AND OLD.outcome IS NOT NEW.outcome')}
+      `);
+    },
+  },
 ];
+
+/**
+ * The two triggers of version 6 for one kind of write to `runs`: `ended` when the run becomes
+ * terminal, `approval:<nodeId>` (`approval:<nodeId>[<item>]` when it has an item index) for each approval its
+ * projection says it waits for. The delivery id is `<runId>/<phase>/<12 hex of the target digest>`.
+ */
+function deliveryTriggers(event: string, ended: string, approvals: string): string {
+  const name = event.startsWith('INSERT') ? 'insert' : 'update';
+  const id = (phase: string) => `NEW.run_id || '/' || ${phase} || '/' || substr(NEW.delivery_digest, 8, 12)`;
+  const approvalPhase = `'approval:' || json_extract(a.value, '$.nodeId') || CASE WHEN json_extract(a.value, '$.item') IS NULL THEN '' ELSE '[' || json_extract(a.value, '$.item') || ']' END`;
+  return `
+    CREATE TRIGGER deliveries_ended_on_${name} AFTER ${event} ON runs
+      WHEN NEW.delivery_target IS NOT NULL AND ${ended}
+    BEGIN
+      INSERT OR IGNORE INTO deliveries (id, run_id, target_digest, phase, run_status, payload, next_attempt_at, created_at, updated_at)
+        VALUES (${id("'ended'")}, NEW.run_id, NEW.delivery_digest, 'ended', NEW.status, CAST(NEW.outcome AS TEXT), NEW.updated_at, NEW.updated_at, NEW.updated_at);
+    END;
+    CREATE TRIGGER deliveries_approval_on_${name} AFTER ${event} ON runs
+      WHEN NEW.delivery_target IS NOT NULL AND ${approvals}
+    BEGIN
+      INSERT OR IGNORE INTO deliveries (id, run_id, target_digest, phase, run_status, payload, next_attempt_at, created_at, updated_at)
+        SELECT ${id(approvalPhase)}, NEW.run_id, NEW.delivery_digest, ${approvalPhase}, NEW.status, a.value, NEW.updated_at, NEW.updated_at, NEW.updated_at
+          FROM json_each(CAST(NEW.outcome AS TEXT), '$.approvals') AS a;
+    END;`;
+}
 
 export const schemaVersion = migrations[migrations.length - 1].version;

@@ -123,6 +123,63 @@ export const pgMigrations: readonly PgMigration[] = [
     // As in SQLite: the outcome of a run that can still change is derived again, once, from its journal.
     up: (s) => `UPDATE ${s}.runs SET outcome = NULL WHERE status NOT IN ('queued', 'completed', 'failed', 'cancelled');`,
   },
+  {
+    version: 6,
+    description: 'result delivery: the delivery target of a run, and the outbox of deliveries queued when a run ends or waits for an approval',
+    // As in SQLite: a trigger on runs queues each delivery in the transaction that ends the run
+    // or records the approval it waits for; ON CONFLICT on (run_id, target_digest, phase) queues
+    // each phase once.
+    up: (s) => `
+      ALTER TABLE ${s}.runs
+        ADD COLUMN delivery_target  json,
+        ADD COLUMN delivery_digest  text;
+      CREATE TABLE ${s}.deliveries (
+        id                text COLLATE "C" PRIMARY KEY,
+        run_id            text COLLATE "C" NOT NULL,
+        target_digest     text NOT NULL,
+        phase             text COLLATE "C" NOT NULL,
+        run_status        text NOT NULL,
+        payload           json,
+        state             text NOT NULL DEFAULT 'pending',
+        attempts          integer NOT NULL DEFAULT 0,
+        next_attempt_at   bigint NOT NULL,
+        lease_owner       text,
+        lease_expires_at  bigint,
+        last_error        text,
+        last_status_code  integer,
+        created_at        bigint NOT NULL,
+        updated_at        bigint NOT NULL,
+        delivered_at      bigint,
+        UNIQUE (run_id, target_digest, phase)
+      );
+      CREATE INDEX deliveries_due ON ${s}.deliveries (next_attempt_at) WHERE state = 'pending';
+      CREATE INDEX deliveries_by_state ON ${s}.deliveries (state, updated_at);
+      CREATE FUNCTION ${s}.queue_deliveries() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      DECLARE
+        old_status text := CASE WHEN TG_OP = 'UPDATE' THEN OLD.status END;
+        old_outcome text := CASE WHEN TG_OP = 'UPDATE' THEN OLD.outcome::text END;
+        suffix text := '/' || substr(NEW.delivery_digest, 8, 12);
+      BEGIN
+        IF NEW.delivery_target IS NULL THEN RETURN NULL; END IF;
+        IF NEW.status IN ('completed', 'failed', 'cancelled') AND old_status IS DISTINCT FROM NEW.status THEN
+          INSERT INTO ${s}.deliveries (id, run_id, target_digest, phase, run_status, payload, next_attempt_at, created_at, updated_at)
+            VALUES (NEW.run_id || '/ended' || suffix, NEW.run_id, NEW.delivery_digest, 'ended', NEW.status, NEW.outcome, NEW.updated_at, NEW.updated_at, NEW.updated_at)
+            ON CONFLICT DO NOTHING;
+        END IF;
+        IF NEW.outcome IS NOT NULL AND old_outcome IS DISTINCT FROM NEW.outcome::text AND json_typeof(NEW.outcome -> 'approvals') = 'array' THEN
+          INSERT INTO ${s}.deliveries (id, run_id, target_digest, phase, run_status, payload, next_attempt_at, created_at, updated_at)
+            SELECT NEW.run_id || '/' || p.phase || suffix, NEW.run_id, NEW.delivery_digest, p.phase, NEW.status, p.value, NEW.updated_at, NEW.updated_at, NEW.updated_at
+              FROM (SELECT a.value, 'approval:' || (a.value ->> 'nodeId') || COALESCE('[' || (a.value ->> 'item') || ']', '') AS phase
+                      FROM json_array_elements(NEW.outcome -> 'approvals') AS a(value)) AS p
+            ON CONFLICT DO NOTHING;
+        END IF;
+        RETURN NULL;
+      END
+      $fn$;
+      -- Runs without a target (most) do not even call the function.
+      CREATE TRIGGER deliveries_queue AFTER INSERT OR UPDATE OF status, outcome ON ${s}.runs
+        FOR EACH ROW WHEN (NEW.delivery_target IS NOT NULL) EXECUTE FUNCTION ${s}.queue_deliveries();`,
+  },
 ];
 
 export const pgSchemaVersion = pgMigrations[pgMigrations.length - 1].version;

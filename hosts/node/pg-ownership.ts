@@ -197,12 +197,12 @@ export class PgOwnership implements RunOwnership {
         const [existing] = await rows<{ run_id: string }>(c, { name: `${s}.byIdempotencyKey`, text: `SELECT run_id FROM ${s}.run_queue WHERE idempotency_key = $1`, values: [launch.idempotencyKey] });
         if (existing) return { runId: existing.run_id, created: false };
       }
-      const { plan, concurrencyLimit, idempotencyKey, ...request } = launch;
+      const { plan, concurrencyLimit, idempotencyKey, delivery, ...request } = launch;
       const inserted = await rows(c, {
         name: `${s}.insertQueuedRun`,
-        text: `INSERT INTO ${s}.runs (run_id, status, last_seq, plan, created_at, updated_at, concurrency_key, queued_at) VALUES ($1, 'queued', 0, $2, $3, $3, $4, $3)
+        text: `INSERT INTO ${s}.runs (run_id, status, last_seq, plan, created_at, updated_at, concurrency_key, queued_at, delivery_target, delivery_digest) VALUES ($1, 'queued', 0, $2, $3, $3, $4, $3, $5::json, $6)
                  ON CONFLICT (run_id) DO NOTHING RETURNING run_id`,
-        values: [launch.runId, Buffer.from(plan), now, launch.concurrencyKey ?? null],
+        values: [launch.runId, Buffer.from(plan), now, launch.concurrencyKey ?? null, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null],
       });
       if (inserted.length === 0) return { runId: launch.runId, created: false };
       await c.query({

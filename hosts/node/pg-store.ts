@@ -15,6 +15,7 @@ import type { RunProjection } from '../core/types.js';
 import { PgCatalogStorage } from './pg-catalog.js';
 import { migratePg, quoteSchema } from './pg-migrations.js';
 import { PgOwnership, pgRunRecordOf, runRecordColumns, type PgRunRow } from './pg-ownership.js';
+import { PgDeliveries } from './pg-deliveries.js';
 import { createPool, rows, statement, transaction } from './pg-pool.js';
 import { splitEvents } from './journal.js';
 import { fencingRefusal } from './lease-rules.js';
@@ -50,6 +51,9 @@ interface RunWrite {
   epoch: number;
   expiresAt: number | null;
   release: boolean;
+  /** On a new run: its delivery target (JSON) and digest. */
+  deliveryTarget?: string | null;
+  deliveryDigest?: string | null;
   /** Indexes of the entries folded into this write (rejected together if the insert loses a race). */
   entries: number[];
 }
@@ -64,6 +68,8 @@ interface Head {
 export class PostgresJournalStore implements JournalStore {
   /** Leases, inbox, queue and workers, in the same schema (see `RunOwnership`). */
   readonly ownership: PgOwnership;
+  /** The outbox of result deliveries, in the same schema (see `DeliveryOutbox`). */
+  readonly deliveries: PgDeliveries;
   private readonly now: () => number;
   private readonly s: string;
 
@@ -75,6 +81,7 @@ export class PostgresJournalStore implements JournalStore {
     this.s = quoteSchema(schema);
     this.now = options.now ?? Date.now;
     this.ownership = new PgOwnership(pool, this.s);
+    this.deliveries = new PgDeliveries(pool, this.s);
   }
 
   /** Connects, creates the schema when missing and applies pending migrations. */
@@ -150,6 +157,8 @@ export class PostgresJournalStore implements JournalStore {
           epoch: e.lease?.epoch ?? 0,
           expiresAt: owner ? (e.lease?.expiresAt ?? now) : null,
           release: false,
+          deliveryTarget: e.delivery ? JSON.stringify(e.delivery.target) : null,
+          deliveryDigest: e.delivery?.digest ?? null,
           entries: [],
         };
         writes.set(e.runId, write);
@@ -191,10 +200,10 @@ export class PostgresJournalStore implements JournalStore {
       const inserted = await rows<{ run_id: string }>(c, {
         name: `${s}.commitGroup`,
         text: `WITH ins AS (
-                 INSERT INTO ${s}.runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at)
-                 SELECT i.run_id, i.status, i.last_seq, COALESCE(i.checkpoint_seq, 0), i.checkpoint, i.plan, $1::bigint, $1::bigint, i.outcome::json, i.wake_at, i.lease_owner, i.lease_epoch, i.lease_expires_at
-                   FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::bigint[])
-                     AS i(run_id, status, last_seq, checkpoint_seq, checkpoint, plan, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at)
+                 INSERT INTO ${s}.runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
+                 SELECT i.run_id, i.status, i.last_seq, COALESCE(i.checkpoint_seq, 0), i.checkpoint, i.plan, $1::bigint, $1::bigint, i.outcome::json, i.wake_at, i.lease_owner, i.lease_epoch, i.lease_expires_at, i.delivery_target::json, i.delivery_digest
+                   FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::bigint[], $27::text[], $28::text[])
+                     AS i(run_id, status, last_seq, checkpoint_seq, checkpoint, plan, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
                  ON CONFLICT (run_id) DO NOTHING
                  RETURNING run_id
                ), upd AS (
@@ -243,6 +252,8 @@ export class PostgresJournalStore implements JournalStore {
           applied.ids,
           applied.runIds,
           applied.by,
+          ins.map(([, w]) => w.deliveryTarget ?? null),
+          ins.map(([, w]) => w.deliveryDigest ?? null),
         ],
       });
       // A run another transaction created meanwhile: this group's entries for it did not commit.

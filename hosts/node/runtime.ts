@@ -15,18 +15,22 @@ import { newOwnerId } from './owner-id.js';
 import { openJournalStore } from './open-store.js';
 import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../core/types.js';
 import { nodeComponentLoader } from './component.js';
-import { sha256Digest } from '../shared/digest.js';
+import { sha256Digest, sha256Hex } from '../shared/digest.js';
 import type { RunExport } from '../core/export-format.js';
 import { registryGateway, type GatewayRegistry } from './gateway.js';
 import { assertCaptureOptions, assertLaunchOptions, launchCorrelation } from './launch-options.js';
+import { deliveryDigest, deliveryTargetOf, type DeliveryTarget } from './delivery-target.js';
+import { DeliverySender, deliveryOptionsOf, type DeliveryOptions, type DrainReport } from './deliverer.js';
+import type { DeliveryOutbox, DeliveryRecord, DeliveryState } from '../core/delivery-outbox.js';
+import { deliveryLimits } from './limits.js';
 import { SqliteJournalStore } from './journal.js';
 import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type CatalogStorage, type RunCompatibility } from './catalog.js';
 import { SqliteCatalogStorage } from './sqlite-catalog.js';
 import { stderrLog } from './log.js';
-import { createScriptImports } from './sandbox.js';
+import { LazyScriptImports } from '../shared/sandbox.js';
 import { LiveStreams, withLiveProgress, type LiveItem, type LiveOptions } from './live.js';
 
-export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions };
+export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions, DeliveryOptions, DeliveryRecord, DeliveryState, DeliveryTarget, DrainReport };
 
 export interface RuntimeOptions extends GatewayRegistry {
   /** State directory; default `./.agent-workflow`. */
@@ -50,6 +54,22 @@ export interface RuntimeOptions extends GatewayRegistry {
   now?: () => number;
   /** What is kept of capability payloads (default: replayable, 16 KiB inline, 16 MiB per artifact). */
   capture?: Partial<CapturePolicy>;
+  /** How result deliveries are sent: attempts, backoff, timeouts (see `runtime.deliveries`). */
+  delivery?: DeliveryOptions;
+}
+
+/** The delivery outbox of a runtime's store, and this process's sender of it. */
+export interface RuntimeDeliveries {
+  /** Sends every delivery due now (claimed with a lease, so other senders never send the same one at once). */
+  drain(): Promise<DrainReport>;
+  /** Sends in the background until `stop()` or `close()` (`startWorker()` starts it too). */
+  start(): void;
+  stop(): Promise<void>;
+  /** Deliveries, newest first: all, or only `pending` / `delivered` / `dead` ones, or one run's. */
+  list(filter?: { state?: DeliveryState; runId?: string; limit?: number }): Promise<DeliveryRecord[]>;
+  get(id: string): Promise<DeliveryRecord>;
+  /** Makes a dead delivery pending again, due now, with its attempts reset. */
+  retry(id: string): Promise<DeliveryRecord>;
 }
 
 export interface LaunchOptions {
@@ -72,8 +92,13 @@ export interface LaunchOptions {
   actor?: 'sdk' | 'cli' | 'mcp' | 'trigger' | 'operator' | 'worker';
   /** Where the launch came from (a channel, a message, a user): recorded as `correlation.origin`. */
   origin?: unknown;
-  /** Where the run's result should be delivered: recorded as `correlation.deliveryRef` (not delivered by the host). */
-  deliveryRef?: string;
+  /**
+   * Where the run's results are sent when it ends or waits for an approval: a webhook (signed
+   * when `secretRef` names an environment variable holding the secret) or a DingTalk robot.
+   * Recorded as `correlation.delivery` and kept with the run; workers (`serve`,
+   * `runtime.deliveries`) send it. See docs/triggers.md, "Result delivery".
+   */
+  delivery?: DeliveryTarget;
 }
 
 /** What an operator action did: the command, who applied it, and the run's outcome then. */
@@ -123,21 +148,32 @@ export class WorkflowRuntime {
     readonly ownerId: string,
     private readonly pollMs: number,
     private readonly liveStreams: LiveStreams,
+    private readonly log: HostLog,
+    private readonly deliveryOptions: DeliveryOptions,
   ) {}
 
   static async open(options: RuntimeOptions = {}): Promise<WorkflowRuntime> {
     const log = options.log ?? stderrLog();
     try {
       assertCaptureOptions(options.capture);
+      deliveryOptionsOf(options.delivery);
     } catch (err) {
       throw asError(err);
     }
     const store = await openStore(options);
     try {
-      const scripts = await createScriptImports();
       let kernel: Kernel | undefined;
       let live: LiveStreams | undefined;
-      const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => kernel!.loadForEngine(runId), ...scripts, log });
+      // QuickJS loads with the first run, template or replay that names a script node.
+      const scripts = new LazyScriptImports();
+      const engine = await EngineInstance.create(nodeComponentLoader(), {
+        load: (runId) => kernel!.loadForEngine(runId),
+        evaluateScript: scripts.evaluateScript,
+        checkScriptSyntax: scripts.checkScriptSyntax,
+        scripts,
+        sha256Hex,
+        log,
+      });
       const resolveAuthority = authorityResolver(options.authorities);
       const ownerId = options.ownerId ?? newOwnerId();
       const pollMs = options.pollMs ?? leaseDefaults.pollMs;
@@ -153,7 +189,7 @@ export class WorkflowRuntime {
         leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
       });
       live = new LiveStreams(store, kernel, pollMs);
-      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.evaluator.dispose(), ownerId, pollMs, live);
+      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.dispose(), ownerId, pollMs, live, log, options.delivery ?? {});
     } catch (err) {
       await store.close();
       throw err;
@@ -164,18 +200,61 @@ export class WorkflowRuntime {
     return this.store.ownership;
   }
 
+  private sender?: DeliverySender;
+  private deliveriesFacade?: RuntimeDeliveries;
+
+  /** The outbox of result deliveries (see docs/triggers.md, "Result delivery"). */
+  get deliveries(): RuntimeDeliveries {
+    if (this.deliveriesFacade) return this.deliveriesFacade;
+    const outbox = this.store.deliveries;
+    const need = (): DeliveryOutbox => {
+      if (!outbox) throw new WorkflowError('delivery.unsupported', 'this store keeps no delivery outbox');
+      return outbox;
+    };
+    const sender = (): DeliverySender => (this.sender ??= new DeliverySender(need(), this.ownerId, this.deliveryOptions, this.kernel.now, this.log));
+    const found = async (id: string) => {
+      const d = await need().get(id);
+      if (!d) throw new WorkflowError('delivery.not-found', `no delivery ${JSON.stringify(id)} in this store`, { id });
+      return d;
+    };
+    this.deliveriesFacade = {
+      drain: () => sender().drain(),
+      start: () => sender().start(),
+      stop: async () => this.sender?.stop(),
+      list: async (filter) => need().list({ ...filter, limit: Math.min(filter?.limit ?? deliveryLimits.listDefault, deliveryLimits.listMax) }),
+      get: found,
+      retry: async (id) => {
+        const before = await found(id);
+        if (!(await need().retry(id, this.kernel.now()))) {
+          throw new WorkflowError('delivery.not-retryable', `delivery ${id} is ${before.state}${before.lease ? `, held by sender ${before.lease.owner}` : ''}: only a dead delivery (or a pending one no sender holds) is retried`, { id, state: before.state });
+        }
+        this.sender?.wake();
+        return found(id);
+      },
+    };
+    return this.deliveriesFacade;
+  }
+
   private async record(runId: string) {
     const record = await this.store.getRun(runId);
     if (!record) throw asError(runNotFound(runId));
     return record;
   }
 
-  validate(template: unknown): ValidationReport {
-    return validateTemplate(this.engine, template);
+  /** Validates a template; one with script nodes loads the script sandbox first. */
+  async validate(template: unknown): Promise<ValidationReport> {
+    await this.engine.ready();
+    return this.engine.withScripts(() => validateTemplate(this.engine, template));
   }
 
   /** Compiles a template and its `workflow.call` dependencies into a pinned plan. */
-  compile(template: unknown, dependencies: { template: unknown; revision: number }[] = [], revision?: number): ExecutionPlan {
+  async compile(template: unknown, dependencies: { template: unknown; revision: number }[] = [], revision?: number): Promise<ExecutionPlan> {
+    await this.engine.ready();
+    return this.engine.withScripts(() => this.compileNow(template, dependencies, revision));
+  }
+
+  /** `compile` for a caller that has loaded the script sandbox, or passes the error on to `withScripts`. */
+  private compileNow(template: unknown, dependencies: { template: unknown; revision: number }[] = [], revision?: number): ExecutionPlan {
     try {
       return this.engine.compile({ root: { template, ...(revision !== undefined ? { revision } : {}) }, dependencies });
     } catch (err) {
@@ -189,9 +268,14 @@ export class WorkflowRuntime {
    */
   async launch(target: LaunchTarget | Record<string, unknown>, launchOptions: LaunchOptions = {}): Promise<WorkflowRunHandle> {
     let options: LaunchOptions;
+    let delivery: { target: DeliveryTarget; digest: string } | undefined;
     try {
       assertLaunchOptions(launchOptions);
       options = { ...launchOptions, correlation: launchCorrelation(launchOptions) };
+      if (launchOptions.delivery !== undefined) {
+        const target = deliveryTargetOf(launchOptions.delivery);
+        delivery = { target, digest: deliveryDigest(target) };
+      }
     } catch (err) {
       throw asError(err);
     }
@@ -200,7 +284,7 @@ export class WorkflowRuntime {
     const t: LaunchTarget = launchTargetOf(target, ['inline', 'plan', 'published'] as const);
     let plan: ExecutionPlan;
     try {
-      plan = t.type === 'plan' ? t.plan : t.type === 'published' ? await this.catalog.plan(t.id, t.revision) : this.inlinePlan(t.template, t.dependencies ?? []);
+      plan = t.type === 'plan' ? t.plan : t.type === 'published' ? await this.catalog.plan(t.id, t.revision) : await this.engine.withScripts(() => this.inlinePlan(t.template, t.dependencies ?? []));
     } catch (err) {
       throw asError(err);
     }
@@ -236,6 +320,7 @@ export class WorkflowRuntime {
             ...(options.correlation !== undefined ? { correlation: options.correlation } : {}),
             ...(options.concurrencyKey !== undefined ? { concurrencyKey: options.concurrencyKey, concurrencyLimit: options.concurrencyLimit ?? 1 } : {}),
             ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
+            ...(delivery ? { delivery } : {}),
           },
           this.kernel.now(),
         );
@@ -247,7 +332,7 @@ export class WorkflowRuntime {
     }
     if (options.idempotencyKey !== undefined && (await this.store.getRun(runId))) return this.handle(runId);
     try {
-      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor });
+      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor, ...(delivery ? { delivery } : {}) });
     } catch (err) {
       throw asError(err);
     }
@@ -269,7 +354,7 @@ export class WorkflowRuntime {
       text = JSON.stringify([template, dependencies, this.nodeDefinitions.setHash(this.engineDefinitionsHash)]);
     } catch {
       // Too deep (or not JSON) to digest: compile refuses it with its own error.
-      return this.nodeDefinitions.pin(this.compile(template, dependencies));
+      return this.nodeDefinitions.pin(this.compileNow(template, dependencies));
     }
     const key = createHash('sha256').update(text).digest('hex');
     const cached = this.plans.get(key);
@@ -278,7 +363,7 @@ export class WorkflowRuntime {
       this.plans.set(key, cached);
       return cached;
     }
-    const plan = this.nodeDefinitions.pin(this.compile(template, dependencies));
+    const plan = this.nodeDefinitions.pin(this.compileNow(template, dependencies));
     if (this.plans.size >= planCacheEntriesMax) this.plans.delete(this.plans.keys().next().value as string);
     this.plans.set(key, plan);
     return plan;
@@ -498,7 +583,7 @@ export class WorkflowRuntime {
   }
 
   /** Compiles an edited version of a run's root template against the run's pinned dependencies. */
-  editedPlan(plan: ExecutionPlan, editedTemplate: unknown): ExecutionPlan {
+  editedPlan(plan: ExecutionPlan, editedTemplate: unknown): Promise<ExecutionPlan> {
     return this.compile(editedTemplate, pinnedDependencies(plan));
   }
 
@@ -544,9 +629,9 @@ export class WorkflowRuntime {
   /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */
   async replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Promise<Record<string, unknown>> {
     const exported = await this.exportRun(runId);
-    const editedPlan = options.editedTemplate !== undefined ? this.editedPlan(exported.plan, options.editedTemplate) : undefined;
+    const editedPlan = options.editedTemplate !== undefined ? await this.editedPlan(exported.plan, options.editedTemplate) : undefined;
     try {
-      return this.engine.replay(replayRequest(exported, options.mode, editedPlan));
+      return await this.engine.withScripts(() => this.engine.replay(replayRequest(exported, options.mode, editedPlan)));
     } catch (err) {
       throw asError(err);
     }
@@ -585,6 +670,7 @@ export class WorkflowRuntime {
   }
 
   async close(): Promise<void> {
+    await this.sender?.stop();
     this.liveStreams.close();
     await this.kernel.close({ abortInflight: true });
     await this.store.close();

@@ -45,7 +45,7 @@ export class SqliteOwnership implements RunOwnership {
       refuse: db.prepare("UPDATE run_inbox SET state = 'refused', error = ?, applied_at = ?, applied_by = ? WHERE id = ? AND state = 'pending'"),
       result: db.prepare('SELECT id, run_id, state, applied_at, applied_by, error FROM run_inbox WHERE id = ?'),
       byIdempotencyKey: db.prepare('SELECT run_id FROM run_queue WHERE idempotency_key = ?').pluck(),
-      insertQueuedRun: db.prepare("INSERT INTO runs (run_id, status, last_seq, plan, created_at, updated_at, concurrency_key, queued_at) VALUES (?, 'queued', 0, ?, ?, ?, ?, ?)"),
+      insertQueuedRun: db.prepare("INSERT INTO runs (run_id, status, last_seq, plan, created_at, updated_at, concurrency_key, queued_at, delivery_target, delivery_digest) VALUES (?, 'queued', 0, ?, ?, ?, ?, ?, ?, ?)"),
       insertQueue: db.prepare('INSERT INTO run_queue (run_id, launch, concurrency_limit, idempotency_key) VALUES (?, ?, ?, ?)'),
       queued: db.prepare('SELECT r.plan, q.launch, q.concurrency_limit FROM runs r JOIN run_queue q USING (run_id) WHERE r.run_id = ?'),
       liveOwners: db.prepare('SELECT DISTINCT lease_owner FROM runs WHERE lease_owner IS NOT NULL AND lease_expires_at >= ?').pluck(),
@@ -166,8 +166,8 @@ export class SqliteOwnership implements RunOwnership {
         if (existing) return { runId: existing, created: false };
       }
       if (this.stmt.exists.get(launch.runId)) return { runId: launch.runId, created: false };
-      const { plan, concurrencyLimit, idempotencyKey, ...request } = launch;
-      this.stmt.insertQueuedRun.run(launch.runId, plan, now, now, launch.concurrencyKey ?? null, now);
+      const { plan, concurrencyLimit, idempotencyKey, delivery, ...request } = launch;
+      this.stmt.insertQueuedRun.run(launch.runId, plan, now, now, launch.concurrencyKey ?? null, now, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null);
       this.stmt.insertQueue.run(launch.runId, JSON.stringify(request), concurrencyLimit ?? 1, idempotencyKey ?? null);
       return { runId: launch.runId, created: true };
     });

@@ -21,6 +21,8 @@ export interface WorkerOptions {
   idlePollMs?: number;
   /** How long a graceful stop waits for calls in flight (default 10 s). */
   drainMs?: number;
+  /** Send the store's result deliveries from this process too (default true; see `runtime.deliveries`). */
+  deliveries?: boolean;
   log?: HostLog;
 }
 
@@ -35,6 +37,7 @@ export class Worker {
   private readonly maxRuns: number;
   private readonly idlePollMs: number;
   private readonly drainMs: number;
+  private readonly sendsDeliveries: boolean;
   private readonly log: HostLog;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private unsubscribe: (() => unknown) | undefined;
@@ -52,6 +55,7 @@ export class Worker {
     this.maxRuns = options.maxRuns ?? 64;
     this.idlePollMs = options.idlePollMs ?? 50;
     this.drainMs = options.drainMs ?? 10_000;
+    this.sendsDeliveries = options.deliveries !== false && runtime.store.deliveries !== undefined;
     this.log = options.log ?? (() => undefined);
     this.stats = { owner: runtime.ownerId, started: 0, takenOver: 0, claimErrors: 0 };
   }
@@ -85,6 +89,7 @@ export class Worker {
         (err) => this.log('warn', `listening for work failed (polling instead): ${(err as Error).message}`),
       );
     }
+    if (this.sendsDeliveries) this.runtime.deliveries.start();
     this.schedule(0);
   }
 
@@ -187,6 +192,7 @@ export class Worker {
     await this.claiming;
     await Promise.resolve(this.unsubscribe?.()).catch(() => undefined);
     const drained = await this.runtime.kernel.drain(this.drainMs);
+    if (this.sendsDeliveries) await this.runtime.deliveries.stop();
     await Promise.resolve(this.runtime.store.ownership.removeWorker(this.runtime.ownerId)).catch(() => undefined);
     return { drained };
   }

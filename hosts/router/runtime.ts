@@ -29,7 +29,7 @@ import { approvalFact, resolutionFields } from '../core/operator.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog } from '../core/types.js';
 import { recoverAttempts, type AttemptRecovery } from './attempt-recovery.js';
 import { routerComponentLoader } from './component.js';
-import { sha256Digest } from '../shared/digest.js';
+import { sha256Digest, sha256Hex } from '../shared/digest.js';
 import { outcomeOfCompletion, RouterGateway, type ApprovalHandler, type CredentialResolver, type InProcessAgent, type InProcessTool } from './gateway.js';
 import { FileJournalStore, LatencyRing, type LatencySummary } from './journal.js';
 import { journalFileKind } from './file-journal.js';
@@ -248,7 +248,7 @@ export class RouterHost {
       const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, approvals: options.approvals, credentials: options.credentials, attemptsInFlightMax: profile.attemptsInFlightMax, log, journalSeqOf: (runId) => store.lastSeqOf(runId) });
       const scripts = await createScriptImports();
       closers.push(() => scripts.evaluator.dispose());
-      const engine = await EngineInstance.create(routerComponentLoader(), { load: (runId) => store.load(runId), ...scripts, log });
+      const engine = await EngineInstance.create(routerComponentLoader(), { load: (runId) => store.load(runId), ...scripts, sha256Hex, log });
       const resolveAuthority = authorityResolver(options.authorities);
       const kernel = new Kernel({
         store,

@@ -5,3 +5,8 @@ import { createHash } from 'node:crypto';
 export function sha256Digest(bytes: Uint8Array | string): string {
   return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
 }
+
+/** Hex SHA-256 of a string's UTF-8 bytes: the engine's `digest` import in a Node process. */
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}

@@ -119,7 +119,7 @@ describe.each(harnesses)('catalog on $name', (stores) => {
 
       const moved = await publish(rt, upperTemplate('hashes', { layout: { start: { x: 300, y: 40 }, end: { x: 9, y: 9 } } }));
       expect(moved).toMatchObject({ revision: 1, created: false, semanticHash: r1.semanticHash });
-      expect(rt.validate(upperTemplate('hashes')).semanticHash).toBe(r1.semanticHash);
+      expect((await rt.validate(upperTemplate('hashes'))).semanticHash).toBe(r1.semanticHash);
 
       const renamed = await publish(rt, upperTemplate('hashes', { name: 'now with a name', layout: { start: { x: 300, y: 40 } } }));
       expect(renamed).toMatchObject({ revision: 2, created: true });
@@ -134,7 +134,7 @@ describe.each(harnesses)('catalog on $name', (stores) => {
       // Key order is not semantic either (RFC 8785 canonical JSON).
       const reversed = (v: any): any => (Array.isArray(v) ? v.map(reversed) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).reverse().map(([k, x]) => [k, reversed(x)])) : v);
       expect(JSON.stringify(reversed(edited))).not.toBe(JSON.stringify(edited));
-      expect(rt.validate(reversed(edited)).semanticHash).toBe(r3.semanticHash);
+      expect((await rt.validate(reversed(edited))).semanticHash).toBe(r3.semanticHash);
 
       const diff = await rt.catalog.diff({ id: 'hashes', revision: 2 }, { id: 'hashes', revision: 3 });
       expect(diff).toMatchObject({ from: 'hashes@2', to: 'hashes@3', same: false, fromHash: renamed.semanticHash, toHash: r3.semanticHash });
@@ -188,7 +188,7 @@ describe.each(harnesses)('catalog on $name', (stores) => {
       const handle = await rt.launch({ type: 'published', id: 'caller', revision: 1 }, { input: { word: 'pinned' }, runId: 'pub-1' });
       expect(await handle.result).toMatchObject({ status: 'completed', output: { text: 'PINNED' } });
       const pinned = (await rt.exportRun('pub-1')).plan;
-      const compiled = rt.compile(callerTemplate('caller', { id: 'child', revision: 1 }), [{ template: upperTemplate('child'), revision: 1 }], 1);
+      const compiled = await rt.compile(callerTemplate('caller', { id: 'child', revision: 1 }), [{ template: upperTemplate('child'), revision: 1 }], 1);
       expect(pinned).toEqual(compiled);
       expect(pinned.templates['caller@1'].revision).toBe(1);
       // The inline target pins the same kind of plan: same template hashes, root keyed @inline.

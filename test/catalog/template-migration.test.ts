@@ -40,14 +40,14 @@ describe('migrate-template', () => {
   });
 
   for (const name of convertible) {
-    it(`${name}: converts completely and validates`, () => {
+    it(`${name}: converts completely and validates`, async () => {
       const out = migrateTemplate(legacy[name]);
       expect(out.unconverted).toEqual([]);
       expect(out.complete).toBe(true);
       expect(out.template.apiVersion).toBe('workflow.gm-hz.dev/v1alpha1');
-      expect(rt.validate(out.template)).toMatchObject({ ok: true, errors: [] });
+      expect(await rt.validate(out.template)).toMatchObject({ ok: true, errors: [] });
       // The runtime parser accepts only the new protocol.
-      expect(rt.validate(legacy[name]).errors).toEqual([{ code: 'template.legacy-api-version', pointer: '/apiVersion', message: expect.stringContaining('migrate-template') }]);
+      expect((await rt.validate(legacy[name])).errors).toEqual([{ code: 'template.legacy-api-version', pointer: '/apiVersion', message: expect.stringContaining('migrate-template') }]);
     });
   }
 
@@ -72,7 +72,7 @@ describe('migrate-template', () => {
     expect(parent.spec.requires).toEqual(['workflow:review-one']);
   });
 
-  it('reports what it could not convert, with pointers into the legacy document, and never copies a secret value', () => {
+  it('reports what it could not convert, with pointers into the legacy document, and never copies a secret value', async () => {
     const out = migrateTemplate(legacy['nightly-sync']);
     expect(out.complete).toBe(false);
     expect(out.unconverted.map((f) => `${f.code} ${f.pointer}`)).toEqual([
@@ -85,7 +85,7 @@ describe('migrate-template', () => {
     ]);
     expect(JSON.stringify(out)).not.toContain('hunter2');
     // What was kept as it is fails validation exactly there.
-    const errors = rt.validate(out.template).errors.map((e) => `${e.code} ${e.pointer}`);
+    const errors = (await rt.validate(out.template)).errors.map((e) => `${e.code} ${e.pointer}`);
     expect(errors).toContain('node.unknown-type /spec/nodes/1/uses');
     expect(errors).toContain('node.config-invalid /spec/nodes/2/config/workflow');
   });

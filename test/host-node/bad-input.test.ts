@@ -6,7 +6,7 @@ describe('template validation', () => {
   it('reports every error with a stable code and a JSON pointer', async () => {
     const rt = await openRuntime();
     try {
-      const report = rt.validate({
+      const report = await rt.validate({
         apiVersion: api,
         kind: 'WorkflowTemplate',
         metadata: { id: 'broken' },
@@ -53,7 +53,7 @@ describe('template validation', () => {
   it('names the legacy protocol and how to convert it', async () => {
     const rt = await openRuntime();
     try {
-      const report = rt.validate({ apiVersion: 'dsh.workflow/v1alpha1', kind: 'WorkflowTemplate', metadata: { id: 'x' }, spec: { nodes: [], edges: [] } });
+      const report = await rt.validate({ apiVersion: 'dsh.workflow/v1alpha1', kind: 'WorkflowTemplate', metadata: { id: 'x' }, spec: { nodes: [], edges: [] } });
       expect(report.errors).toEqual([expect.objectContaining({ code: 'template.legacy-api-version', pointer: '/apiVersion' })]);
       expect(report.errors[0].message).toContain('migrate-template');
     } finally {
@@ -64,7 +64,7 @@ describe('template validation', () => {
   it('rejects text that is not JSON', async () => {
     const rt = await openRuntime();
     try {
-      expect(rt.validate('{"apiVersion": ').errors[0].code).toBe('template.bad-json');
+      expect((await rt.validate('{"apiVersion": ')).errors[0].code).toBe('template.bad-json');
     } finally {
       await rt.close();
     }

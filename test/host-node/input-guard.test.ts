@@ -51,7 +51,7 @@ describe('bad input never reaches the engine', () => {
         await expect(rt.launch(echo, { input }), what).rejects.toMatchObject({ code: 'run.input-invalid' });
         expect(rt.engine.dead, what).toBe(false);
       }
-      expect(rt.validate(echo).ok).toBe(true);
+      expect((await rt.validate(echo)).ok).toBe(true);
       const run = await rt.launch(echo, { input: { text: 'still alive' } });
       expect(await run.settled()).toMatchObject({ status: 'completed', output: { echoed: 'still alive' } });
     } finally {
@@ -62,10 +62,10 @@ describe('bad input never reaches the engine', () => {
   it('refuses over-deep and non-JSON templates with template.not-json', async () => {
     const rt = await openRuntime({ tools });
     try {
-      expect(() => rt.validate('['.repeat(100_000) + ']'.repeat(100_000))).toThrow(expect.objectContaining({ code: 'template.not-json' }));
+      await expect(rt.validate('['.repeat(100_000) + ']'.repeat(100_000))).rejects.toThrow(expect.objectContaining({ code: 'template.not-json' }));
       const deep = { ...echo, spec: { ...echo.spec, inputSchema: nested(100_000) } };
-      expect(() => rt.validate(deep)).toThrow(expect.objectContaining({ code: 'template.not-json' }));
-      expect(() => rt.compile(deep)).toThrow(expect.objectContaining({ code: 'template.not-json' }));
+      await expect(rt.validate(deep)).rejects.toThrow(expect.objectContaining({ code: 'template.not-json' }));
+      await expect(rt.compile(deep)).rejects.toThrow(expect.objectContaining({ code: 'template.not-json' }));
       await expect(rt.launch(deep, { input: { text: 'x' } })).rejects.toMatchObject({ code: 'template.not-json' });
       expect(rt.engine.dead).toBe(false);
       expect((await (await rt.launch(echo, { input: { text: 'ok' } })).settled()).status).toBe('completed');
@@ -90,23 +90,23 @@ describe('after a trap', () => {
   it('validate, compile and launch work again without a manual revive', async () => {
     const rt = await openRuntime({ tools });
     try {
-      const plan = rt.compile(echo);
+      const plan = await rt.compile(echo);
       poisonInstance(rt);
       expect(() => rt.engine.describe()).toThrow(expect.objectContaining({ code: 'engine.trap' }));
       // Being rebuilt: a synchronous call says so with a typed, retryable error.
-      expect(() => rt.validate(echo)).toThrow(expect.objectContaining({ code: 'engine.reviving' }));
+      expect(() => rt.engine.validate(JSON.stringify(echo))).toThrow(expect.objectContaining({ code: 'engine.reviving' }));
       // launch waits for the fresh instance itself.
       const run = await rt.launch(echo, { input: { text: 'after a trap' } });
       expect(await run.settled()).toMatchObject({ status: 'completed', output: { echoed: 'after a trap' } });
-      expect(rt.validate(echo).ok).toBe(true);
-      expect(rt.compile(echo).planHash).toBe(plan.planHash);
+      expect((await rt.validate(echo)).ok).toBe(true);
+      expect((await rt.compile(echo)).planHash).toBe(plan.planHash);
 
       poisonInstance(rt);
       expect(() => rt.engine.describe()).toThrow(expect.objectContaining({ code: 'engine.trap' }));
       await rt.engine.ready();
       expect(rt.engine.describe()).toMatchObject({ engineVersion: expect.any(String) });
       expect(rt.engine.dead).toBe(false);
-      expect(rt.validate(echo).ok).toBe(true);
+      expect((await rt.validate(echo)).ok).toBe(true);
     } finally {
       await rt.close();
     }

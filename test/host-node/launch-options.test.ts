@@ -4,23 +4,25 @@ import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
 
 describe('launch options', () => {
-  it('records origin and deliveryRef in the correlation of run.accepted, also for background launches', async () => {
+  it('records origin and the delivery target in the correlation of run.accepted, also for background launches', async () => {
     const rt = await openRuntime();
     try {
       const t = chain('origin', []);
-      const handle = await rt.launch(t, { origin: { channel: 'slack', message: 'm-42' }, deliveryRef: 'slack:C123/thread-9', correlation: { ticket: 'T-1' } });
+      const handle = await rt.launch(t, { origin: { channel: 'slack', message: 'm-42' }, delivery: { kind: 'webhook', url: 'http://127.0.0.1:9/hook', secretRef: 'HOOK_SECRET' }, correlation: { ticket: 'T-1' } });
       expect((await handle.result).status).toBe('completed');
       const accepted = (await rt.readEvents(handle.runId)).events[0];
       expect(accepted.type).toBe('run.accepted');
-      expect(accepted.correlation).toEqual({ ticket: 'T-1', origin: { channel: 'slack', message: 'm-42' }, deliveryRef: 'slack:C123/thread-9' });
-      const queued = await rt.launch(t, { executionMode: 'background', deliveryRef: 'mail:ops@example.com' });
-      const worker = await rt.startWorker();
+      expect(accepted.correlation).toEqual({ ticket: 'T-1', origin: { channel: 'slack', message: 'm-42' }, delivery: { kind: 'webhook', url: 'http://127.0.0.1:9/hook', secretRef: 'HOOK_SECRET' } });
+      const queued = await rt.launch(t, { executionMode: 'background', delivery: { kind: 'dingtalk', webhookUrl: 'http://127.0.0.1:9/robot/send?access_token=t' } });
+      const worker = await rt.startWorker({ deliveries: false });
       try {
         expect((await queued.result).status).toBe('completed');
       } finally {
         await worker.stop();
       }
-      expect((await rt.readEvents(queued.runId)).events[0].correlation).toEqual({ deliveryRef: 'mail:ops@example.com' });
+      expect((await rt.readEvents(queued.runId)).events[0].correlation).toEqual({ delivery: { kind: 'dingtalk', webhookUrl: 'http://127.0.0.1:9/robot/send?access_token=t' } });
+      // Both targets are kept with their runs: each run's end queued one delivery.
+      expect((await rt.deliveries.list()).map((d) => [d.runId, d.phase, d.state]).sort()).toEqual([[handle.runId, 'ended', 'pending'], [queued.runId, 'ended', 'pending']].sort());
     } finally {
       await rt.close();
     }
@@ -32,7 +34,18 @@ describe('launch options', () => {
       const t = chain('refused', []);
       await expect(rt.launch(t, { notifyUrl: 'https://x' } as never)).rejects.toMatchObject({ code: 'launch.option-unsupported' });
       await expect(rt.launch(t, { origin: 'cli', correlation: 'a string' })).rejects.toMatchObject({ code: 'launch.bad-correlation' });
-      await expect(rt.launch(t, { deliveryRef: '' })).rejects.toMatchObject({ code: 'launch.bad-delivery-ref' });
+      for (const delivery of [
+        '',
+        { kind: 'email', to: 'ops@example.com' },
+        { kind: 'webhook', url: 'ftp://example.com/x' },
+        { kind: 'webhook', url: 'http://user:pw@example.com/x' },
+        { kind: 'webhook', url: 'http://example.com/x', secret: 'inline' },
+        { kind: 'webhook', url: 'http://example.com/x', secretRef: 'not a name' },
+        { kind: 'dingtalk', webhookUrl: 'not a url' },
+        { kind: 'dingtalk', webhookUrl: 'http://example.com/robot', format: 'html' },
+      ]) {
+        await expect(rt.launch(t, { delivery } as never), JSON.stringify(delivery)).rejects.toMatchObject({ code: 'launch.bad-delivery' });
+      }
       expect(await rt.listRuns()).toEqual([]);
     } finally {
       await rt.close();
@@ -53,7 +66,7 @@ describe('capture options', () => {
     try {
       const t = chain('policy', []);
       t.spec.policies = { capture: { mode: 'metadata', retentionDays: 7 } };
-      expect(rt.validate(t)).toMatchObject({ ok: false, errors: [{ code: 'template.schema', pointer: '/spec/policies/capture' }] });
+      expect(await rt.validate(t)).toMatchObject({ ok: false, errors: [{ code: 'template.schema', pointer: '/spec/policies/capture' }] });
     } finally {
       await rt.close();
     }

@@ -57,6 +57,15 @@ describe('MCP server', () => {
     expect((await call('list_runs', {})).value.runs).toHaveLength(1);
   });
 
+  it('launches a run with a delivery target, kept in its correlation', async () => {
+    const template = JSON.parse(readFileSync(example('echo/echo.json'), 'utf8'));
+    const delivery = { kind: 'webhook', url: 'http://127.0.0.1:9/hook', secretRef: 'HOOK_SECRET' };
+    const run = await call('run_workflow', { template, input: { text: 'delivered' }, delivery });
+    expect(run.value).toMatchObject({ status: 'completed' });
+    const events = await call('read_events', { runId: run.value.runId, limit: 1 });
+    expect(events.value.events[0].correlation).toEqual({ delivery });
+  });
+
   it('sends a progress notification for each committed event of a run it started with a progress token', async () => {
     const template = JSON.parse(readFileSync(example('echo/echo.json'), 'utf8'));
     // Caught by a handler of the test's own: the SDK client's per-request progress callback is
@@ -80,6 +89,8 @@ describe('MCP server', () => {
     expect(missing).toMatchObject({ isError: true, value: { error: { code: 'run.not-found' } } });
     const badInput = await call('run_workflow', { template: JSON.parse(readFileSync(example('echo/echo.json'), 'utf8')), input: {} });
     expect(badInput).toMatchObject({ isError: true, value: { error: { code: 'run.input-invalid' } } });
+    const badDelivery = await call('run_workflow', { template: JSON.parse(readFileSync(example('echo/echo.json'), 'utf8')), input: { text: 'x' }, delivery: { kind: 'email' } });
+    expect(badDelivery).toMatchObject({ isError: true, value: { error: { code: 'launch.bad-delivery' } } });
     expect((await call('list_runs', {})).isError).toBe(false);
   });
 });

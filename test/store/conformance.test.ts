@@ -11,6 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteJournalStore } from '../../dist/hosts/node/journal.js';
 import { pgMigrations } from '../../dist/hosts/node/pg-migrations.js';
+import { migrations } from '../../dist/hosts/node/migrations.js';
 import { PostgresJournalStore } from '../../dist/hosts/node/pg-store.js';
 import type { ClaimedRun, QueuedLaunch, RunOwnership } from '../../hosts/core/ownership-store.js';
 import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
@@ -509,7 +510,9 @@ describe('PostgreSQL store: migrations', () => {
     await client.connect();
     try {
       const { rows } = await client.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
-      expect(rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5]);
+      // The same numbered versions as the SQLite store's migrations, each applied once.
+      expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
+      expect(pgMigrations.map((m) => m.version)).toEqual(migrations.map((m) => m.version));
       await client.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES (99, 'from the future')`);
     } finally {
       await client.end();

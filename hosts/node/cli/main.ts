@@ -6,9 +6,10 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { portableIdSource } from '../../../engine/protocol/ids.js';
 import { isTerminalStatus } from '../../../engine/protocol/statuses.js';
-import type { WorkflowRuntime } from '../runtime.js';
+import type { DeliveryOptions, WorkflowRuntime } from '../runtime.js';
 import { extraCommands } from './commands/index.js';
 import { resolveRunTarget, runPublished } from './commands/catalog.js';
+import { deliveryOptionsFromArgs, deliveryTargetFromArgs } from './commands/deliveries.js';
 import { printQueued } from './queued.js';
 
 import { CliError as WorkflowError, type CliCommand } from './command.js';
@@ -84,7 +85,8 @@ async function openRuntime(args: ParsedArgs): Promise<WorkflowRuntime> {
   // Loaded on demand: the router's commands must not load better-sqlite3.
   const { WorkflowRuntime } = await import('../runtime.js');
   const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
-  return WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}) });
+  const delivery = deliveryOptionsFromArgs(args, host as { delivery?: DeliveryOptions });
+  return WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}), ...(delivery ? { delivery } : {}) });
 }
 
 function exitFor(status: string): number {
@@ -122,7 +124,7 @@ const commands: Record<string, CliCommand> = {
     async run(args) {
       const [file] = need(args, 1, 'template file');
       return withRuntime(args, async (rt) => {
-        const report = rt.validate(readTemplate(file));
+        const report = await rt.validate(readTemplate(file));
         print('ValidationReport', { file, ...report });
         for (const e of report.errors) progress(`${file}: ${e.pointer || '/'}: ${e.code}: ${e.message}`);
         return report.ok ? exitCodes.ok : exitCodes.invalid;
@@ -135,11 +137,12 @@ const commands: Record<string, CliCommand> = {
       const [file] = need(args, 1, 'template file');
       const inputArg = optionString(args, 'input');
       const input = inputArg === undefined ? {} : readJsonArg(inputArg, '--input');
+      const delivery = deliveryTargetFromArgs(args);
       return withRuntime(args, async (rt) => {
         const published = await resolveRunTarget(file, rt);
-        if (published) return runPublished(rt, published, { input, wait: !args.options.has('no-wait') });
+        if (published) return runPublished(rt, published, { input, wait: !args.options.has('no-wait'), ...(delivery ? { delivery } : {}) });
         const template = readTemplate(file);
-        const report = rt.validate(template);
+        const report = await rt.validate(template);
         if (!report.ok) {
           print('ValidationReport', { file, ...report });
           for (const e of report.errors) progress(`${file}: ${e.pointer || '/'}: ${e.code}: ${e.message}`);
@@ -147,7 +150,7 @@ const commands: Record<string, CliCommand> = {
         }
         const started = Date.now();
         const noWait = args.options.has('no-wait');
-        const handle = await rt.launch({ type: 'inline', template, dependencies: await readDependencies(args) }, { input, actor: 'cli', ...(noWait ? { executionMode: 'background' as const } : {}) });
+        const handle = await rt.launch({ type: 'inline', template, dependencies: await readDependencies(args) }, { input, actor: 'cli', ...(noWait ? { executionMode: 'background' as const } : {}), ...(delivery ? { delivery } : {}) });
         if (noWait) return printQueued(rt, handle.runId);
         progress(`run ${handle.runId} accepted`);
         const outcome = await handle.settled();
@@ -318,7 +321,7 @@ const commands: Record<string, CliCommand> = {
     },
   },
   serve: {
-    flags: ['insecure-no-auth'],
+    flags: ['insecure-no-auth', 'no-deliveries'],
     async run(args) {
       // A worker until SIGTERM or SIGINT: claims queued runs and runs whose owner is gone, and
       // fires the host module's cron triggers. A graceful stop hands back what it cannot finish.
@@ -335,7 +338,7 @@ const commands: Record<string, CliCommand> = {
           const { httpToken, startHttpApi } = await import('../http-api.js');
           http = await startHttpApi(rt, { host: httpHost, port: Number(httpPort), token: httpToken(optionString(args, 'http-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log });
         }
-        const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), log });
+        const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), ...(args.options.has('no-deliveries') ? { deliveries: false } : {}), log });
         const { TriggerScheduler } = await import('../triggers.js');
         const scheduler = new TriggerScheduler(rt, log);
         for (const t of (host as { triggers?: any[] }).triggers ?? []) {

@@ -15,9 +15,15 @@ const inputOptions: [string, string][] = [['--input <json|file|->', 'the run inp
 export const usageTable: Record<string, CommandUsage> = {
   validate: { synopsis: ['<template.json>'], summary: 'check a template; every error with code and JSON pointer' },
   run: {
-    synopsis: ['<template.json | id@revision> [--input <json|file|->] [--deps <dir>] [--no-wait]'],
+    synopsis: ['<template.json | id@revision> [--input <json|file|->] [--deps <dir>] [--no-wait] [--deliver-to <url> [--deliver-secret-env NAME]]'],
     summary: 'run a template or a published revision and print the result',
-    options: [...inputOptions, ['--deps <dir>', '<id>@<rev>.json templates that workflow.call@1 nodes call'], ['--no-wait', 'commit the run to the durable queue and return; a worker (serve) runs it']],
+    options: [
+      ...inputOptions,
+      ['--deps <dir>', '<id>@<rev>.json templates that workflow.call@1 nodes call'],
+      ['--no-wait', 'commit the run to the durable queue and return; a worker (serve) runs it'],
+      ['--deliver-to <target>', 'send the result (and each approval it waits for) to webhook:<url>, dingtalk:<robot url> or a bare http(s) URL (a webhook); see docs/triggers.md'],
+      ['--deliver-secret-env <NAME>', 'the environment variable holding the signing secret of --deliver-to (read by the sender, never stored)'],
+    ],
   },
   trace: {
     synopsis: ['<run-id> [--format jsonl|json|text] [--follow]'],
@@ -59,7 +65,16 @@ export const usageTable: Record<string, CommandUsage> = {
       ['--http-host <host>', 'the address to listen on (default 127.0.0.1)'],
       ['--http-token-file <file>', 'the bearer token every request must carry (else AGENT_WORKFLOW_HTTP_TOKEN)'],
       ['--insecure-no-auth', 'serve the HTTP API without a token: loopback hosts only'],
+      ['--no-deliveries', 'do not send result deliveries from this worker'],
+      ['--delivery-attempts N', 'attempts of a delivery before it is dead (default 8)'],
+      ['--delivery-backoff-ms N', 'first retry delay, doubled per attempt with jitter (default 1000)'],
+      ['--delivery-timeout-ms N', 'time limit of one send (default 10000)'],
+      ['--delivery-lease-ms N', 'how long a sender holds a claimed delivery (default 30000; more than the timeout)'],
     ],
+  },
+  deliveries: {
+    synopsis: ['list [--status pending|delivered|dead] [--run <run-id>] [--limit N]', 'retry <delivery-id>', 'drain'],
+    summary: 'result deliveries: list them (dead ones are the dead-letter queue), retry a dead one, or send what is due now from this process',
   },
   mcp: {
     synopsis: ['[--config <host module>] [--profile invoke[,author][,operator]]'],

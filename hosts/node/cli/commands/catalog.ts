@@ -5,7 +5,7 @@ import { printQueued } from '../queued.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseRevisionRef } from '../../catalog.js';
-import type { LaunchTarget, WorkflowRuntime } from '../../runtime.js';
+import type { DeliveryTarget, LaunchTarget, WorkflowRuntime } from '../../runtime.js';
 import { migrateTemplate } from '../../template-migration.js';
 import { optionString, UsageError, type ParsedArgs } from '../args.js';
 import { CliError, type CliCommand } from '../command.js';
@@ -72,8 +72,8 @@ export async function resolveRunTarget(arg: string, runtime: WorkflowRuntime): P
 }
 
 /** Launches a published target the way `run` does a file: RunAccepted / RunResult and its exit code. */
-export async function runPublished(runtime: WorkflowRuntime, target: LaunchTarget, options: { input?: unknown; wait?: boolean } = {}): Promise<number> {
-  const handle = await runtime.launch(target, { input: options.input ?? {}, actor: 'cli', ...(options.wait === false ? { executionMode: 'background' as const } : {}) });
+export async function runPublished(runtime: WorkflowRuntime, target: LaunchTarget, options: { input?: unknown; wait?: boolean; delivery?: DeliveryTarget } = {}): Promise<number> {
+  const handle = await runtime.launch(target, { input: options.input ?? {}, actor: 'cli', ...(options.wait === false ? { executionMode: 'background' as const } : {}), ...(options.delivery ? { delivery: options.delivery } : {}) });
   if (options.wait === false) return printQueued(runtime, handle.runId);
   progress(`run ${handle.runId} accepted`);
   const outcome = await handle.settled();

@@ -1,0 +1,143 @@
+// One attempt of one delivery: the HTTP request a target gets (a signed webhook, or a DingTalk
+// robot message), sent with undici under a timeout, and what its answer means.
+//
+// | target   | request                                                                 | success                    |
+// | -------- | ----------------------------------------------------------------------- | -------------------------- |
+// | webhook  | POST url, JSON body; `x-adw-delivery-id`, `x-adw-timestamp` (ms), and    | any 2xx                    |
+// |          | `x-adw-signature: sha256=<hex HMAC-SHA256(secret, "<timestamp>.<body>")>` |                            |
+// |          | when the target has a secretRef                                         |                            |
+// | dingtalk | POST webhookUrl (+ `&timestamp=<ms>&sign=<base64 HMAC-SHA256(secret,     | HTTP 200 and `errcode: 0`  |
+// |          | "<timestamp>\n<secret>")>` with a secretRef), `{msgtype, text|markdown}` |                            |
+//
+// A failure is retried (`retryable`) unless the receiver said the request itself is wrong: a
+// webhook's 4xx other than 408, 425 and 429. Network errors, timeouts, 5xx, 429 and DingTalk's
+// nonzero `errcode` are retried until the attempts run out.
+import { createHmac } from 'node:crypto';
+import { request } from 'undici';
+import type { ClaimedDelivery, DeliveryTarget } from '../core/delivery-outbox.js';
+import { deliveryLimits } from './limits.js';
+
+export interface SendResult {
+  ok: boolean;
+  statusCode?: number;
+  error?: string;
+  /** False when sending the same request again cannot succeed. */
+  retryable: boolean;
+}
+
+/** The JSON a webhook receives (and the facts a DingTalk message is written from). */
+export function deliveryBody(d: Pick<ClaimedDelivery, 'id' | 'runId' | 'phase' | 'runStatus' | 'payload'>): Record<string, unknown> {
+  const base = { deliveryId: d.id, runId: d.runId, phase: d.phase, runStatus: d.runStatus };
+  if (d.phase === 'ended') {
+    const o = (d.payload ?? {}) as { result?: unknown; error?: unknown };
+    return { ...base, outcome: { status: d.runStatus, ...(o.result !== undefined ? { result: o.result } : {}), ...(o.error !== undefined ? { error: o.error } : {}) } };
+  }
+  return { ...base, approval: d.payload };
+}
+
+/** `sha256=<hex>` of HMAC-SHA256(secret, `<timestamp>.<body>`): what a webhook receiver recomputes. */
+export function webhookSignature(secret: string, timestamp: string, body: string): string {
+  return `sha256=${createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex')}`;
+}
+
+/** The DingTalk robot's `sign`: base64 HMAC-SHA256 keyed by the secret over `<timestamp>\n<secret>` (not yet URL-encoded). */
+export function dingtalkSign(secret: string, timestamp: string): string {
+  return createHmac('sha256', secret).update(`${timestamp}\n${secret}`).digest('base64');
+}
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+/** The DingTalk message of a delivery: plain text, or markdown with a title. */
+export function dingtalkMessage(body: Record<string, unknown>, format: 'text' | 'markdown' = 'text'): Record<string, unknown> {
+  const runId = String(body.runId);
+  let title: string;
+  let detail: string;
+  if (body.phase === 'ended') {
+    const outcome = body.outcome as { status: string; result?: unknown; error?: { code?: string; message?: string } };
+    title = `Run ${runId} ${outcome.status}`;
+    detail = outcome.error ? `${outcome.error.code ?? 'error'}: ${outcome.error.message ?? ''}` : outcome.result !== undefined ? JSON.stringify(outcome.result) : '';
+  } else {
+    const a = (body.approval ?? {}) as { nodeId?: string; prompt?: unknown };
+    title = `Run ${runId} waits for approval at ${a.nodeId ?? '?'}`;
+    const prompt = a.prompt === undefined ? '' : typeof a.prompt === 'string' ? a.prompt : JSON.stringify(a.prompt);
+    detail = `${prompt}${prompt ? '\n' : ''}approve: agent-workflow approve ${runId} ${a.nodeId ?? ''} --by <you>`;
+  }
+  const text = clip(detail ? `${title}\n${detail}` : title, deliveryLimits.dingtalkTextCharsMax);
+  if (format === 'markdown') return { msgtype: 'markdown', markdown: { title: clip(title, 100), text: `### ${title}\n\n${clip(detail, deliveryLimits.dingtalkTextCharsMax - title.length - 8)}` } };
+  return { msgtype: 'text', text: { content: text } };
+}
+
+/** Reads at most `deliveryLimits.responseBytesMax` of a response body, and drops the rest. */
+async function readCapped(body: AsyncIterable<Buffer> & { destroy?: () => void }): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    parts.push(chunk);
+    size += chunk.length;
+    if (size >= deliveryLimits.responseBytesMax) {
+      body.destroy?.();
+      break;
+    }
+  }
+  return Buffer.concat(parts).subarray(0, deliveryLimits.responseBytesMax).toString('utf8');
+}
+
+/**
+ * Sends one delivery. `secret` is the value of the target's secretRef (the caller reads the
+ * environment); `now` gives the timestamp signed over.
+ */
+export async function sendDelivery(d: ClaimedDelivery, options: { secret?: string; timeoutMs: number; now: number }): Promise<SendResult> {
+  const target: DeliveryTarget = d.target;
+  const timestamp = String(options.now);
+  const payload = deliveryBody(d);
+  let url: string;
+  let body: string;
+  const headers: Record<string, string> = { 'content-type': 'application/json; charset=utf-8', 'x-adw-delivery-id': d.id, 'x-adw-timestamp': timestamp };
+  if (target.kind === 'webhook') {
+    url = target.url;
+    body = JSON.stringify(payload);
+    if (options.secret !== undefined) headers['x-adw-signature'] = webhookSignature(options.secret, timestamp, body);
+  } else {
+    const u = new URL(target.webhookUrl);
+    if (options.secret !== undefined) {
+      u.searchParams.set('timestamp', timestamp);
+      u.searchParams.set('sign', dingtalkSign(options.secret, timestamp));
+    }
+    url = u.toString();
+    body = JSON.stringify(dingtalkMessage(payload, target.format));
+  }
+  let statusCode: number;
+  let text: string;
+  try {
+    const res = await request(url, {
+      method: 'POST',
+      headers,
+      body,
+      headersTimeout: options.timeoutMs,
+      bodyTimeout: options.timeoutMs,
+      signal: AbortSignal.timeout(options.timeoutMs),
+    });
+    statusCode = res.statusCode;
+    text = await readCapped(res.body as unknown as AsyncIterable<Buffer>);
+  } catch (err) {
+    const e = err as { name?: string; code?: string; message?: string };
+    const timedOut = e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT' || e.code === 'UND_ERR_CONNECT_TIMEOUT';
+    return { ok: false, retryable: true, error: timedOut ? `delivery.timeout: no answer within ${options.timeoutMs} ms` : `delivery.network: ${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}` };
+  }
+  if (target.kind === 'webhook') {
+    if (statusCode >= 200 && statusCode < 300) return { ok: true, statusCode, retryable: false };
+    const retryable = statusCode >= 500 || statusCode === 408 || statusCode === 425 || statusCode === 429 || statusCode < 400;
+    return { ok: false, statusCode, retryable, error: `delivery.http-status: HTTP ${statusCode}${text ? `: ${clip(text.trim(), 300)}` : ''}` };
+  }
+  if (statusCode !== 200) return { ok: false, statusCode, retryable: true, error: `delivery.http-status: HTTP ${statusCode}${text ? `: ${clip(text.trim(), 300)}` : ''}` };
+  let answer: { errcode?: unknown; errmsg?: unknown };
+  try {
+    answer = JSON.parse(text) as typeof answer;
+  } catch {
+    return { ok: false, statusCode, retryable: true, error: `delivery.dingtalk-bad-answer: the robot answered HTTP 200 without JSON: ${clip(text.trim(), 300)}` };
+  }
+  if (answer.errcode === 0) return { ok: true, statusCode, retryable: false };
+  return { ok: false, statusCode, retryable: true, error: `delivery.dingtalk-errcode: errcode ${String(answer.errcode)}: ${String(answer.errmsg ?? '')}` };
+}
