@@ -27,7 +27,7 @@ export interface RouterProfile {
    * (`router.script-budget`) rather than evaluated with less, which a recorded replay elsewhere
    * would not reproduce. Measured (test/router/host-script-memory.test.ts): scripts that fill
    * their 32 MiB take an edge router in a 128 MiB cgroup to a peak of ~102 MiB (a QuickJS module
-   * grows to 16 MiB + 32 MiB); the same router in a 90 MiB cgroup is OOM-killed.
+   * grows to 16 MiB + 32 MiB); the same router in a 72 MiB cgroup is OOM-killed.
    */
   scriptMemoryBytesMax: number;
 }

@@ -80,7 +80,7 @@ describe('router scripts in a 128 MiB memory cgroup', () => {
 
   // A cgroup too small for the 32 MiB a script may fill: the router is OOM-killed while the run's
   // activation evaluates it, twice, and the third start parks the run instead of dying again.
-  const small = childMemoryCgroup('router-oom-test', 90 * 1024 * 1024);
+  const small = childMemoryCgroup('router-oom-test', 72 * 1024 * 1024);
   if (small.reason) console.log(`router OOM crash-loop test skipped: ${small.reason}`);
   it.skipIf(small.dir === undefined)('a run whose script gets the router OOM-killed twice is parked by the third start', async () => {
     const cg = small.dir!;
