@@ -134,6 +134,11 @@ export class CrashLedger {
     return new Map([...this.records].filter(([, r]) => r.parkedAt !== undefined));
   }
 
+  /** Every run with a count, parked or not. */
+  runIds(): string[] {
+    return [...this.records.keys()];
+  }
+
   /** The operator lets a parked run be activated again; its count starts from zero. */
   unpark(runId: string): void {
     if (this.records.delete(runId)) this.save();

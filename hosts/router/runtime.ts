@@ -317,7 +317,9 @@ export class RouterHost {
       }
       this.recoverRun(record.runId, attempts);
     }
-    this.crashes.forget([...this.crashes.parkedRuns().keys()].filter((runId) => !open.some((r) => r.runId === runId)));
+    // Counts of runs that ended, or that the journal no longer holds (a loss accepted), go.
+    const openIds = new Set(open.map((r) => r.runId));
+    this.crashes.forget(this.crashes.runIds().filter((runId) => !openIds.has(runId)));
     // Receipts the journal no longer needs: attempts of finished runs or already recorded.
     const retire = [...attempts.values()].filter((r) => !referenced.has(r.invocationId) && (r.state === 'settled' || r.state === 'lost')).map((r) => r.invocationId);
     if (retire.length > 0) this.recovery.receiptsRetired = this.receipts.retire(retire);

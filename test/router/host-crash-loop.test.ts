@@ -81,7 +81,13 @@ describe('router host: a run that kills its host twice is parked', () => {
     expect(ledger.runs[runId]).toMatchObject({ crashes: 2 });
 
     // Parked: listed as such, never activated again (the router runs its cycles, the mark stays blank).
-    const listed = (await cli(['router', 'list', '--dir', dir])).lines[0].runs;
+    // The killed router left its socket file behind: wait until the new one answers on it.
+    let answer = await cli(['router', 'list', '--dir', dir]);
+    for (let i = 0; i < 100 && answer.code !== 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      answer = await cli(['router', 'list', '--dir', dir]);
+    }
+    const listed = answer.lines[0].runs;
     expect(listed).toHaveLength(1);
     expect(listed[0]).toMatchObject({ runId, status: 'running', parked: { crashes: 2 } });
     const cyclesBefore = (await cli(['router', 'stats', '--dir', dir])).lines[0].stats;
