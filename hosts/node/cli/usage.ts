@@ -57,7 +57,7 @@ export const usageTable: Record<string, CommandUsage> = {
   describe: { synopsis: ['<id>@<rev> [--view schema|template|plan]'], summary: 'describe a published revision' },
   diff: { synopsis: ['<id>@<a> <id>@<b>'], summary: 'semantic diff of two revisions' },
   'migrate-template': { synopsis: ['<legacy.json> [--out <file>]'], summary: 'convert a 0.2-protocol template' },
-  router: { synopsis: ['start --dir <state dir> --profile edge|standalone'], summary: 'the router host: the same engine on small machines' },
+  router: { synopsis: ['start --dir <state dir> --profile edge|standalone', 'submit|list|get|trace|cancel|approve|reject|resolve|export|stats --dir <state dir> … (to a running router)'], summary: 'the router host: the same engine on small machines, and its operator verbs (docs/router.md)' },
   serve: {
     synopsis: ['[--max-runs N] [--drain-ms N] [--config <host module>] [--http <port> [--http-host H] [--http-token-file F] [--insecure-no-auth]]'],
     summary: "a worker until SIGTERM/SIGINT: claims queued runs and runs whose owner is gone, fires the host module's cron triggers; a graceful stop lets calls in flight finish for --drain-ms (default 10000) and hands the rest back",
