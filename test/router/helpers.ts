@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import type { CommitEntry } from '../../hosts/core/store.js';
 
 export function tempDir(prefix = 'router-'): string {
@@ -89,4 +91,24 @@ export function cgroupMemory(dir: string): { peakBytes: number; failcnt: number;
   const read = (name: string) => fs.readFileSync(path.join(dir, name), 'utf8').trim();
   const oom = Object.fromEntries(read('memory.oom_control').split('\n').map((l) => l.split(' ')).map(([k, v]) => [k, Number(v)]));
   return { peakBytes: Number(read('memory.max_usage_in_bytes')), failcnt: Number(read('memory.failcnt')), oomKill: oom.oom_kill, underOom: oom.under_oom ?? 0 };
+}
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Runs `agent-workflow <args>` (the built Node CLI) to its exit; stdout's JSON lines, parsed. */
+export function operatorCli(args: string[]): Promise<{ code: number | null; lines: any[] }> {
+  const child = spawn(process.execPath, [path.join(repoRoot, 'dist/hosts/node/cli/main.js'), ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+  let stdout = '';
+  child.stdout!.on('data', (c) => (stdout += c));
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, lines: stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)) })));
+}
+
+/** Whether a process is alive (not gone, not a zombie). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+  } catch {
+    return false;
+  }
 }

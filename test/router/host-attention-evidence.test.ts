@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fileLines, tempDir, until } from './helpers.js';
+import { fileLines, tempDir, until, operatorCli, alive } from './helpers.js';
 
 const { FileJournalStore, ReceiptLog } = await import('../../dist/hosts/router/index.js');
 
@@ -16,26 +16,12 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const mainJs = path.join(root, 'dist/hosts/node/cli/main.js');
 const memoryFlags = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'];
 
-function cli(args: string[]): Promise<{ code: number | null; lines: any[] }> {
-  const child = spawn(process.execPath, [mainJs, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-  let stdout = '';
-  child.stdout!.on('data', (c) => (stdout += c));
-  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, lines: stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)) })));
-}
 
 const routers: ChildProcess[] = [];
 afterEach(() => {
   for (const child of routers.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
-  } catch {
-    return false;
-  }
-};
 
 describe('router host: needs_attention evidence from the receipts', () => {
   it('says whether the tool was only claimed or actually started', async () => {
@@ -88,7 +74,7 @@ describe('router host: needs_attention evidence from the receipts', () => {
     await until(() => fs.existsSync(path.join(dir, 'control.sock')));
     let runs: any[] = [];
     for (let i = 0; i < 100; i++) {
-      runs = (await cli(['router', 'list', '--dir', dir])).lines[0]?.runs ?? [];
+      runs = (await operatorCli(['router', 'list', '--dir', dir])).lines[0]?.runs ?? [];
       if (runs.length === 3 && runs.every((r) => r.status === 'paused')) break;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -99,7 +85,7 @@ describe('router host: needs_attention evidence from the receipts', () => {
 
     const evidence = new Map<string, any>();
     for (const run of runs) {
-      const events = (await cli(['router', 'trace', '--dir', dir, run.runId])).lines;
+      const events = (await operatorCli(['router', 'trace', '--dir', dir, run.runId])).lines;
       const attention = events.find((e) => e.type === 'node.needs-attention');
       evidence.set(attention.payload.invocationId, attention.payload.evidence);
     }
@@ -112,10 +98,10 @@ describe('router host: needs_attention evidence from the receipts', () => {
     expect(evidence.get(unclaimed.invocationId).attempt.pid).toBeUndefined();
 
     // The operator settles one from what the evidence says.
-    const resolved = await cli(['router', 'resolve', '--dir', dir, unclaimed.runId, 'a', '--by', 'ops', '--succeeded', '{"n":7}']);
+    const resolved = await operatorCli(['router', 'resolve', '--dir', dir, unclaimed.runId, 'a', '--by', 'ops', '--succeeded', '{"n":7}']);
     expect(resolved.code).toBe(0);
     expect(resolved.lines[0]).toMatchObject({ kind: 'RunResult', runId: unclaimed.runId, status: 'completed' });
-    expect((await cli(['router', 'get', '--dir', dir, unclaimed.runId])).lines[0].run).toMatchObject({ status: 'completed', output: { a: { n: 7 } } });
+    expect((await operatorCli(['router', 'get', '--dir', dir, unclaimed.runId])).lines[0].run).toMatchObject({ status: 'completed', output: { a: { n: 7 } } });
     second.kill('SIGTERM');
     await new Promise((r) => second.on('exit', r));
   }, 60_000);

@@ -6,7 +6,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir, until } from './helpers.js';
+import { tempDir, until, operatorCli, alive } from './helpers.js';
 
 const { FileJournalStore } = await import('../../dist/hosts/router/index.js');
 
@@ -15,26 +15,12 @@ const mainJs = path.join(root, 'dist/hosts/node/cli/main.js');
 const cliJs = path.join(root, 'dist/hosts/router/cli.js');
 const memoryFlags = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'];
 
-function cli(args: string[]): Promise<{ code: number | null; lines: any[] }> {
-  const child = spawn(process.execPath, [mainJs, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-  let stdout = '';
-  child.stdout!.on('data', (c) => (stdout += c));
-  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, lines: stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)) })));
-}
 
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return !fs.readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
-  } catch {
-    return false;
-  }
-};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -45,7 +31,7 @@ describe('router host when idle', () => {
     const router = spawn(process.execPath, [...memoryFlags, mainJs, 'router', 'start', '--dir', dir, '--profile', 'standalone'], { cwd: root, stdio: 'ignore' });
     children.push(router);
     await until(() => fs.existsSync(path.join(dir, 'control.sock')));
-    const stats = async () => (await cli(['router', 'stats', '--dir', dir])).lines[0].stats;
+    const stats = async () => (await operatorCli(['router', 'stats', '--dir', dir])).lines[0].stats;
     // The back-off reaches its ceiling after ~7 idle cycles (10 ms doubled to 1 s: ~2.3 s).
     let before = await stats();
     for (let i = 0; i < 100 && before.nextCycleDelayMs < 1000; i++) {
@@ -75,12 +61,12 @@ describe('router host when idle', () => {
         },
       }),
     );
-    const submitted = await cli(['router', 'submit', '--dir', dir, template, '--count', '3']);
+    const submitted = await operatorCli(['router', 'submit', '--dir', dir, template, '--count', '3']);
     expect(submitted.code).toBe(0);
     for (const line of submitted.lines.filter((l) => l.kind === 'RunAccepted')) {
         let status = '';
       for (let i = 0; i < 200 && status !== 'completed'; i++) {
-        status = (await cli(['router', 'get', '--dir', dir, line.runId])).lines[0].run.status;
+        status = (await operatorCli(['router', 'get', '--dir', dir, line.runId])).lines[0].run.status;
         if (status !== 'completed') await sleep(50);
       }
       expect(status).toBe('completed');

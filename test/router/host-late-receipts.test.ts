@@ -8,18 +8,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fileLines, tempDir, until } from './helpers.js';
+import { fileLines, tempDir, until, operatorCli } from './helpers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const mainJs = path.join(root, 'dist/hosts/node/cli/main.js');
 const memoryFlags = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'];
 
-function cli(args: string[]): Promise<{ code: number | null; lines: any[] }> {
-  const child = spawn(process.execPath, [mainJs, ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
-  let stdout = '';
-  child.stdout!.on('data', (c) => (stdout += c));
-  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, lines: stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)) })));
-}
 
 const routers: ChildProcess[] = [];
 afterEach(() => {
@@ -61,17 +55,17 @@ describe('router host: late receipts keep their content', () => {
     const runIds: Record<string, string> = {};
     for (const tool of ['finisher', 'stubborn']) {
       fs.writeFileSync(path.join(work, `${tool}.json`), JSON.stringify(oneTool(tool)));
-      const submitted = await cli(['router', 'submit', '--dir', dir, path.join(work, `${tool}.json`)]);
+      const submitted = await operatorCli(['router', 'submit', '--dir', dir, path.join(work, `${tool}.json`)]);
       expect(submitted.code).toBe(0);
       runIds[tool] = submitted.lines[0].runId;
     }
     await until(() => fileLines(side).length === 2);
     for (const tool of ['finisher', 'stubborn']) {
-      const cancelled = await cli(['router', 'cancel', '--dir', dir, runIds[tool]!]);
+      const cancelled = await operatorCli(['router', 'cancel', '--dir', dir, runIds[tool]!]);
       expect(cancelled.lines[0].status).toBe('cancelled');
     }
 
-    const lateOf = async (runId: string) => (await cli(['router', 'trace', '--dir', dir, runId])).lines.find((e) => e.type === 'capability.late');
+    const lateOf = async (runId: string) => (await operatorCli(['router', 'trace', '--dir', dir, runId])).lines.find((e) => e.type === 'capability.late');
     let finished: any;
     let stopped: any;
     for (let i = 0; i < 60 && !(finished && stopped); i++) {
@@ -83,7 +77,7 @@ describe('router host: late receipts keep their content', () => {
     expect(stopped?.payload).toMatchObject({ ok: false, reason: 'run cancelled', error: { code: 'tool.stopped' } });
     expect(stopped.payload.error.message).toContain('signal SIGKILL');
     // The runs stay cancelled: evidence never wakes a run.
-    const listed = (await cli(['router', 'list', '--dir', dir])).lines[0].runs;
+    const listed = (await operatorCli(['router', 'list', '--dir', dir])).lines[0].runs;
     expect(listed.map((r: any) => r.status)).toEqual(['cancelled', 'cancelled']);
     router.kill('SIGTERM');
     await new Promise((r) => router.on('exit', r));
