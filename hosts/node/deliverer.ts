@@ -7,6 +7,7 @@
 // one of them at a time, and a settle only lands while its claim holds. A sender that dies
 // mid-send leaves the delivery to the next claim after its lease expires: delivery is at least
 // once, with a stable delivery id for the receiver to drop a repeat.
+import { PollLoop } from '../core/poll-loop.js';
 import type { ClaimedDelivery, DeliveryOutbox, DeliverySettlement } from '../core/delivery-outbox.js';
 import type { HostLog } from '../core/types.js';
 import { sendDelivery, type SendResult } from './delivery-send.js';
@@ -74,10 +75,7 @@ export function backoffMs(attempts: number, base: number, max: number, random: n
 
 export class DeliverySender {
   private readonly o: ReturnType<typeof deliveryOptionsOf>;
-  private timer: ReturnType<typeof setTimeout> | undefined;
-  private running: Promise<unknown> | undefined;
-  private stopped = true;
-  private wanted = false;
+  private readonly loop: PollLoop;
 
   constructor(
     private readonly outbox: DeliveryOutbox,
@@ -87,6 +85,10 @@ export class DeliverySender {
     private readonly log: HostLog,
   ) {
     this.o = deliveryOptionsOf(options);
+    this.loop = new PollLoop(async () => {
+      await this.drain().catch((err) => this.log('warn', `sending deliveries failed: ${(err as Error).message}`));
+      return false;
+    }, this.o.pollMs);
   }
 
   get options() {
@@ -138,41 +140,16 @@ export class DeliverySender {
 
   /** Sends in the background until `stop()`: drains, then polls every `pollMs`. */
   start(): void {
-    if (!this.stopped) return;
-    this.stopped = false;
-    this.schedule(0);
+    this.loop.start();
   }
 
   /** Looks for due deliveries now rather than at the next poll. */
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.wanted = true;
-      return;
-    }
-    if (this.timer) clearTimeout(this.timer);
-    this.schedule(0);
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.wanted = false;
-      this.running = this.drain()
-        .catch((err) => this.log('warn', `sending deliveries failed: ${(err as Error).message}`))
-        .then(() => {
-          this.running = undefined;
-          this.schedule(this.wanted ? 0 : this.o.pollMs);
-        });
-    }, ms);
+    this.loop.wake();
   }
 
   /** Stops the background loop; a send in progress finishes and is settled first. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 }

@@ -5,6 +5,7 @@
 // Stop order (`stop()`): stop claiming -> let calls in flight finish for up to `drainMs` ->
 // abort what is left and give every lease up (the next owner reissues safe calls and surfaces
 // the others as needs_attention) -> leave the worker list.
+import { PollLoop } from '../core/poll-loop.js';
 import { hostname } from 'node:os';
 import type { ClaimedRun } from '../core/ownership-store.js';
 import type { HostLog } from '../core/types.js';
@@ -39,11 +40,9 @@ export class Worker {
   private readonly drainMs: number;
   private readonly sendsDeliveries: boolean;
   private readonly log: HostLog;
-  private timer: ReturnType<typeof setTimeout> | undefined;
+  private readonly claims: PollLoop;
   private unsubscribe: (() => unknown) | undefined;
-  private wanted = false;
   private presence: ReturnType<typeof setInterval> | undefined;
-  private claiming: Promise<void> | undefined;
   private stopped = false;
   private readonly startedAt = Date.now();
   readonly stats: WorkerStats;
@@ -58,6 +57,7 @@ export class Worker {
     this.sendsDeliveries = options.deliveries !== false && runtime.store.deliveries !== undefined;
     this.log = options.log ?? (() => undefined);
     this.stats = { owner: runtime.ownerId, started: 0, takenOver: 0, claimErrors: 0 };
+    this.claims = new PollLoop(() => this.claimOnce(), this.idlePollMs);
   }
 
   /** Claimed runs whose first commit has not landed yet (their leases are kept from the claim on). */
@@ -90,30 +90,12 @@ export class Worker {
       );
     }
     if (this.sendsDeliveries) this.runtime.deliveries.start();
-    this.schedule(0);
+    this.claims.start();
   }
 
   /** Claims now rather than at the next poll (work was queued, in this process or, with NOTIFY, anywhere). */
   wake(): void {
-    if (this.stopped) return;
-    if (this.claiming) {
-      this.wanted = true;
-      return;
-    }
-    if (this.timer) clearTimeout(this.timer);
-    this.schedule(0);
-  }
-
-  private schedule(ms: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.wanted = false;
-      this.claiming = this.claimOnce().then((found) => {
-        this.claiming = undefined;
-        this.schedule(found || this.wanted ? 0 : this.idlePollMs);
-      });
-    }, ms);
+    this.claims.wake();
   }
 
   /** One claim; answers whether it found work. */
@@ -187,9 +169,8 @@ export class Worker {
   /** Graceful stop: no new claims, calls in flight finish (or are handed back at `drainMs`). */
   async stop(): Promise<{ drained: boolean }> {
     this.stopped = true;
-    if (this.timer) clearTimeout(this.timer);
     if (this.presence) clearInterval(this.presence);
-    await this.claiming;
+    await this.claims.stop();
     await Promise.resolve(this.unsubscribe?.()).catch(() => undefined);
     const drained = await this.runtime.kernel.drain(this.drainMs);
     if (this.sendsDeliveries) await this.runtime.deliveries.stop();
