@@ -5,3 +5,4 @@ import { routerCommands } from './router.js';
 export const extraCommands: Record<string, CliCommand> = { ...routerCommands };
 Object.assign(extraCommands, (await import('./catalog.js')).catalogCommands);
 Object.assign(extraCommands, (await import('./browser.js')).browserCommands);
+Object.assign(extraCommands, (await import('./triggers.js')).triggerCommands);
