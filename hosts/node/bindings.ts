@@ -12,7 +12,7 @@
 // environment variables of the serving process), never stored.
 import { isPortableId, portableIdSource } from '../../engine/protocol/ids.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
-import { checkAgainst } from '../../engine/compiler/schemas.js';
+import { schemaProblems } from './input-schema.js';
 import { parseRevisionRef, type WorkflowCatalog } from './catalog.js';
 import { triggerLimits } from './limits.js';
 import type { BindingRow, TriggerStorage } from './trigger-storage.js';
@@ -207,7 +207,7 @@ export function mappingProblems(spec: BindingSpec, inputSchema: unknown): Bindin
     const sub = properties[key];
     const value = 'literal' in field ? field.literal : field.default;
     if (sub === undefined || value === undefined) continue;
-    for (const p of checkAgainst(sub, value)) problems.push({ pointer: `/input/${key}/${'literal' in field ? 'literal' : 'default'}${p.pointer}`, message: p.message });
+    for (const p of schemaProblems(sub, value)) problems.push({ pointer: `/input/${key}/${'literal' in field ? 'literal' : 'default'}${p.pointer}`, message: p.message });
   }
   return problems;
 }

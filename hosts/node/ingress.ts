@@ -11,7 +11,7 @@
 // first run, never make another.
 import { createHash } from 'node:crypto';
 import { CodedError } from '../../engine/protocol/coded-error.js';
-import { applyDefaultsAndCheck } from '../../engine/compiler/schemas.js';
+import { schemaProblems } from './input-schema.js';
 import { mapInput, type BindingSource, type WorkflowBinding } from './bindings.js';
 import { launchOptionSupported } from './launch-options.js';
 import { triggerLimits } from './limits.js';
@@ -150,7 +150,7 @@ export class TriggerPipeline {
       throw await this.refuse(binding, event, 'trigger.target-unavailable', `binding ${binding.id}@${binding.revision} targets ${binding.target.id}@${binding.target.revision}: ${(err as Error).message}`);
     }
     const root = plan.templates[plan.root]?.template as { spec?: { inputSchema?: unknown } } | undefined;
-    const problems = applyDefaultsAndCheck(root?.spec?.inputSchema ?? {}, structuredClone(input));
+    const problems = schemaProblems(root?.spec?.inputSchema ?? {}, input);
     if (problems.length > 0) {
       throw await this.refuse(binding, event, 'trigger.input-invalid', `the mapped input does not match ${binding.target.id}@${binding.target.revision}'s input schema: ${problems.map((p) => `${p.pointer || '/'} ${p.message}`).join('; ')}`, { errors: problems });
     }
