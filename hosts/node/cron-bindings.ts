@@ -6,17 +6,24 @@
 //
 // Which slots are due, and what becomes of them:
 //
-//   when                    slots considered                           the latest       the others
-//   a live firing           after the cursor, up to now                launched         missed slots (below)
-//   arming (serve starts)   after the cursor, up to now - armGraceMs   missed slot      missed slots (below)
+//   when                    slots considered                           handled as
+//   a live firing           after the cursor, up to now                the latest launched on time, the others missed slots
+//   arming (serve starts)   after the cursor, up to now - armGraceMs   missed slots, all of them
+//
+// (A slot within armGraceMs of an arming is left to the live firing of a worker that may already
+// serve; if none does, the next live firing handles it as a missed slot.)
 //
 // The cursor is the latest slot recorded for the binding revision (its publication time when
 // none is). Missed slots follow the binding's misfire policy:
 //
-//   policy     missed slots run                      the rest
-//   skip       none                                  recorded `missed`
-//   run-once   the latest one                        recorded `missed`
-//   run-all    the latest `bound` ones (default 10)  recorded `missed`
+//   policy     missed slots run late (reason_code trigger.misfire)   the rest
+//   skip       none                                                  recorded `missed`
+//   run-once   the first of each group                               recorded `missed`
+//   run-all    the first `bound` of each group (default 10)          recorded `missed`
+//
+// A group is a run of consecutive slots that passed while no worker served. Its first slots (not
+// its latest) are the ones run, so that the choice is the same whichever worker makes it and
+// however the group is split between an arming and the next live firing.
 import { Cron } from 'croner';
 import type { CronConfig, WorkflowBinding } from './bindings.js';
 import { TriggerRejected, type TriggerPipeline } from './ingress.js';
@@ -32,6 +39,8 @@ export interface CronBindingOptions {
 }
 
 const runAllBoundDefault = 10;
+/** The reason code of a missed slot, and of a slot its misfire policy ran late. */
+const misfireCode = 'trigger.misfire';
 
 interface Armed {
   binding: WorkflowBinding;
@@ -99,30 +108,52 @@ export class CronBindingScheduler {
     armed.chain = armed.chain.then(fn).catch((err) => this.log('warn', `cron binding ${armed.binding.id}@${armed.binding.revision}: ${(err as Error).message}`));
   }
 
-  /** Slots after the cursor up to `until`; the latest is run when `live`, the others follow the misfire policy. */
+  /**
+   * Slots after the cursor up to `until`; the latest is run when `live`, the others are missed
+   * slots. Missed slots form groups (consecutive slots that passed while no worker served); of a
+   * group, the first `quota` run late (1 for run-once, `bound` for run-all, 0 for skip) and the rest
+   * are recorded missed. A group handled in two steps (arming left its last slot to a live firing,
+   * or two workers armed at once) continues the count from the records before it, so the decision
+   * for a slot does not depend on which worker makes it, or when.
+   */
   private async process(armed: Armed, until: number, live: boolean): Promise<void> {
     if (this.stopped) return;
     const b = armed.binding;
-    const cursor = (await this.rt.triggerStorage.lastSlot(this.pipeline.deployment, b.id, b.revision)) ?? b.publishedAt ?? b.createdAt;
+    const misfire = (b.config as CronConfig).misfire ?? { policy: 'skip' as const };
+    const quota = misfire.policy === 'skip' ? 0 : misfire.policy === 'run-once' ? 1 : (misfire.bound ?? runAllBoundDefault);
+    // One read: the cursor and the group the next missed slot continues, from the same snapshot.
+    const window = triggerLimits.cronRunAllBoundMax + 1;
+    const recent = await this.rt.triggerStorage.recentSlots(this.pipeline.deployment, b.id, b.revision, window);
+    const cursor = recent[0]?.occurredAt ?? b.publishedAt ?? b.createdAt;
+    let ranLate = 0;
+    let inGroup = 0;
+    for (const r of recent) {
+      if (r.reasonCode !== misfireCode) break;
+      inGroup++;
+      if (r.status === 'launched') ranLate++;
+    }
+    // A group longer than the window is longer than any quota: its quota was used at its start.
+    if (inGroup === window) ranLate = quota;
     const slots: number[] = [];
     let d: Date | null = new Date(cursor);
     while (slots.length < triggerLimits.cronMissedSlotsMax && (d = armed.job.nextRun(d)) !== null && d.getTime() <= until) slots.push(d.getTime());
     if (slots.length === 0) return;
     const current = live ? slots.pop() : undefined;
-    const misfire = (b.config as CronConfig).misfire ?? { policy: 'skip' as const };
-    const runCount = misfire.policy === 'skip' ? 0 : misfire.policy === 'run-once' ? 1 : (misfire.bound ?? runAllBoundDefault);
-    const run = new Set(slots.slice(Math.max(0, slots.length - runCount)));
     for (const slot of slots) {
-      if (run.has(slot)) await this.launch(b, slot, true);
-      else await this.pipeline.missed(b, { sourceEventId: slotEventId(slot), occurredAt: slot }, `slot ${new Date(slot).toISOString()} passed while no worker served; misfire policy ${misfire.policy}`);
+      const iso = new Date(slot).toISOString();
+      if (ranLate < quota) {
+        ranLate++;
+        await this.launch(b, slot, { code: misfireCode, message: `late: slot ${iso} passed while no worker served; misfire policy ${misfire.policy}` });
+      } else await this.pipeline.missed(b, { sourceEventId: slotEventId(slot), occurredAt: slot }, `slot ${iso} passed while no worker served; misfire policy ${misfire.policy}`);
     }
-    if (current !== undefined) await this.launch(b, current, false);
+    if (current !== undefined) await this.launch(b, current);
   }
 
-  private async launch(binding: WorkflowBinding, slot: number, late: boolean): Promise<void> {
+  /** Runs a slot; `late` (why it runs after its time) is kept on its `launched` record. */
+  private async launch(binding: WorkflowBinding, slot: number, late?: { code: string; message: string }): Promise<void> {
     const iso = new Date(slot).toISOString();
     try {
-      await this.pipeline.admit(binding, { source: 'cron', sourceEventId: slotEventId(slot), occurredAt: slot, caller: 'cron', payload: { slot: iso, scheduledAt: slot, late, bindingId: binding.id } }, { recordDuplicate: false });
+      await this.pipeline.admit(binding, { source: 'cron', sourceEventId: slotEventId(slot), occurredAt: slot, caller: 'cron', payload: { slot: iso, scheduledAt: slot, late: late !== undefined, bindingId: binding.id } }, { recordDuplicate: false, ...(late !== undefined ? { note: late } : {}) });
     } catch (err) {
       // Recorded `rejected` by the pipeline; the slot counts as handled.
       if (err instanceof TriggerRejected) this.log('warn', `cron binding ${binding.id}@${binding.revision}: slot ${iso}: ${err.code}: ${err.message}`);

@@ -123,7 +123,7 @@ export class TriggerPipeline {
    * after recording the rejection. `recordDuplicate: false` writes nothing for a duplicate (cron:
    * every worker fires every slot).
    */
-  async admit(binding: WorkflowBinding, event: TriggerEvent, options: { recordDuplicate?: boolean } = {}): Promise<Admission> {
+  async admit(binding: WorkflowBinding, event: TriggerEvent, options: { recordDuplicate?: boolean; /** Kept as the `launched` record's reason (a cron slot run late by its misfire policy). */ note?: { code: string; message: string } } = {}): Promise<Admission> {
     if (event.sourceEventId.length === 0 || event.sourceEventId.length > triggerLimits.sourceEventIdCharsMax) {
       throw await this.refuse(binding, event, 'trigger.bad-event-id', `the source event id must have 1..${triggerLimits.sourceEventIdCharsMax} characters`);
     }
@@ -168,7 +168,7 @@ export class TriggerPipeline {
         ...deliveryLaunchOptions(binding),
       },
     );
-    const admitted = await storage.admit({ ...entry, status: 'launched', runId }, prepared.queued!, this.now(), {
+    const admitted = await storage.admit({ ...entry, status: 'launched', runId, ...(options.note !== undefined ? { reasonCode: options.note.code, reason: options.note.message } : {}) }, prepared.queued!, this.now(), {
       ...(options.recordDuplicate === false ? { recordDuplicate: false } : {}),
       ...(this.options.faults?.beforeCommit ? { beforeCommit: this.options.faults.beforeCommit } : {}),
     });

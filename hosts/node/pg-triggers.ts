@@ -141,11 +141,13 @@ export class PgTriggerStorage implements TriggerStorage {
     return found.map(ingressRecordOf);
   }
 
-  async lastSlot(deployment: string, bindingId: string, bindingRevision: number): Promise<number | undefined> {
-    const [row] = await statement<{ t: number | null }>(this.pool, 'triggers: last slot', {
-      text: `SELECT max(occurred_at) AS t FROM ${this.s}.ingress_events WHERE deployment = $1 AND source = 'cron' AND binding_id = $2 AND binding_revision = $3 AND status IN ('launched', 'missed', 'rejected')`,
-      values: [deployment, bindingId, bindingRevision],
+  async recentSlots(deployment: string, bindingId: string, bindingRevision: number, limit: number): Promise<IngressRecord[]> {
+    const found = await statement<IngressRow>(this.pool, 'triggers: recent slots', {
+      name: `${this.s}.ingressRecentSlots`,
+      text: `SELECT * FROM ${this.s}.ingress_events WHERE deployment = $1 AND source = 'cron' AND binding_id = $2 AND binding_revision = $3 AND status IN ('launched', 'missed', 'rejected')
+              ORDER BY occurred_at DESC, id DESC LIMIT $4`,
+      values: [deployment, bindingId, bindingRevision, limit],
     });
-    return row?.t ?? undefined;
+    return found.map(ingressRecordOf);
   }
 }

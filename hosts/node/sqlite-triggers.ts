@@ -28,7 +28,7 @@ export class SqliteTriggerStorage implements TriggerStorage {
       insert: db.prepare(`INSERT INTO ingress_events (${ingressColumns}) VALUES (${placeholders})`),
       insertOrIgnore: db.prepare(`INSERT OR IGNORE INTO ingress_events (${ingressColumns}) VALUES (${placeholders})`),
       byId: db.prepare('SELECT * FROM ingress_events WHERE id = ?'),
-      lastSlot: db.prepare("SELECT max(occurred_at) FROM ingress_events WHERE deployment = ? AND source = 'cron' AND binding_id = ? AND binding_revision = ? AND status IN ('launched', 'missed', 'rejected')").pluck(),
+      recentSlots: db.prepare("SELECT * FROM ingress_events WHERE deployment = ? AND source = 'cron' AND binding_id = ? AND binding_revision = ? AND status IN ('launched', 'missed', 'rejected') ORDER BY occurred_at DESC, id DESC LIMIT ?"),
     };
   }
 
@@ -118,8 +118,7 @@ export class SqliteTriggerStorage implements TriggerStorage {
     return rows.map(ingressRecordOf);
   }
 
-  lastSlot(deployment: string, bindingId: string, bindingRevision: number): number | undefined {
-    const v = this.stmt.lastSlot.get(deployment, bindingId, bindingRevision) as number | null;
-    return v ?? undefined;
+  recentSlots(deployment: string, bindingId: string, bindingRevision: number, limit: number): IngressRecord[] {
+    return (this.stmt.recentSlots.all(deployment, bindingId, bindingRevision, limit) as IngressRow[]).map(ingressRecordOf);
   }
 }

@@ -146,6 +146,6 @@ export interface TriggerStorage {
     options?: { recordDuplicate?: boolean; beforeCommit?: () => void },
   ): MaybePromise<{ record: IngressRecord | undefined; /** Undefined when the first record of the key is a missed cron slot. */ runId: string | undefined; deduplicated: boolean }>;
   listIngress(filter: IngressFilter): MaybePromise<IngressRecord[]>;
-  /** The latest slot time (`occurred_at`) recorded `launched`, `missed` or `rejected` for a cron binding revision. */
-  lastSlot(deployment: string, bindingId: string, bindingRevision: number): MaybePromise<number | undefined>;
+  /** The latest `limit` slots recorded `launched`, `missed` or `rejected` for a cron binding revision, newest first (one statement). */
+  recentSlots(deployment: string, bindingId: string, bindingRevision: number, limit: number): MaybePromise<IngressRecord[]>;
 }
