@@ -19,7 +19,7 @@ export const approvalFlow = {
   metadata: { id: 'approve-echo' },
   spec: {
     inputSchema: { type: 'object', required: ['text'], properties: { text: { type: 'string' } } },
-    requires: ['tool:echo'],
+    requires: ['tool:echo', 'approval'],
     nodes: [
       { id: 'start', uses: 'core.start@1' },
       { id: 'gate', uses: 'human.approval@1', config: { prompt: 'go?', approvers: ['alice@example.com'] } },
