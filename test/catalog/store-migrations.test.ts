@@ -87,6 +87,13 @@ describe('store fixtures', () => {
         expect((await rt.catalog.publish('fx-parent', { expectedDraftRevision: 1 })).revision).toBe(1);
         const handle = await rt.launch({ type: 'published', id: 'fx-parent', revision: 1 }, { input: { word: 'upgraded' } });
         expect(await handle.result).toMatchObject({ status: 'completed', output: { text: 'UPGRADED' } });
+        // Bindings and the ingress journal (schema v6) work on the upgraded store.
+        if (version >= 6) {
+          expect(await rt.bindings.active('fx-hook')).toMatchObject({ revision: 1, state: 'published', target: { id: 'fx-child', revision: 1 } });
+          expect(await rt.triggerStorage.listIngress({ bindingId: 'fx-hook', limit: 10 })).toEqual([expect.objectContaining({ status: 'launched', sourceEventId: 'fx-event-1', runId: expect.stringMatching(/^i-/) })]);
+        }
+        expect((await rt.bindings.put({ id: 'upgraded-hook', source: 'webhook', config: { secretRef: 'S' }, target: 'fx-parent@1', input: { word: { pointer: '/body/word' } } })).revision).toBe(1);
+        expect((await rt.bindings.publish('upgraded-hook', 1)).state).toBe('published');
       } finally {
         await rt.close();
       }
