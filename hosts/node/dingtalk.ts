@@ -130,10 +130,12 @@ export async function handleDingtalk(rt: WorkflowRuntime, pipeline: TriggerPipel
           return reply(`run ${runId}: ${view.status}${view.pausedReason ? ` (${view.pausedReason})` : ''}${waiting.length ? `; waiting for approval of ${waiting.join(', ')}` : ''}`);
         }
         const approved = command.toLowerCase() === 'approve';
-        const outcome = await rt.approve(runId, nodeId, { by: identity, approved, comment: `via DingTalk (${senderId})` });
+        const outcome = await rt.approve(runId, nodeId, { by: identity, approved, comment: `via DingTalk (${senderId})`, timeoutMs: triggerLimits.dingtalkApproveWaitMs });
         return reply(`${approved ? 'approved' : 'rejected'} ${nodeId} of run ${runId} as ${identity}; the run is ${outcome.status}`);
       } catch (err) {
         const e = err as { code?: string; message?: string };
+        // Committed to the run's inbox: its owner applies it; the robot need not wait for that.
+        if (e.code === 'command.pending') return reply(`${command.toLowerCase()} of ${nodeId} of run ${runId} is recorded as ${identity}; the run applies it when its owner reads its inbox`);
         return reply(`refused: ${e.code ?? 'error'}: ${e.message ?? String(err)}`);
       }
     }

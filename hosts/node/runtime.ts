@@ -503,7 +503,7 @@ export class WorkflowRuntime {
     return this.command(runId, { type: 'cancel', reason, by });
   }
 
-  async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean }): Promise<CommandOutcome> {
+  async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean; /** How long to wait for the command to be applied (default 30 s); then `command.pending`. */ timeoutMs?: number }): Promise<CommandOutcome> {
     const record = await this.record(runId);
     const projection = isTerminal(record) ? {} : await this.kernel.projectionOf(record);
     let invocationId: string;
@@ -512,7 +512,7 @@ export class WorkflowRuntime {
     } catch (err) {
       throw asError(err);
     }
-    return this.command(runId, { type: 'approve', nodeId, invocationId, approved: options.approved !== false, by: options.by, ...(options.comment !== undefined ? { comment: options.comment } : {}) });
+    return this.command(runId, { type: 'approve', nodeId, invocationId, approved: options.approved !== false, by: options.by, ...(options.comment !== undefined ? { comment: options.comment } : {}) }, options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {});
   }
 
   reject(runId: string, nodeId: string, options: { by: string; comment?: string }): Promise<CommandOutcome> {

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TriggerPipeline, WorkflowRuntime, ingressRunId } from '../../dist/hosts/node/index.js';
+import { TriggerPipeline, WorkflowRuntime, deliveryLaunchOptions, ingressRunId } from '../../dist/hosts/node/index.js';
 import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/node-host.js';
 import { echo } from './helpers.js';
@@ -115,6 +115,20 @@ describe.each(stores)('bindings and the pipeline on %s', (name, location) => {
     const accepted = (await rt.readEvents(first.runId!)).events[0];
     expect(accepted.origin.actor).toBe('trigger');
     expect(accepted.correlation.origin).toEqual({ kind: 'trigger', source: 'webhook', binding: `${id}@1`, sourceEventId: 'evt-1', caller: 'hmac:HOOK_SECRET' });
+  });
+
+  it('keeps a delivery target with the binding, and passes it to launch only where launch carries it out', async () => {
+    const id = `b-delivery-${name}`;
+    const delivery = { kind: 'dingtalk', webhookUrl: 'http://127.0.0.1:9/robot/send?access_token=x', secretRef: 'DT_ROBOT_SECRET' };
+    await rt.bindings.put(hook(id, { delivery }));
+    const binding = await rt.bindings.publish(id, 1);
+    expect(binding.delivery).toEqual(delivery);
+    // This host's launch has no `delivery` option yet: nothing is passed, nothing is refused.
+    expect(deliveryLaunchOptions(binding)).toEqual({});
+    expect(deliveryLaunchOptions({})).toEqual({});
+    const admitted = await new TriggerPipeline(rt).admit(binding, { source: 'webhook', sourceEventId: 'd-1', payload: { body: { msg: 'x' } } });
+    expect(admitted.deduplicated).toBe(false);
+    await expect(rt.bindings.put(hook(`${id}-bad`, { delivery: { kind: 'sms', url: 'x' } }))).rejects.toMatchObject({ code: 'binding.invalid', message: expect.stringContaining('/delivery/kind') });
   });
 
   it('admits one event delivered 200 times at once from two runtimes exactly once', async () => {

@@ -7,6 +7,7 @@ import { cliOk, echo, postHook, publishBinding, publishTemplate, serve, until, w
 
 const secret = 'whsec-test-1234567890';
 const env = { HOOK_SECRET: secret };
+const opensslHex = '49f24e537407743fa4a0242bb63b94b9a47ee99cbbe071ccd8a22550ae411686';
 
 describe('webhook triggers over HTTP', () => {
   let w: World;
@@ -22,6 +23,12 @@ describe('webhook triggers over HTTP', () => {
   });
   afterAll(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
+  });
+
+  it('signs as documented: HMAC-SHA256 over "<timestamp>.<body>", hex', async () => {
+    const { signWebhook } = await import('../../dist/hosts/node/index.js');
+    // openssl's: printf '1700000000.{"a":1}' | openssl dgst -sha256 -hmac secret -hex
+    expect(signWebhook('secret', 1700000000, '{"a":1}')).toBe(`sha256=${opensslHex}`);
   });
 
   it('accepts a signed event with 202 and the run id; the run completes with the mapped input', async () => {
