@@ -10,6 +10,7 @@
 // The active revision of a binding id is its highest `published` revision: a webhook or DingTalk
 // callback to `<bindingId>` and a cron schedule use that one. Secrets are references (names of
 // environment variables of the serving process), never stored.
+import { Cron } from 'croner';
 import { isPortableId, portableIdSource } from '../../engine/protocol/ids.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 import { schemaProblems } from './input-schema.js';
@@ -111,7 +112,17 @@ function checkConfig(source: BindingSource, c: unknown, problems: BindingProblem
     else for (const [k, v] of Object.entries(c.senders)) if (typeof v !== 'string' || v.length === 0 || v.length > 256) problems.push({ pointer: `/config/senders/${k}`, message: 'must be an approver identity (a non-empty string)' });
   } else {
     if (typeof c.pattern !== 'string' || c.pattern.trim() === '') problems.push({ pointer: '/config/pattern', message: 'must be a cron pattern' });
-    if (c.timezone !== undefined && typeof c.timezone !== 'string') problems.push({ pointer: '/config/timezone', message: 'must be an IANA time zone name' });
+    else if (c.timezone !== undefined && typeof c.timezone !== 'string') problems.push({ pointer: '/config/timezone', message: 'must be an IANA time zone name' });
+    else {
+      // Parsed as `serve` will arm it: a pattern or time zone croner refuses is refused here.
+      try {
+        const job = new Cron(c.pattern, { timezone: (c.timezone as string | undefined) ?? 'UTC', paused: true });
+        job.nextRun();
+        job.stop();
+      } catch (err) {
+        problems.push({ pointer: c.timezone !== undefined && /time ?zone|invalid time/i.test((err as Error).message) ? '/config/timezone' : '/config/pattern', message: `croner refuses it: ${(err as Error).message}` });
+      }
+    }
     const m = c.misfire;
     if (m !== undefined) {
       if (!isObject(m) || !policies.has(m.policy as MisfirePolicy)) problems.push({ pointer: '/config/misfire/policy', message: 'must be skip, run-once or run-all' });

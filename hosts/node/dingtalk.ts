@@ -21,7 +21,7 @@ import type { DingtalkConfig, WorkflowBinding } from './bindings.js';
 import { TriggerRejected, type TriggerPipeline } from './ingress.js';
 import { triggerLimits } from './limits.js';
 import type { WorkflowRuntime } from './runtime.js';
-import type { TriggerResponse } from './webhook.js';
+import { activeBinding, type TriggerResponse } from './webhook.js';
 
 /** The `sign` header of a callback at `timestamp`: what DingTalk computes. */
 export function signDingtalk(appSecret: string, timestamp: number | string): string {
@@ -66,13 +66,8 @@ export async function handleDingtalk(rt: WorkflowRuntime, pipeline: TriggerPipel
     await pipeline.reject('dingtalk', bindingId, { code, message: text }, { ...(binding ? { bindingRevision: binding.revision } : {}), ...(msgId ? { sourceEventId: msgId } : {}), ...(caller ? { caller } : {}) });
     return status === 200 ? reply(text) : refusal(status, code, text);
   };
-  let binding: WorkflowBinding;
-  try {
-    binding = await rt.bindings.active(bindingId);
-    if (binding.source !== 'dingtalk') throw new Error('not a DingTalk binding');
-  } catch {
-    return reject(404, 'binding.not-found', `there is no published DingTalk binding ${bindingId}`);
-  }
+  const binding = await activeBinding(rt, bindingId, 'dingtalk');
+  if (!binding) return reject(404, 'binding.not-found', `there is no published DingTalk binding ${bindingId}`);
   const config = binding.config as DingtalkConfig;
   const appSecret = env[config.appSecretRef];
   if (!appSecret) return reject(503, 'trigger.secret-missing', `the AppSecret of binding ${bindingId} (environment variable ${config.appSecretRef}) is not set in this process`, binding);

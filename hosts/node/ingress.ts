@@ -87,7 +87,8 @@ export class TriggerPipeline {
     return this.rt.triggerStorage.record({
       deployment: this.deployment,
       source,
-      bindingId,
+      // As the request named it: an unknown id may be anything, so it is cut to a bound.
+      bindingId: bindingId.slice(0, triggerLimits.bindingIdCharsMax),
       ...(event.bindingRevision !== undefined ? { bindingRevision: event.bindingRevision } : {}),
       ...(event.sourceEventId !== undefined ? { sourceEventId: event.sourceEventId.slice(0, triggerLimits.sourceEventIdCharsMax) } : {}),
       status: 'rejected',

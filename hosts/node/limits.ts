@@ -34,6 +34,8 @@ export const triggerLimits = {
   dingtalkWindowMs: 60 * 60 * 1000,
   /** Length of a source event id (an `x-adw-event-id` header, a DingTalk msgId, a cron slot id). */
   sourceEventIdCharsMax: 256,
+  /** The binding id kept on the record of a request to an unknown binding (the URL may name anything). */
+  bindingIdCharsMax: 128,
   /** Input mapping entries of one binding. */
   mappingEntriesMax: 256,
   /** Missed cron slots enumerated in one catch-up; older ones are not recorded one by one. */

@@ -65,6 +65,17 @@ function signatureMatches(secret: string, timestamp: string, raw: Buffer, given:
   return timingSafeEqual(expected, Buffer.from(m[1], 'hex'));
 }
 
+/** The active binding of `id` when it is of `source`; a store failure is thrown, not taken for "not found". */
+export async function activeBinding(rt: WorkflowRuntime, id: string, source: WorkflowBinding['source']): Promise<WorkflowBinding | undefined> {
+  try {
+    const binding = await rt.bindings.active(id);
+    return binding.source === source ? binding : undefined;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'binding.not-found') return undefined;
+    throw err;
+  }
+}
+
 /** Handles one webhook delivery whose body was read within the size limit. */
 export async function handleWebhook(rt: WorkflowRuntime, pipeline: TriggerPipeline, bindingId: string, headers: Headers, raw: Buffer, env: NodeJS.ProcessEnv = process.env): Promise<TriggerResponse> {
   const eventIdHeader = header(headers, webhookHeaders.eventId);
@@ -72,13 +83,8 @@ export async function handleWebhook(rt: WorkflowRuntime, pipeline: TriggerPipeli
     await pipeline.reject('webhook', bindingId, { code, message }, { ...(binding ? { bindingRevision: binding.revision } : {}), ...(eventIdHeader !== undefined ? { sourceEventId: eventIdHeader } : {}), ...extra });
     return refusal(status, code, message);
   };
-  let binding: WorkflowBinding;
-  try {
-    binding = await rt.bindings.active(bindingId);
-    if (binding.source !== 'webhook') throw new Error('not a webhook binding');
-  } catch {
-    return reject(404, 'binding.not-found', `there is no published webhook binding ${bindingId}`);
-  }
+  const binding = await activeBinding(rt, bindingId, 'webhook');
+  if (!binding) return reject(404, 'binding.not-found', `there is no published webhook binding ${bindingId}`);
   const config = binding.config as WebhookConfig;
   const secret = env[config.secretRef];
   if (!secret) return reject(503, 'trigger.secret-missing', `the secret of binding ${bindingId} (environment variable ${config.secretRef}) is not set in this process`, binding);

@@ -69,7 +69,12 @@ describe.each(stores)('bindings and the pipeline on %s', (name, location) => {
       code: 'binding.invalid',
       detail: { errors: expect.arrayContaining([expect.objectContaining({ pointer: '/source' }), expect.objectContaining({ pointer: '/target' })]) },
     });
-    await expect(rt.bindings.put(hook('y', { config: { secretRef: 'HOOK_SECRET', password: 'x' } }))).resolves.toBeDefined();
+    const cron = (config: unknown) => rt.bindings.put({ id: 'c', source: 'cron', config, target: 'echo@1', input: { text: { literal: 'tick' } } });
+    await expect(cron({ pattern: '61 * * * *' })).rejects.toMatchObject({ code: 'binding.invalid', detail: { errors: [expect.objectContaining({ pointer: '/config/pattern' })] } });
+    await expect(cron({ pattern: '* * * * *', timezone: 'Mars/Olympus_Mons' })).rejects.toMatchObject({ code: 'binding.invalid', detail: { errors: [expect.objectContaining({ pointer: '/config/timezone' })] } });
+    await expect(cron({ pattern: '* * * * *', misfire: { policy: 'run-all', bound: 1000 } })).rejects.toMatchObject({ code: 'binding.invalid', detail: { errors: [expect.objectContaining({ pointer: '/config/misfire/bound' })] } });
+    await expect(rt.bindings.put({ id: 'd', source: 'dingtalk', config: { appSecretRef: 'X', senders: {} }, target: 'echo@1' })).rejects.toMatchObject({ code: 'binding.invalid', detail: { errors: [expect.objectContaining({ pointer: '/config/senders' })] } });
+    await expect(rt.bindings.put(hook('y', { input: { text: { pointer: 'body/msg' } } }))).rejects.toMatchObject({ code: 'binding.invalid', detail: { errors: [expect.objectContaining({ pointer: '/input/text/pointer' })] } });
     const id = `b-fit-${name}`;
     await rt.bindings.put(hook(id, { input: { text: { literal: 5 } } }));
     await expect(rt.bindings.publish(id, 1)).rejects.toMatchObject({ code: 'binding.invalid', message: expect.stringContaining('/input/text/literal must be string') });
