@@ -19,6 +19,11 @@ import { triggerLimits } from './limits.js';
 import type { BindingRow, TriggerStorage } from './trigger-storage.js';
 
 export type BindingSource = 'webhook' | 'dingtalk' | 'cron';
+
+/** The approver identity and run authority a DingTalk sender entry names. */
+export function dingtalkSender(entry: DingtalkConfig['senders'][string]): { approver: string; authority?: string } {
+  return typeof entry === 'string' ? { approver: entry } : entry;
+}
 export type BindingState = 'draft' | 'published' | 'disabled';
 export type MisfirePolicy = 'skip' | 'run-once' | 'run-all';
 
@@ -32,8 +37,12 @@ export interface WebhookConfig {
 export interface DingtalkConfig {
   /** Name of the environment variable that holds the robot's AppSecret. */
   appSecretRef: string;
-  /** Sender ids (`senderStaffId`, else `senderId`) allowed to talk to the robot, each with the approver identity it acts as. */
-  senders: Record<string, string>;
+  /**
+   * Sender ids (`senderStaffId`, else `senderId`) allowed to talk to the robot, each with the
+   * approver identity it acts as, and optionally the authority reference of the runs it starts
+   * (instead of the binding's `authority`).
+   */
+  senders: Record<string, string | { approver: string; authority?: string }>;
 }
 
 export interface CronConfig {
@@ -109,7 +118,13 @@ function checkConfig(source: BindingSource, c: unknown, problems: BindingProblem
   } else if (source === 'dingtalk') {
     if (typeof c.appSecretRef !== 'string' || !envName.test(c.appSecretRef)) problems.push({ pointer: '/config/appSecretRef', message: 'must name the environment variable holding the AppSecret' });
     if (!isObject(c.senders) || Object.keys(c.senders).length === 0) problems.push({ pointer: '/config/senders', message: 'must map at least one sender id to an approver identity' });
-    else for (const [k, v] of Object.entries(c.senders)) if (typeof v !== 'string' || v.length === 0 || v.length > 256) problems.push({ pointer: `/config/senders/${k}`, message: 'must be an approver identity (a non-empty string)' });
+    else {
+      const ref = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 256;
+      for (const [k, v] of Object.entries(c.senders)) {
+        const ok = ref(v) || (isObject(v) && ref(v.approver) && (v.authority === undefined || ref(v.authority)) && Object.keys(v).every((key) => key === 'approver' || key === 'authority'));
+        if (!ok) problems.push({ pointer: `/config/senders/${k}`, message: 'must be an approver identity, or { "approver": <identity>, "authority": <reference> }' });
+      }
+    }
   } else {
     if (typeof c.pattern !== 'string' || c.pattern.trim() === '') problems.push({ pointer: '/config/pattern', message: 'must be a cron pattern' });
     else if (c.timezone !== undefined && typeof c.timezone !== 'string') problems.push({ pointer: '/config/timezone', message: 'must be an IANA time zone name' });

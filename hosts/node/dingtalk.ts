@@ -17,7 +17,7 @@
 // The reply is a DingTalk text message, the HTTP response itself: `{ msgtype: 'text', text: { content } }`.
 // Verification failures are answered 401/404 with a JSON error, as for webhooks.
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { DingtalkConfig, WorkflowBinding } from './bindings.js';
+import { dingtalkSender, type DingtalkConfig, type WorkflowBinding } from './bindings.js';
 import { TriggerRejected, type TriggerPipeline } from './ingress.js';
 import { triggerLimits } from './limits.js';
 import type { WorkflowRuntime } from './runtime.js';
@@ -79,8 +79,9 @@ export async function handleDingtalk(rt: WorkflowRuntime, pipeline: TriggerPipel
   if (!signMatches(appSecret, timestamp, sign)) return reject(401, 'dingtalk.bad-sign', 'the sign does not match the timestamp and the AppSecret', binding);
   if (message === undefined || typeof message !== 'object' || msgId === undefined) return reject(400, 'dingtalk.bad-message', 'the callback body is not a DingTalk message with a msgId', binding);
   const senderId: string | undefined = typeof message.senderStaffId === 'string' && message.senderStaffId ? message.senderStaffId : typeof message.senderId === 'string' ? message.senderId : undefined;
-  const identity = senderId !== undefined && Object.prototype.hasOwnProperty.call(config.senders, senderId) ? config.senders[senderId] : undefined;
-  if (identity === undefined) return reject(200, 'dingtalk.sender-not-allowed', `sender ${senderId ?? '(none)'} is not allowed to use this robot`, binding, senderId);
+  const sender = senderId !== undefined && Object.prototype.hasOwnProperty.call(config.senders, senderId) ? dingtalkSender(config.senders[senderId]) : undefined;
+  const identity = sender?.approver;
+  if (sender === undefined || identity === undefined) return reject(200, 'dingtalk.sender-not-allowed', `sender ${senderId ?? '(none)'} is not allowed to use this robot`, binding, senderId);
   const caller = `dingtalk:${senderId}`;
   const event = { source: 'dingtalk' as const, sourceEventId: msgId, caller, occurredAt: ms };
   const content = typeof message.text?.content === 'string' ? message.text.content.trim() : '';
@@ -101,7 +102,7 @@ export async function handleDingtalk(rt: WorkflowRuntime, pipeline: TriggerPipel
         const admitted = await pipeline.admit(binding, {
           ...event,
           payload: { args, message, sender: { id: senderId, identity, nick: message.senderNick }, conversationId: message.conversationId, msgId },
-        });
+        }, sender.authority !== undefined ? { authority: sender.authority } : {});
         return reply(admitted.deduplicated ? `run ${admitted.runId} was already started for this message` : `run ${admitted.runId} started`);
       } catch (err) {
         if (err instanceof TriggerRejected) return reply(`refused: ${err.code}: ${err.message}`);

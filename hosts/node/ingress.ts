@@ -124,7 +124,13 @@ export class TriggerPipeline {
    * after recording the rejection. `recordDuplicate: false` writes nothing for a duplicate (cron:
    * every worker fires every slot).
    */
-  async admit(binding: WorkflowBinding, event: TriggerEvent, options: { recordDuplicate?: boolean; /** Kept as the `launched` record's reason (a cron slot run late by its misfire policy). */ note?: { code: string; message: string } } = {}): Promise<Admission> {
+  async admit(binding: WorkflowBinding, event: TriggerEvent, options: {
+      recordDuplicate?: boolean;
+      /** Kept as the `launched` record's reason (a cron slot run late by its misfire policy). */
+      note?: { code: string; message: string };
+      /** The authority reference of this run instead of the binding's (a DingTalk sender's own). */
+      authority?: string;
+    } = {}): Promise<Admission> {
     if (event.sourceEventId.length === 0 || event.sourceEventId.length > triggerLimits.sourceEventIdCharsMax) {
       throw await this.refuse(binding, event, 'trigger.bad-event-id', `the source event id must have 1..${triggerLimits.sourceEventIdCharsMax} characters`);
     }
@@ -156,6 +162,7 @@ export class TriggerPipeline {
       throw await this.refuse(binding, event, 'trigger.input-invalid', `the mapped input does not match ${binding.target.id}@${binding.target.revision}'s input schema: ${problems.map((p) => `${p.pointer || '/'} ${p.message}`).join('; ')}`, { errors: problems });
     }
     const runId = ingressRunId(key);
+    const authorityRef = options.authority ?? binding.authority;
     const origin = { kind: 'trigger', source: event.source, binding: `${binding.id}@${binding.revision}`, sourceEventId: event.sourceEventId, ...(event.caller !== undefined ? { caller: event.caller } : {}) };
     const prepared = await this.rt.prepareLaunch(
       { type: 'plan', plan, templateKey: plan.root },
@@ -165,7 +172,7 @@ export class TriggerPipeline {
         executionMode: 'background',
         actor: 'trigger',
         origin,
-        ...(binding.authority !== undefined ? { authority: { id: binding.authority, scopes: [] } } : {}),
+        ...(authorityRef !== undefined ? { authority: { id: authorityRef, scopes: [] } } : {}),
         ...deliveryLaunchOptions(binding),
       },
     );

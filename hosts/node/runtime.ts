@@ -574,8 +574,8 @@ export class WorkflowRuntime {
   }
 
   /** The authority a run gets now (resolved again at every resume and takeover). */
-  authorityOf(runId: string, plan: ExecutionPlan): Authority {
-    return this.resolveAuthority({ runId, workflowId: workflowIdOf(plan) });
+  authorityOf(runId: string, plan: ExecutionPlan, requested?: Authority): Authority {
+    return this.resolveAuthority({ runId, workflowId: workflowIdOf(plan), ...(requested ? { requested } : {}) });
   }
 
   /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */

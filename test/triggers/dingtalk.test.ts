@@ -25,7 +25,7 @@ describe('DingTalk robot callbacks', () => {
     w = world({ DT_SECRET: appSecret });
     await publishTemplate(w, approvalFlow);
     await publishTemplate(w, echo);
-    await publishBinding(w, { id: 'robot', source: 'dingtalk', config: { appSecretRef: 'DT_SECRET', senders: { 'staff-alice': 'alice@example.com', 'staff-bob': 'bob@example.com' } }, target: 'approve-echo@1', input: { text: { pointer: '/args/text' } } });
+    await publishBinding(w, { id: 'robot', source: 'dingtalk', config: { appSecretRef: 'DT_SECRET', senders: { 'staff-alice': 'alice@example.com', 'staff-bob': { approver: 'bob@example.com', authority: 'ops-bob' } } }, target: 'approve-echo@1', input: { text: { pointer: '/args/text' } }, authority: 'dingtalk-robot' });
     s = await serve(w);
   });
   afterAll(async () => {
@@ -73,9 +73,20 @@ describe('DingTalk robot callbacks', () => {
     await until('the run to complete', async () => text(await postDingtalk(s.url, 'robot', message(`status ${runId}`), { appSecret })) === `run ${runId}: completed`);
     const trace = (await cliOk(w, ['runs'])).runs.find((r: any) => r.runId === runId);
     expect(trace.status).toBe('completed');
+    // The run's authority is the binding's reference (alice names none of her own).
+    const events = (await cliOk(w, ['trace', runId!, '--format', 'json'])).events;
+    expect(events[0].payload.authority.id).toBe('dingtalk-robot');
     const records = (await cliOk(w, ['ingress', 'list', '--binding', 'robot', '--run', runId!])).records;
     expect(records[0]).toMatchObject({ status: 'launched', source: 'dingtalk', caller: 'dingtalk:staff-alice', sourceEventId: start.msgId });
     expect(records.slice(1).every((r: any) => r.status === 'received' || r.status === 'deduplicated')).toBe(true);
+  });
+
+  it("starts a sender's runs with the sender's own authority reference", async () => {
+    const started = text(await postDingtalk(s.url, 'robot', message('run {"text":"bob"}', 'staff-bob'), { appSecret }));
+    const runId = /^run (i-[0-9a-f]{32}) started$/.exec(started)?.[1];
+    expect(runId, started).toBeDefined();
+    const events = (await cliOk(w, ['trace', runId!, '--format', 'json'])).events;
+    expect(events[0].payload.authority.id).toBe('ops-bob');
   });
 
   it('answers unknown commands, bad input and runs of other bindings in text', async () => {
