@@ -1,20 +1,37 @@
-// The webhook adapter over real HTTP on loopback: `agent-workflow serve --http` processes on one
-// SQLite store. Every refusal is answered with its status and code and recorded in the ingress
+// The webhook adapter over real HTTP on loopback: two `agent-workflow serve --http` processes on
+// one store (a SQLite file; a PostgreSQL schema). Every refusal is answered with its status and code and recorded in the ingress
 // journal; one event delivered 1,000 times at once to two processes makes exactly one run.
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
 import { cliOk, echo, postHook, publishBinding, publishTemplate, serve, until, world, type Server, type World } from './helpers.js';
 
 const secret = 'whsec-test-1234567890';
 const env = { HOOK_SECRET: secret };
 const opensslHex = '49f24e537407743fa4a0242bb63b94b9a47ee99cbbe071ccd8a22550ae411686';
 
-describe('webhook triggers over HTTP', () => {
+const schema = `adw_trig_hook_${randomBytes(4).toString('hex')}`;
+beforeAll(async () => assertPostgresReachable());
+afterAll(async () => {
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  await client.end();
+});
+
+const stores: [string, Record<string, string>][] = [
+  ['SQLite', {}],
+  ['PostgreSQL', { STORE: `${pgUrl}?schema=${schema}` }],
+];
+
+describe.each(stores)('webhook triggers over HTTP (%s)', (_name, storeEnv) => {
   let w: World;
   let a: Server;
   let b: Server;
   beforeAll(async () => {
-    w = world(env);
+    w = world({ ...env, ...storeEnv });
     await publishTemplate(w, echo);
     await publishBinding(w, { id: 'hook', source: 'webhook', config: { secretRef: 'HOOK_SECRET', toleranceSeconds: 60 }, target: 'echo@1', input: { text: { pointer: '/body/message/text' } } });
     await publishBinding(w, { id: 'off', source: 'webhook', config: { secretRef: 'HOOK_SECRET' }, target: 'echo@1', input: { text: { literal: 'x' } } });
