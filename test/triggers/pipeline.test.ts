@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TriggerPipeline, WorkflowRuntime, deliveryLaunchOptions, ingressRunId } from '../../dist/hosts/node/index.js';
+import { TriggerPipeline, WorkflowRuntime, deliveryLaunchOptions, ingressRunId, launchOptionSupported } from '../../dist/hosts/node/index.js';
 import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/node-host.js';
 import { echo } from './helpers.js';
@@ -128,8 +128,8 @@ describe.each(stores)('bindings and the pipeline on %s', (name, location) => {
     await rt.bindings.put(hook(id, { delivery }));
     const binding = await rt.bindings.publish(id, 1);
     expect(binding.delivery).toEqual(delivery);
-    // This host's launch has no `delivery` option yet: nothing is passed, nothing is refused.
-    expect(deliveryLaunchOptions(binding)).toEqual({});
+    // Passed to launch as `delivery` exactly when launch carries that option out (never refused).
+    expect(deliveryLaunchOptions(binding)).toEqual(launchOptionSupported('delivery') ? { delivery } : {});
     expect(deliveryLaunchOptions({})).toEqual({});
     const admitted = await new TriggerPipeline(rt).admit(binding, { source: 'webhook', sourceEventId: 'd-1', payload: { body: { msg: 'x' } } });
     expect(admitted.deduplicated).toBe(false);
