@@ -16,6 +16,7 @@ import { CodedError } from '../../engine/protocol/coded-error.js';
 import { schemaProblems } from './input-schema.js';
 import { parseRevisionRef, type WorkflowCatalog } from './catalog.js';
 import { triggerLimits } from './limits.js';
+import { deliveryTargetOf, type DeliveryTarget } from './delivery-target.js';
 import type { BindingRow, TriggerStorage } from './trigger-storage.js';
 
 export type BindingSource = 'webhook' | 'dingtalk' | 'cron';
@@ -57,8 +58,8 @@ export interface CronConfig {
 /** One field of the run input: a JSON pointer into the event (with an optional default), or a literal. */
 export type InputField = { pointer: string; default?: unknown } | { literal: unknown };
 
-/** Where a run's result is delivered (passed to `launch` as `delivery` where the host supports it). */
-export type DeliveryTarget = { kind: 'webhook'; url: string; secretRef?: string } | { kind: 'dingtalk'; webhookUrl: string; secretRef?: string };
+/** Where a run's results are delivered: every run of the binding gets it as its `delivery` launch option. */
+export type { DeliveryTarget };
 
 /** What a user writes: `binding put <file>` stores it as a new draft revision. */
 export interface BindingSpec {
@@ -107,6 +108,14 @@ function checkDelivery(d: unknown, problems: BindingProblem[]): void {
   if (d.kind !== 'webhook' && d.kind !== 'dingtalk') problems.push({ pointer: '/delivery/kind', message: 'must be "webhook" or "dingtalk"' });
   else if (typeof url !== 'string' || !/^https?:\/\//.test(url)) problems.push({ pointer: `/delivery/${d.kind === 'webhook' ? 'url' : 'webhookUrl'}`, message: 'must be an http(s) URL' });
   if (d.secretRef !== undefined && (typeof d.secretRef !== 'string' || !envName.test(d.secretRef))) problems.push({ pointer: '/delivery/secretRef', message: 'must name an environment variable' });
+  if (problems.some((p) => p.pointer.startsWith('/delivery'))) return;
+  // The rest as the `delivery` launch option checks it, so a published binding never makes a
+  // launch that is refused (unknown fields, credentials in the URL, DingTalk `format`).
+  try {
+    deliveryTargetOf(d);
+  } catch (err) {
+    problems.push({ pointer: '/delivery', message: (err as Error).message });
+  }
 }
 
 function checkConfig(source: BindingSource, c: unknown, problems: BindingProblem[]): void {

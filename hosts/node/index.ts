@@ -23,8 +23,7 @@ export { TriggerScheduler, TriggerError, triggerRunId, type TriggerSpec } from '
 export { PostgresJournalStore } from './pg-store.js';
 export { PgCatalogStorage } from './pg-catalog.js';
 export { BindingCatalog, BindingError, mapInput, parseBindingSpec, resolvePointer, type BindingSpec, type WorkflowBinding, type BindingSource, type BindingState, type DeliveryTarget, type InputField, type MisfirePolicy } from './bindings.js';
-export { launchOptionSupported } from './launch-options.js';
-export { TriggerPipeline, TriggerRejected, ingressRunId, deliveryLaunchOptions, type TriggerEvent, type Admission, type PipelineOptions } from './ingress.js';
+export { TriggerPipeline, TriggerRejected, ingressRunId, type TriggerEvent, type Admission, type PipelineOptions } from './ingress.js';
 export { handleWebhook, signWebhook, webhookHeaders } from './webhook.js';
 export { handleDingtalk, signDingtalk, dingtalkText } from './dingtalk.js';
 export { CronBindingScheduler, slotEventId, type CronBindingOptions } from './cron-bindings.js';

@@ -13,9 +13,8 @@ import { createHash } from 'node:crypto';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 import { schemaProblems } from './input-schema.js';
 import { mapInput, type BindingSource, type WorkflowBinding } from './bindings.js';
-import { launchOptionSupported } from './launch-options.js';
 import { triggerLimits } from './limits.js';
-import type { LaunchOptions, WorkflowRuntime } from './runtime.js';
+import type { WorkflowRuntime } from './runtime.js';
 import type { DedupeKey, IngressEntry, IngressRecord } from './trigger-storage.js';
 
 /** An event an adapter verified and identified. */
@@ -57,15 +56,6 @@ export interface PipelineOptions {
 export function ingressRunId(key: DedupeKey): string {
   const text = JSON.stringify([key.deployment, key.source, key.sourceEventId, key.bindingId, key.bindingRevision]);
   return `i-${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
-}
-
-/**
- * The launch options a binding's delivery target becomes: `delivery` once `launch` carries it
- * out, nothing before (the binding keeps it either way). The one place that connects the two.
- */
-export function deliveryLaunchOptions(binding: Pick<WorkflowBinding, 'delivery'>): Partial<LaunchOptions> {
-  if (binding.delivery === undefined || !launchOptionSupported('delivery')) return {};
-  return { delivery: binding.delivery } as Partial<LaunchOptions>;
 }
 
 export class TriggerPipeline {
@@ -173,7 +163,8 @@ export class TriggerPipeline {
         actor: 'trigger',
         origin,
         ...(authorityRef !== undefined ? { authority: { id: authorityRef, scopes: [] } } : {}),
-        ...deliveryLaunchOptions(binding),
+        // The binding's delivery target: the run's approvals and its end are delivered there.
+        ...(binding.delivery !== undefined ? { delivery: binding.delivery } : {}),
       },
     );
     const admitted = await storage.admit({ ...entry, status: 'launched', runId, ...(options.note !== undefined ? { reasonCode: options.note.code, reason: options.note.message } : {}) }, prepared.queued!, this.now(), {

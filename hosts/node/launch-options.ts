@@ -8,11 +8,6 @@ export { assertCaptureOptions } from '../core/capture-options.js';
 
 const launchKeys = new Set(['input', 'runId', 'authority', 'timeoutMs', 'correlation', 'executionMode', 'idempotencyKey', 'concurrencyKey', 'concurrencyLimit', 'actor', 'origin', 'delivery']);
 
-/** Whether `launch` carries out the option `name` (a trigger passes `delivery` only once it does). */
-export function launchOptionSupported(name: string): boolean {
-  return launchKeys.has(name);
-}
-
 /** Refuses launch options this host does not know (`launch.option-unsupported`). */
 export function assertLaunchOptions(options: object): void {
   const unknown = Object.keys(options).filter((k) => !launchKeys.has(k) && (options as Record<string, unknown>)[k] !== undefined);

@@ -4,9 +4,10 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TriggerPipeline, WorkflowRuntime, deliveryLaunchOptions, ingressRunId, launchOptionSupported } from '../../dist/hosts/node/index.js';
+import { TriggerPipeline, WorkflowRuntime, ingressRunId } from '../../dist/hosts/node/index.js';
 import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/node-host.js';
+import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { echo } from './helpers.js';
 
 const schema = `adw_trig_${randomBytes(4).toString('hex')}`;
@@ -122,18 +123,40 @@ describe.each(stores)('bindings and the pipeline on %s', (name, location) => {
     expect(accepted.correlation.origin).toEqual({ kind: 'trigger', source: 'webhook', binding: `${id}@1`, sourceEventId: 'evt-1', caller: 'hmac:HOOK_SECRET' });
   });
 
-  it('keeps a delivery target with the binding, and passes it to launch only where launch carries it out', async () => {
+  it("a triggered run carries its binding's delivery target: the queued run's result reaches the webhook, signed", async () => {
     const id = `b-delivery-${name}`;
-    const delivery = { kind: 'dingtalk', webhookUrl: 'http://127.0.0.1:9/robot/send?access_token=x', secretRef: 'DT_ROBOT_SECRET' };
-    await rt.bindings.put(hook(id, { delivery }));
-    const binding = await rt.bindings.publish(id, 1);
-    expect(binding.delivery).toEqual(delivery);
-    // Passed to launch as `delivery` exactly when launch carries that option out (never refused).
-    expect(deliveryLaunchOptions(binding)).toEqual(launchOptionSupported('delivery') ? { delivery } : {});
-    expect(deliveryLaunchOptions({})).toEqual({});
-    const admitted = await new TriggerPipeline(rt).admit(binding, { source: 'webhook', sourceEventId: 'd-1', payload: { body: { msg: 'x' } } });
-    expect(admitted.deduplicated).toBe(false);
-    await expect(rt.bindings.put(hook(`${id}-bad`, { delivery: { kind: 'sms', url: 'x' } }))).rejects.toMatchObject({ code: 'binding.invalid', message: expect.stringContaining('/delivery/kind') });
+    const receiver = await new WebhookReceiver('deliver-secret').start();
+    // A runtime that reads the target's secret from its own environment.
+    const drt = await WorkflowRuntime.open({ store, log: () => undefined, tools: { echo: (i: { text: string }) => ({ text: i.text }) }, delivery: { env: { DELIVER_SECRET: 'deliver-secret' }, backoffBaseMs: 1 } });
+    try {
+      const delivery = { kind: 'webhook', url: receiver.url, secretRef: 'DELIVER_SECRET' };
+      await drt.bindings.put(hook(id, { delivery }));
+      const binding = await drt.bindings.publish(id, 1);
+      expect(binding.delivery).toEqual(delivery);
+      const admitted = await new TriggerPipeline(drt).admit(binding, { source: 'webhook', sourceEventId: 'd-1', payload: { body: { msg: 'delivered' } } });
+      expect(admitted.deduplicated).toBe(false);
+      expect((await drt.store.getRun(admitted.runId!))?.status).toBe('queued');
+      // This test sends the deliveries itself (drain), after the run ended.
+      const worker = await drt.startWorker({ deliveries: false });
+      try {
+        expect(await drt.follow(admitted.runId!).result).toMatchObject({ status: 'completed', output: { echoed: 'delivered' } });
+      } finally {
+        await worker.stop();
+      }
+      expect((await drt.readEvents(admitted.runId!)).events[0].correlation.delivery).toEqual(delivery);
+      expect(await drt.deliveries.drain()).toMatchObject({ delivered: 1, dead: 0 });
+      expect(receiver.badSignatures).toEqual([]);
+      expect(receiver.accepted.map((r) => r.body)).toEqual([
+        expect.objectContaining({ runId: admitted.runId, phase: 'ended', runStatus: 'completed', outcome: expect.objectContaining({ status: 'completed', result: { echoed: 'delivered' } }) }),
+      ]);
+      expect((await drt.deliveries.list({ runId: admitted.runId! })).map((d) => [d.phase, d.state])).toEqual([['ended', 'delivered']]);
+      // A delivery target the `delivery` launch option would refuse is refused when the binding is put.
+      await expect(drt.bindings.put(hook(`${id}-bad`, { delivery: { kind: 'sms', url: 'x' } }))).rejects.toMatchObject({ code: 'binding.invalid', message: expect.stringContaining('/delivery/kind') });
+      await expect(drt.bindings.put(hook(`${id}-creds`, { delivery: { kind: 'webhook', url: 'http://user:pw@127.0.0.1:9/hook' } }))).rejects.toMatchObject({ code: 'binding.invalid', message: expect.stringContaining('must not carry credentials') });
+    } finally {
+      await drt.close();
+      await receiver.close();
+    }
   });
 
   it('admits one event delivered 200 times at once from two runtimes exactly once', async () => {
