@@ -38,6 +38,21 @@ const types: Record<string, string> = {
 
 export const defaultPageDir = fileURLToPath(new URL('../../browser/', import.meta.url));
 
+/**
+ * A file of the built page by its path under the page (`/` is index.html), with its content type;
+ * `undefined` when there is no such file or the path leaves the page's folder.
+ */
+export async function readPageFile(pageDir: string, path: string): Promise<{ body: Buffer; type: string } | undefined> {
+  const dir = normalize(pageDir);
+  const file = normalize(join(dir, path === '/' || path === '' ? 'index.html' : path));
+  if (file !== dir && !file.startsWith(dir.endsWith(sep) ? dir : dir + sep)) return undefined;
+  try {
+    return { body: await readFile(file), type: types[extname(file)] ?? 'application/octet-stream' };
+  } catch {
+    return undefined;
+  }
+}
+
 export async function serveReplay(options: ServeReplayOptions = {}): Promise<ReplayServer> {
   const pageDir = normalize(options.pageDir ?? defaultPageDir);
   const host = options.host ?? '127.0.0.1';
@@ -57,13 +72,8 @@ export async function serveReplay(options: ServeReplayOptions = {}): Promise<Rep
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'method not allowed\n');
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://localhost').pathname);
     if (path === '/export.json') return exportText === undefined ? send(res, 404, 'no export preloaded\n') : send(res, 200, exportText, types['.json']);
-    const file = normalize(join(pageDir, path === '/' ? 'index.html' : path));
-    if (file !== pageDir && !file.startsWith(pageDir.endsWith(sep) ? pageDir : pageDir + sep)) return send(res, 404, 'not found\n');
-    try {
-      return send(res, 200, await readFile(file), types[extname(file)] ?? 'application/octet-stream');
-    } catch {
-      return send(res, 404, 'not found\n');
-    }
+    const file = await readPageFile(pageDir, path);
+    return file ? send(res, 200, file.body, file.type) : send(res, 404, 'not found\n');
   };
   const server = createServer((req, res) => {
     handle(req, res).catch(() => send(res, 500, 'internal error\n'));

@@ -20,6 +20,12 @@ export interface GatewayContext {
    * subscriber's buffer is full. Present when the host has a live stream.
    */
   progress?: (data: unknown) => void;
+  /**
+   * W3C trace context of this call (`00-<trace id>-<call span id>-<flags>`): the run's trace, with
+   * the call's own span as the parent of whatever the tool or agent traces. Present when the host
+   * knows the run's trace (the Node host always does; see hosts/core/trace-context.ts).
+   */
+  traceparent?: string;
 }
 
 export interface Gateway {

@@ -4,6 +4,7 @@
 import type { KernelError } from './kernel-errors.js';
 import type { RunOutcome } from './projection.js';
 import type { RunRecord } from './store.js';
+import type { RunTraceIds } from './trace-context.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type GatewayRequest, type HostLog } from './types.js';
 
 /** What the kernel lends the children's bookkeeping. */
@@ -15,7 +16,9 @@ export interface ChildHost {
   authority(context: { runId: string; workflowId: string }): Authority;
   /** Whether this process activated the run (its in-flight work is known here). */
   knows(runId: string): boolean;
-  launch(args: { runId: string; plan: ExecutionPlan; templateKey: string; input: unknown; authority: Authority; parentRunId: string; actor: string }): Promise<ActivationSummary>;
+  launch(args: { runId: string; plan: ExecutionPlan; templateKey: string; input: unknown; authority: Authority; parentRunId: string; actor: string; correlation: unknown }): Promise<ActivationSummary>;
+  /** The parent run's trace ids (from its first event's correlation), when the host derives them. */
+  traceOf(runId: string): Promise<RunTraceIds | undefined>;
   resume(runId: string, by: string, authority: Authority): Promise<ActivationSummary>;
   deliver(runId: string, fact: Fact): Promise<ActivationSummary>;
 }
@@ -47,11 +50,28 @@ export class ChildRuns {
     }
     const plan = await this.host.planOf(request.runId);
     const authority = this.host.authority({ runId: childRunId, workflowId: request.name });
-    this.host.launch({ runId: childRunId, plan, templateKey: request.name, input: request.input, authority, parentRunId: request.runId, actor: 'parent' }).catch((err) => {
+    const correlation = await this.correlationOf(request);
+    this.host.launch({ runId: childRunId, plan, templateKey: request.name, input: request.input, authority, parentRunId: request.runId, actor: 'parent', correlation }).catch((err) => {
       this.parents.delete(childRunId);
       const e = err as Partial<KernelError>;
       this.host.deliver(request.runId, { type: 'capability-completed', invocationId: childRunId, ok: false, error: { code: e.code ?? 'workflow.launch-failed', message: e.message ?? String(err), retryable: false } }).catch(() => undefined);
     });
+  }
+
+  /**
+   * What a child run records about where it came from: the parent run, the node and invocation
+   * whose `capability.requested` caused it, and the trace context of that call (the child's spans
+   * are children of the parent's call span, in the parent's trace). Facts of the parent only.
+   */
+  private async correlationOf(request: GatewayRequest): Promise<unknown> {
+    const causedBy = { runId: request.runId, nodeId: request.nodeId, invocationId: request.invocationId };
+    let traceparent: string | undefined;
+    try {
+      traceparent = (await this.host.traceOf(request.runId))?.callTraceparent(request.invocationId);
+    } catch (err) {
+      this.host.log('warn', `the trace context of run ${request.runId} could not be read: ${(err as Error).message}`);
+    }
+    return { parentRunId: request.runId, causedBy, ...(traceparent ? { traceparent } : {}) };
   }
 
   /** A run ended: when it is a child, its parent learns how. */

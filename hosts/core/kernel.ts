@@ -19,6 +19,7 @@ import { approvalFact } from './operator.js';
 import type { LeaseGrant, OperatorCommand } from './ownership-store.js';
 import { outcomeOfRecord, projectionOfRecord, type RunOutcome } from './projection.js';
 import type { CommitEntry, JournalStore, RunRecord, RunTail } from './store.js';
+import { RunTraceIds, traceparentOfCorrelation } from './trace-context.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog, type RunProjection } from './types.js';
 
 export { captureModeOf, defaultCapture, KernelError, type CapturePolicy, type RunOutcome };
@@ -62,6 +63,8 @@ export class Kernel {
   private readonly children: ChildRuns;
   private readonly wakeUps: WakeUps;
   private readonly listeners = new Map<string, Set<Listener>>();
+  /** Called after every landed commit of any run (projections such as a trace exporter). */
+  private readonly commitListeners = new Set<(runId: string, summary: ActivationSummary) => void>();
   /** `waitFor` calls to fail when a fact of their run could not be made durable here. */
   private readonly lossListeners = new Map<string, Set<(err: unknown) => void>>();
   private readonly plans = new Map<string, ExecutionPlan>();
@@ -99,6 +102,7 @@ export class Kernel {
       authority: options.authority,
       knows: (runId) => this.known.has(runId),
       launch: (args) => this.launch(args),
+      traceOf: (runId) => this.traceOf(runId),
       resume: (runId, by, authority) => this.resume(runId, by, authority),
       deliver,
     });
@@ -232,6 +236,18 @@ export class Kernel {
     return () => {
       set!.delete(listener);
       if (set!.size === 0) this.listeners.delete(runId);
+    };
+  }
+
+  /**
+   * Called after every commit of any run of this process is durable, with the run id and its
+   * summary. The listener runs on the commit loop: it must only note the run and return (do the
+   * work on a later turn). Returns an unsubscribe function.
+   */
+  onCommit(listener: (runId: string, summary: ActivationSummary) => void): () => void {
+    this.commitListeners.add(listener);
+    return () => {
+      this.commitListeners.delete(listener);
     };
   }
 
@@ -385,6 +401,7 @@ export class Kernel {
     }
     for (const g of r.groups) g.resolve(r.summary);
     for (const l of [...(this.listeners.get(r.runId) ?? [])]) l(r.summary);
+    if (r.wrote) for (const l of this.commitListeners) l(r.runId, r.summary);
   }
 
   private safeEvict(runId: string): void {
@@ -403,6 +420,16 @@ export class Kernel {
   wake(runId: string): Promise<ActivationSummary> {
     this.wakeUps.taken(runId);
     return this.deliver(runId, { type: 'resume-requested', by: 'timer', afterRestart: false });
+  }
+
+  /** A run's trace ids (hosts/core/trace-context.ts), from its first event's correlation. */
+  private async traceOf(runId: string): Promise<RunTraceIds | undefined> {
+    const sha256 = this.options.sha256;
+    if (!sha256) return undefined;
+    const page = await this.options.store.readEvents(runId, 0, 1);
+    const first = page.events[0] ? (JSON.parse(page.events[0]) as { correlation?: unknown }) : undefined;
+    const encoder = new TextEncoder();
+    return new RunTraceIds(runId, traceparentOfCorrelation(first?.correlation), (text) => sha256(encoder.encode(text)));
   }
 
   private async planOf(runId: string): Promise<ExecutionPlan> {

@@ -151,6 +151,13 @@ export interface JournalStore {
   getRun(runId: string): Awaitable<RunRecord | undefined>;
   listRuns(filter?: { statuses?: readonly string[]; limit?: number }): Awaitable<RunRecord[]>;
   keepProjection?(runId: string, lastSeq: number, projection: RunProjection): Awaitable<void>;
+  /**
+   * Commit notifications, for stores that can push them (PostgreSQL's LISTEN/NOTIFY): `listener`
+   * gets the run id and last seq of each commit of any process, after it is durable; `onLost` is
+   * called if the notifications stop. Resolves with a function that stops listening. Without it,
+   * followers of runs of other processes read the run records on a timer.
+   */
+  subscribeCommits?(listener: (runId: string, lastSeq: number) => void, onLost?: (err: Error) => void): Awaitable<() => Awaitable<void>>;
   close(): Awaitable<void>;
   /** Leases, inbox and queue, for stores that several processes share. */
   readonly ownership?: RunOwnership;

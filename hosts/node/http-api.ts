@@ -6,12 +6,17 @@
  *
  *   GET /v1/runs?status=<s>[,<s>…]&limit=N   runs, newest first
  *   GET /v1/runs/:id                          the run's view
+ *   GET /v1/runs/:id/export                   the run's self-contained export (as `agent-workflow export`)
  *   GET /v1/runs/:id/events?afterSeq=&limit=  a page of its events, ascending seq
  *   GET /v1/runs/:id/events                   with `Accept: text/event-stream`: the live stream;
  *                                             `id:` is the seq, `event:` the event type; resumes
  *                                             after `Last-Event-ID` (or `afterSeq`); ends after
  *                                             the run's terminal commit; live-only progress
  *                                             of calls comes as `event: progress`, without id
+ *
+ *   GET /page/…                               the browser replay page (static files, no token:
+ *                                             they hold no run data); `/page/?run=<id>` follows a
+ *                                             run live through this API (docs/browser.md)
  *
  * Errors are JSON `{ error: { code, message } }`: 400 `http.bad-request`, 401
  * `http.unauthorized`, 404 `run.not-found` / `http.not-found`, 405 `http.method-not-allowed`.
@@ -29,6 +34,7 @@ import { handleDingtalk } from './dingtalk.js';
 import { TriggerPipeline } from './ingress.js';
 import { httpLimits, triggerLimits } from './limits.js';
 import { handleWebhook } from './webhook.js';
+import { defaultPageDir, readPageFile } from '../browser/serve.js';
 import type { WorkflowRuntime } from './runtime.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 
@@ -46,6 +52,8 @@ export interface HttpApiOptions {
   insecureNoAuth?: boolean;
   /** Comment lines on an idle event stream (default 15 s). */
   heartbeatMs?: number;
+  /** The built replay page served under `/page/` (default dist/browser). */
+  pageDir?: string;
   log?: (level: string, message: string) => void;
   /** The trigger pipeline of the hook routes (default: one with the default deployment). */
   triggers?: TriggerPipeline;
@@ -177,12 +185,14 @@ export async function startHttpApi(rt: WorkflowRuntime, options: HttpApiOptions)
   }
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const pagePath = /^\/page(\/.*)?$/.exec(new URL(req.url ?? '/', 'http://localhost').pathname);
+    if (pagePath && (req.method === 'GET' || req.method === 'HEAD')) return sendPage(res, pagePath[1]);
     const path = new URL(req.url ?? '/', 'http://localhost').pathname.split('/').filter((p) => p !== '');
     if (path[0] === 'v1' && (path[1] === 'hooks' || path[1] === 'dingtalk') && path.length === 3) return triggerRoute(req, res, path);
     if (token !== undefined && !bearerMatches(req.headers.authorization, token)) throw new HttpError(401, 'http.unauthorized', 'a valid bearer token is required');
     const url = new URL(req.url ?? '/', 'http://localhost');
     const parts = url.pathname.split('/').filter((p) => p !== '');
-    if (parts[0] !== 'v1' || parts[1] !== 'runs' || parts.length > 4 || (parts.length === 4 && parts[3] !== 'events')) throw new HttpError(404, 'http.not-found', `no route ${url.pathname}`);
+    if (parts[0] !== 'v1' || parts[1] !== 'runs' || parts.length > 4 || (parts.length === 4 && parts[3] !== 'events' && parts[3] !== 'export')) throw new HttpError(404, 'http.not-found', `no route ${url.pathname}`);
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: the API is read-only`);
     if (parts.length === 2) {
       const status = url.searchParams.get('status');
@@ -197,11 +207,31 @@ export async function startHttpApi(rt: WorkflowRuntime, options: HttpApiOptions)
       throw new HttpError(400, 'http.bad-request', 'the run id is not valid percent-encoding');
     }
     if (parts.length === 3) return sendJson(res, 200, await rt.getRun(runId));
+    if (parts[3] === 'export') return sendJson(res, 200, await rt.exportRun(runId));
     if (wantsEventStream(req)) return streamEvents(req, res, runId, url);
     const afterSeq = intParam(url.searchParams.get('afterSeq'), 'afterSeq', 0);
     const limit = intParam(url.searchParams.get('limit'), 'limit', httpLimits.eventsPageDefault, httpLimits.eventsPageMax);
     const page = await rt.readEvents(runId, { afterSeq, limit });
     return sendJson(res, 200, { runId, ...page });
+  }
+
+  /** A file of the replay page; `/page` itself redirects to `/page/` so relative URLs resolve. */
+  async function sendPage(res: ServerResponse, path: string | undefined): Promise<void> {
+    if (path === undefined) {
+      res.writeHead(308, { location: '/page/' });
+      res.end();
+      return;
+    }
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(path);
+    } catch {
+      throw new HttpError(400, 'http.bad-request', 'the path is not valid percent-encoding');
+    }
+    const file = await readPageFile(options.pageDir ?? defaultPageDir, decoded);
+    if (!file) throw new HttpError(404, 'http.not-found', `no page file ${path}`);
+    res.writeHead(200, { 'content-type': file.type, 'content-length': file.body.length, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
+    res.end(file.body);
   }
 
   async function streamEvents(req: IncomingMessage, res: ServerResponse, runId: string, url: URL): Promise<void> {

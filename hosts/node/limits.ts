@@ -7,6 +7,11 @@ export const liveLimits = {
   bufferEventsMax: 65_536,
   /** Events a run's feed reads from the store per read (it reads again until it has them all). */
   feedPageEventsMax: 1000,
+  /**
+   * With commit notifications (PostgreSQL NOTIFY), how often a followed run's record is still read:
+   * a safety net for a notification connection that is lost without an error.
+   */
+  notifiedPollMs: 5000,
 } as const;
 
 export const httpLimits = {
@@ -21,6 +26,27 @@ export const httpLimits = {
   heartbeatMs: 15_000,
   /** A progress item larger than this (as JSON) is not sent on an event stream. */
   progressBytesMax: 64 * 1024,
+} as const;
+
+export const telemetryLimits = {
+  /** Finished spans waiting for the collector; a span that finds the queue full is dropped (and counted). */
+  queueSpansMax: 2048,
+  /** Spans of one OTLP export request. */
+  exportBatchSpansMax: 512,
+  /** How long finished spans wait for more before an export request, so requests carry batches. */
+  exportDelayMs: 200,
+  /** After a failed export, the next one waits this long (a dead collector is not hammered). */
+  retryDelayMs: 2000,
+  /** One export request may take this long before it counts as failed. */
+  exportTimeoutMs: 5000,
+  /** On close, what is queued is sent for at most this long, then dropped. */
+  closeFlushMs: 1000,
+  /** Runs whose spans are being built at once; the oldest is forgotten (and read again from seq 0 if it commits again). */
+  runsTrackedMax: 4096,
+  /** Events of the journal read per store read. */
+  readPageEventsMax: 1000,
+  /** Span events (pauses, waits, needs-attention) kept per span. */
+  spanEventsMax: 64,
 } as const;
 
 export const deliveryLimits = {

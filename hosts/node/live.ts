@@ -3,8 +3,9 @@
  * the commit that holds it is durable.
  *
  * The journal is the authority. One `RunFeed` per run and runtime reads each new commit from the
- * store once (woken by the kernel when this process commits, and by polling the store's run
- * record for commits of other processes) and hands the events to every subscriber. A subscriber
+ * store once (woken by the kernel when this process commits; for commits of other processes, by
+ * the store's commit notifications where it has them — PostgreSQL's NOTIFY — else by polling the
+ * store's run record) and hands the events to every subscriber. A subscriber
  * keeps at most `bufferEventsMax` events it has not taken yet; when the feed would overflow that
  * buffer, the subscriber gets a gap marker and reads what it missed from the journal itself, then
  * joins the feed again. A slow subscriber therefore never holds the run or the other subscribers
@@ -159,7 +160,8 @@ class RunFeed {
     readonly runId: string,
     private readonly store: JournalStore,
     kernel: Kernel,
-    private readonly pollMs: number,
+    /** How often the run record is read for commits of other processes (rarely, when they are notified). */
+    private readonly pollMs: () => number,
     private readonly onIdle: () => void,
   ) {
     // Called after a commit of the run by this process is durable, inside the kernel's commit
@@ -185,7 +187,12 @@ class RunFeed {
     this.poll = setTimeout(() => {
       this.poll = undefined;
       void this.checkStore();
-    }, this.pollMs);
+    }, this.pollMs());
+  }
+
+  /** A commit of the run by any process was notified by the store. */
+  notified(lastSeq: number): void {
+    if (lastSeq > this.seq) this.readSoon();
   }
 
   /** Commits of other processes: the run record's last seq moved. */
@@ -274,6 +281,10 @@ class RunFeed {
 export class LiveStreams {
   private readonly feeds = new Map<string, RunFeed>();
   private closed = false;
+  /** The store's commit notifications, subscribed to with the first feed (stores that have them). */
+  private notifications: Promise<void> | undefined;
+  private unsubscribe: (() => unknown) | undefined;
+  private notified = false;
 
   constructor(
     private readonly store: JournalStore,
@@ -281,13 +292,52 @@ export class LiveStreams {
     private readonly pollMs: number,
   ) {}
 
+  /**
+   * While commits are notified, the run records are read only as a safety net, every
+   * `notifiedPollMs` (or `pollMs` if that is longer); without notifications, every `pollMs`.
+   */
+  private feedPollMs(): number {
+    return this.notified ? Math.max(this.pollMs, liveLimits.notifiedPollMs) : this.pollMs;
+  }
+
+  /** Listens for commits before the first feed reads its run record, so no commit falls between. */
+  private listen(): Promise<void> {
+    const subscribe = this.store.subscribeCommits?.bind(this.store);
+    if (!subscribe) return Promise.resolve();
+    this.notifications ??= Promise.resolve(
+      subscribe(
+        (runId, lastSeq) => this.feeds.get(runId)?.notified(lastSeq),
+        () => {
+          // Back to polling; the next feed listens again.
+          this.notified = false;
+          this.notifications = undefined;
+          const stop = this.unsubscribe;
+          this.unsubscribe = undefined;
+          void Promise.resolve(stop?.()).catch(() => undefined);
+        },
+      ),
+    ).then(
+      (stop) => {
+        if (this.closed) return void Promise.resolve(stop()).catch(() => undefined);
+        this.unsubscribe = stop;
+        this.notified = true;
+      },
+      () => {
+        // The store could not listen: the feeds poll.
+        this.notifications = undefined;
+      },
+    );
+    return this.notifications;
+  }
+
   private async feedOf(runId: string): Promise<RunFeed> {
+    await this.listen();
     const existing = this.feeds.get(runId);
     if (existing && !existing.isStopped) {
       await existing.ready;
       return existing;
     }
-    const feed = new RunFeed(runId, this.store, this.kernel, this.pollMs, () => {
+    const feed = new RunFeed(runId, this.store, this.kernel, () => this.feedPollMs(), () => {
       if (this.feeds.get(runId) === feed) this.feeds.delete(runId);
     });
     this.feeds.set(runId, feed);
@@ -368,6 +418,9 @@ export class LiveStreams {
   /** Ends every stream (the runtime closes). */
   close(): void {
     this.closed = true;
+    const stop = this.unsubscribe;
+    this.unsubscribe = undefined;
+    void Promise.resolve(stop?.()).catch(() => undefined);
     for (const feed of this.feeds.values()) {
       feed.stop();
       for (const s of feed.subscribers) s.notify();

@@ -130,7 +130,9 @@ export function createMcpServer(runtime: WorkflowRuntime, options: McpServerOpti
       live(async () => {
         if ((template === undefined) === (id === undefined)) throw Object.assign(new Error('give either template, or id and revision'), { code: 'mcp.bad-arguments' });
         const target = template !== undefined ? { type: 'inline' as const, template } : { type: 'published' as const, id: id!, revision: revision ?? 0 };
-        const handle = await runtime.launch(target as never, { input: input ?? {}, actor: 'mcp', ...(delivery !== undefined ? { delivery: delivery as never } : {}) });
+        // A W3C trace context in the request's `_meta.traceparent` (as MCP clients that trace send it).
+        const traceparent = (extra?._meta as { traceparent?: unknown } | undefined)?.traceparent;
+        const handle = await runtime.launch(target as never, { input: input ?? {}, actor: 'mcp', ...(delivery !== undefined ? { delivery: delivery as never } : {}), ...(typeof traceparent === 'string' ? { traceparent } : {}) });
         const token = extra?._meta?.progressToken;
         const stop = new AbortController();
         const reporting = token === undefined ? undefined : reportProgress(runtime, handle.runId, token, extra.sendNotification, stop.signal);

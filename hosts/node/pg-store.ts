@@ -73,6 +73,8 @@ export class PostgresJournalStore implements JournalStore {
   readonly deliveries: PgDeliveries;
   private readonly now: () => number;
   private readonly s: string;
+  /** The NOTIFY channel of commits (one per schema), payload `<last seq>:<run id>`. */
+  private readonly commitChannel: string;
 
   private constructor(
     private readonly pool: Pool,
@@ -83,6 +85,46 @@ export class PostgresJournalStore implements JournalStore {
     this.now = options.now ?? Date.now;
     this.ownership = new PgOwnership(pool, this.s);
     this.deliveries = new PgDeliveries(pool, this.s);
+    // Identifiers are cut at 63 bytes; schema names are at most 63 of [a-z0-9_].
+    this.commitChannel = `${schema.slice(0, 55)}_commits`;
+  }
+
+  /**
+   * Calls `listener` with the run id and last seq of every commit of any process on this store,
+   * once its transaction committed (LISTEN/NOTIFY on one connection of the pool, kept while the
+   * subscription lasts). A lost connection ends the notifications without an error: `onLost` is
+   * called, and the follower falls back to reading the run records.
+   */
+  async subscribeCommits(listener: (runId: string, lastSeq: number) => void, onLost?: (err: Error) => void): Promise<() => Promise<void>> {
+    const client = await this.pool.connect();
+    let lost = false;
+    const onNotification = (n: { channel: string; payload?: string }) => {
+      if (n.channel !== this.commitChannel || !n.payload) return;
+      const sep = n.payload.indexOf(':');
+      const seq = Number(n.payload.slice(0, sep));
+      if (sep > 0 && Number.isSafeInteger(seq)) listener(n.payload.slice(sep + 1), seq);
+    };
+    const onError = (err: Error) => {
+      if (lost) return;
+      lost = true;
+      client.off('notification', onNotification);
+      onLost?.(err);
+    };
+    client.on('notification', onNotification);
+    client.on('error', onError);
+    try {
+      await client.query(`LISTEN "${this.commitChannel}"`);
+    } catch (err) {
+      client.off('error', onError);
+      client.release(err as Error);
+      throw new StoreError('store.io', `LISTEN for commits failed: ${(err as Error).message}`);
+    }
+    return async () => {
+      client.off('notification', onNotification);
+      if (!lost) await client.query(`UNLISTEN "${this.commitChannel}"`).catch(() => undefined);
+      client.off('error', onError);
+      client.release(lost ? new Error('the connection was lost') : undefined);
+    };
   }
 
   /** Connects, creates the schema when missing and applies pending migrations. */
@@ -224,8 +266,13 @@ export class PostgresJournalStore implements JournalStore {
                    FROM unnest($24::bigint[], $25::text[], $26::text[]) AS a(id, run_id, by)
                   WHERE b.id = a.id AND b.run_id = a.run_id AND b.state = 'pending'
                     AND (a.run_id <> ALL($2::text[]) OR a.run_id IN (SELECT run_id FROM ins))
+               ), nt AS (
+                 -- Followers in other processes (live streams) are woken when this transaction commits.
+                 SELECT pg_notify($29::text, n.payload) FROM unnest($30::text[]) AS n(payload)
                )
-               SELECT run_id FROM ins`,
+               SELECT run_id FROM ins
+               UNION ALL
+               SELECT NULL::text FROM (SELECT count(*) AS n FROM nt) z WHERE z.n < 0`,
         values: [
           now,
           ins.map(([id]) => id),
@@ -255,10 +302,12 @@ export class PostgresJournalStore implements JournalStore {
           applied.by,
           ins.map(([, w]) => w.deliveryTarget ?? null),
           ins.map(([, w]) => w.deliveryDigest ?? null),
+          this.commitChannel,
+          [...writes].map(([id, w]) => `${w.lastSeq}:${id}`),
         ],
       });
       // A run another transaction created meanwhile: this group's entries for it did not commit.
-      const created = new Set(inserted.map((r) => r.run_id));
+      const created = new Set(inserted.filter((r) => r.run_id !== null).map((r) => r.run_id));
       for (const [runId, w] of ins) {
         if (created.has(runId)) continue;
         for (const index of w.entries) {

@@ -32,8 +32,10 @@ import { BindingCatalog } from './bindings.js';
 import { stderrLog } from './log.js';
 import { LazyScriptImports } from '../shared/sandbox.js';
 import { LiveStreams, withLiveProgress, type LiveItem, type LiveOptions } from './live.js';
+import { TraceExporter, tracesUrlOf, type TelemetryOptions, type TelemetryStats } from './telemetry.js';
+import { RunTraces, withTraceContext } from './trace-gateway.js';
 
-export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions, DeliveryOptions, DeliveryRecord, DeliveryState, DeliveryTarget, DrainReport };
+export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions, DeliveryOptions, DeliveryRecord, DeliveryState, DeliveryTarget, DrainReport, TelemetryOptions, TelemetryStats };
 
 export interface RuntimeOptions extends GatewayRegistry {
   /** State directory; default `./.agent-workflow`. */
@@ -57,6 +59,11 @@ export interface RuntimeOptions extends GatewayRegistry {
   now?: () => number;
   /** What is kept of capability payloads (default: replayable, 16 KiB inline, 16 MiB per artifact). */
   capture?: Partial<CapturePolicy>;
+  /**
+   * Export spans of the runs this process commits to an OpenTelemetry collector (OTLP/HTTP JSON).
+   * Off the commit path: a slow, failing or dead collector never slows or fails a run.
+   */
+  telemetry?: TelemetryOptions;
   /** How result deliveries are sent: attempts, backoff, timeouts (see `runtime.deliveries`). */
   delivery?: DeliveryOptions;
 }
@@ -102,6 +109,12 @@ export interface LaunchOptions {
    * `runtime.deliveries`) send it. See docs/triggers.md, "Result delivery".
    */
   delivery?: DeliveryTarget;
+  /**
+   * The W3C trace context of the launch (`00-<trace id>-<span id>-<flags>`): recorded as
+   * `correlation.traceparent`; the run's spans join that trace, and each tool and agent call gets
+   * `context.traceparent` in it.
+   */
+  traceparent?: string;
 }
 
 /** What an operator action did: the command, who applied it, and the run's outcome then. */
@@ -153,6 +166,8 @@ export class WorkflowRuntime {
     private readonly liveStreams: LiveStreams,
     private readonly log: HostLog,
     private readonly deliveryOptions: DeliveryOptions,
+    private readonly traces: RunTraces,
+    private readonly exporter: TraceExporter | undefined,
   ) {}
 
   static async open(options: RuntimeOptions = {}): Promise<WorkflowRuntime> {
@@ -160,10 +175,12 @@ export class WorkflowRuntime {
     try {
       assertCaptureOptions(options.capture);
       deliveryOptionsOf(options.delivery);
+      if (options.telemetry) tracesUrlOf(options.telemetry.otlpUrl);
     } catch (err) {
       throw asError(err);
     }
     const store = await openStore(options);
+    let exporter: TraceExporter | undefined;
     try {
       let kernel: Kernel | undefined;
       let live: LiveStreams | undefined;
@@ -180,10 +197,11 @@ export class WorkflowRuntime {
       const resolveAuthority = authorityResolver(options.authorities);
       const ownerId = options.ownerId ?? newOwnerId();
       const pollMs = options.pollMs ?? leaseDefaults.pollMs;
+      const traces = new RunTraces(store);
       kernel = new Kernel({
         store,
         engine,
-        gateway: withLiveProgress(registryGateway(options), () => live),
+        gateway: withTraceContext(withLiveProgress(registryGateway(options), () => live), traces),
         log,
         now: options.now,
         authority: resolveAuthority,
@@ -192,8 +210,10 @@ export class WorkflowRuntime {
         leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
       });
       live = new LiveStreams(store, kernel, pollMs);
-      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.dispose(), ownerId, pollMs, live, log, options.delivery ?? {});
+      if (options.telemetry) exporter = await TraceExporter.start(store, kernel, options.telemetry);
+      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.dispose(), ownerId, pollMs, live, log, options.delivery ?? {}, traces, exporter);
     } catch (err) {
+      await exporter?.close();
       await store.close();
       throw err;
     }
@@ -282,6 +302,7 @@ export class WorkflowRuntime {
     }
     const { runId, plan, templateKey, authority, options, actor, delivery } = prepared;
     if (options.idempotencyKey !== undefined && (await this.store.getRun(runId))) return this.handle(runId);
+    this.traces.remember(runId, options.correlation);
     try {
       await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor, ...(delivery ? { delivery } : {}) });
     } catch (err) {
@@ -706,10 +727,16 @@ export class WorkflowRuntime {
     };
   }
 
+  /** What the OpenTelemetry exporter did (`undefined` when the runtime does not export). */
+  telemetryStats(): TelemetryStats | undefined {
+    return this.exporter?.stats();
+  }
+
   async close(): Promise<void> {
     await this.sender?.stop();
     this.liveStreams.close();
     await this.kernel.close({ abortInflight: true });
+    await this.exporter?.close();
     await this.store.close();
     this.disposeScripts();
   }

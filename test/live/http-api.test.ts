@@ -2,6 +2,7 @@
 // an event stream cut in the middle of a run and resumed with Last-Event-ID loses nothing and
 // repeats nothing; every request without the token is refused.
 import { writeFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { jsonLines, liveWorld, runCli, startCli, template, until, writeTemplate } from './helpers.js';
 
@@ -108,6 +109,26 @@ describe('serve --http', () => {
         if (!page.more) break;
       }
       expect(pages.map((e) => e.seq)).toEqual(seqs);
+      const exported = await (await fetch(`${base}/v1/runs/${runId}/export`, { headers: auth })).json();
+      expect(exported.run).toMatchObject({ runId, status: 'completed' });
+      expect(exported.events.map((e: any) => e.seq)).toEqual(seqs);
+
+      // The replay page is served beside the API (no token: static files only), and nothing else is.
+      expect(serving.page).toBe(`${base}/page/`);
+      const pageRes = await fetch(serving.page);
+      expect(pageRes.status).toBe(200);
+      expect(pageRes.headers.get('content-type')).toContain('text/html');
+      expect(await pageRes.text()).toContain('id="dag-container"');
+      const escape = await new Promise<{ status?: number; body: string }>((resolve, reject) => {
+        // Sent raw (fetch would normalise the path): an encoded `../` must not leave the page folder.
+        get(`${base}/page/..%2f..%2f..%2fpackage.json`, (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode, body }));
+        }).on('error', reject);
+      });
+      expect(escape.status).toBe(404);
+      expect(JSON.parse(escape.body).error.code).toBe('http.not-found');
       const list = await (await fetch(`${base}/v1/runs?status=completed&limit=10`, { headers: auth })).json();
       expect(list.runs.map((r: any) => r.runId)).toContain(runId);
 
@@ -130,7 +151,7 @@ describe('serve --http', () => {
 
       // Without the token, or with another one, nothing is answered.
       for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: token }]) {
-        for (const path of [`/v1/runs/${runId}`, '/v1/runs', `/v1/runs/${runId}/events`]) {
+        for (const path of [`/v1/runs/${runId}`, '/v1/runs', `/v1/runs/${runId}/events`, `/v1/runs/${runId}/export`]) {
           const res = await fetch(`${base}${path}`, { headers: { accept: 'text/event-stream', ...headers } });
           expect(res.status).toBe(401);
           expect((await res.json()).error.code).toBe('http.unauthorized');

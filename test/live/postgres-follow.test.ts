@@ -57,4 +57,28 @@ describe('runtime.live on PostgreSQL', () => {
       await rt.close();
     }
   }, 120_000);
+
+  it('is woken by NOTIFY on commit, not by polling: a follower that would poll every 10 minutes sees the run as it goes', async () => {
+    await assertPostgresReachable();
+    const w = liveWorld();
+    // Its run records would be read only every 10 minutes: every event it gets was notified.
+    const rt = await WorkflowRuntime.open({ store, dir: join(w.dir, 'follower'), log: () => undefined, pollMs: 600_000 });
+    const launcher = await WorkflowRuntime.open({ store, dir: join(w.dir, 'launcher'), log: () => undefined });
+    const worker = startCli(w, ['serve', '--store', store]);
+    try {
+      await until('the worker to serve', () => jsonLines(worker.out()).some((l) => l.kind === 'Serving'));
+      const handle = await launcher.launch(sweep, { input: { items: Array.from({ length: 50 }, (_, i) => i) }, executionMode: 'background' });
+      const seqs: number[] = [];
+      for await (const item of rt.live(handle.runId)) if (item.kind === 'event') seqs.push(item.seq);
+      const journal = (await rt.readEvents(handle.runId, { limit: 10_000 })).events;
+      expect(journal.at(-1)!.seq).toBe(seqs.at(-1));
+      expect(seqs).toEqual(journal.map((e) => e.seq));
+      expect(journal.some((e) => e.type === 'run.completed')).toBe(true);
+    } finally {
+      worker.child.kill('SIGTERM');
+      await worker.done;
+      await launcher.close();
+      await rt.close();
+    }
+  }, 60_000);
 });

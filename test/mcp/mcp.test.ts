@@ -93,4 +93,14 @@ describe('MCP server', () => {
     expect(badDelivery).toMatchObject({ isError: true, value: { error: { code: 'launch.bad-delivery' } } });
     expect((await call('list_runs', {})).isError).toBe(false);
   });
+
+  it('records the W3C trace context a client sends in _meta.traceparent', async () => {
+    const template = JSON.parse(readFileSync(example('echo/echo.json'), 'utf8'));
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const result = (await client.callTool({ name: 'run_workflow', arguments: { template, input: { text: 'traced' } }, _meta: { traceparent } })) as { structuredContent?: any };
+    expect(result.structuredContent).toMatchObject({ status: 'completed' });
+    const events = await call('read_events', { runId: result.structuredContent.runId, limit: 1 });
+    expect(events.value.events[0]).toMatchObject({ type: 'run.accepted', origin: { actor: 'mcp' }, correlation: { traceparent } });
+  });
 });
+

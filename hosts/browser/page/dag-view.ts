@@ -13,9 +13,45 @@ function el<K extends keyof SVGElementTagNameMap>(name: K, attrs: Record<string,
   return node;
 }
 
-function clip(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+/**
+ * Sets a label, shortened with an ellipsis to fit `widthMax` as the browser measures it (the full
+ * text is in the node's title). Without a measurement (a detached or hidden graph) it keeps a
+ * character budget of about 7 px per character.
+ */
+function fitText(node: SVGTextElement, text: string, widthMax: number): void {
+  node.textContent = text;
+  const measure = () => {
+    try {
+      return node.getComputedTextLength();
+    } catch {
+      return Number.NaN;
+    }
+  };
+  let width = measure();
+  if (!Number.isFinite(width) || width === 0) {
+    const chars = Math.max(1, Math.floor(widthMax / 7));
+    if (text.length > chars) node.textContent = `${text.slice(0, chars - 1)}…`;
+    return;
+  }
+  if (width <= widthMax) return;
+  // The longest prefix that fits with its ellipsis (binary search on the prefix length).
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    node.textContent = `${text.slice(0, mid)}…`;
+    width = measure();
+    if (width <= widthMax) lo = mid;
+    else hi = mid - 1;
+  }
+  node.textContent = `${text.slice(0, lo)}…`;
 }
+
+/** Left padding of a node's labels (after the state bar), and the gaps around its pill and flag. */
+const labelX = 16;
+const pillRight = 8;
+const labelGap = 6;
+const flagSpace = 20;
 
 export function renderDag(container: HTMLElement, model: RunModel, selected: string | undefined, onSelect: (id: string) => void): void {
   const ids = [...model.nodes.keys()];
@@ -64,13 +100,25 @@ export function renderDag(container: HTMLElement, model: RunModel, selected: str
     const g = el('g', { class: `node state-${view.status}${view.highlight ? ` hl-${view.highlight}` : ''}${id === selected ? ' selected' : ''}`, 'data-node': id, 'data-status': view.status, tabindex: 0, transform: `translate(${box.x},${box.y})` }, nodeLayer);
     el('rect', { width: nodeWidth, height: nodeHeight, rx: 10, class: 'node-box' }, g);
     el('rect', { width: 6, height: nodeHeight - 16, x: 0, y: 8, rx: 3, class: 'node-bar' }, g);
-    el('text', { x: 16, y: 23, class: 'node-id' }, g).textContent = clip(id, 22);
-    el('text', { x: 16, y: 42, class: 'node-uses' }, g).textContent = clip(view.spec.uses, 18);
+    const flagged = view.highlight === 'unknown' || view.highlight === 'approval';
+    fitText(el('text', { x: labelX, y: 23, class: 'node-id' }, g), id, nodeWidth - labelX - labelGap - (flagged ? flagSpace : 0));
+    // The state pill first: the `uses` label gets the room left of it.
     const pill = view.attempt > 1 ? `${view.status} ×${view.attempt}` : view.status;
-    const pw = pill.length * 6 + 14;
-    el('rect', { x: nodeWidth - pw - 8, y: 31, width: pw, height: 17, rx: 8.5, class: 'node-pill' }, g);
-    el('text', { x: nodeWidth - pw / 2 - 8, y: 43, 'text-anchor': 'middle', class: 'node-pill-text' }, g).textContent = pill;
-    if (view.highlight === 'unknown' || view.highlight === 'approval') {
+    const pillRect = el('rect', { y: 31, height: 17, rx: 8.5, class: 'node-pill' }, g);
+    const pillText = el('text', { y: 43, 'text-anchor': 'middle', class: 'node-pill-text' }, g);
+    pillText.textContent = pill;
+    let pillTextWidth = Number.NaN;
+    try {
+      pillTextWidth = pillText.getComputedTextLength();
+    } catch {
+      // not measurable: estimated below
+    }
+    const pw = Math.min(nodeWidth - labelX - pillRight, (Number.isFinite(pillTextWidth) && pillTextWidth > 0 ? pillTextWidth : pill.length * 6) + 14);
+    pillRect.setAttribute('x', String(nodeWidth - pw - pillRight));
+    pillRect.setAttribute('width', String(pw));
+    pillText.setAttribute('x', String(nodeWidth - pw / 2 - pillRight));
+    fitText(el('text', { x: labelX, y: 43, class: 'node-uses' }, g), view.spec.uses, nodeWidth - pw - pillRight - labelGap - labelX);
+    if (flagged) {
       el('circle', { cx: nodeWidth - 10, cy: 12, r: 6, class: 'node-flag' }, g);
     }
     el('title', {}, g).textContent = `${id} (${view.spec.uses}): ${view.status}`;

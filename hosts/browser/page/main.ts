@@ -1,7 +1,10 @@
 // The replay page: opens a run export (file picker, drag and drop, or `?src=` on the same origin),
 // draws its graph and journal, and replays it in `inspect` or `recorded` mode with the engine
 // component. The last replay report is kept verbatim in <pre id="replay-report"> (the JSON the
-// Node host prints for `replay --from <file>`, without the CLI envelope).
+// Node host prints for `replay --from <file>`, without the CLI envelope). Served by the HTTP API of
+// `agent-workflow serve --http` (under /page/), `?run=<id>` follows a run live: the graph and the
+// journal grow as its events commit, and the page switches to replay when the run ends
+// (live-follow.ts).
 import type { ReplayMode } from '../index.js';
 import { inlineWasmGlobal } from '../component.js';
 import { parseExportText, type RunExport } from '../journal.js';
@@ -9,7 +12,8 @@ import { renderDag } from './dag-view.js';
 import { h, jsonBlock, renderNodePanel } from './node-panel.js';
 import { createReplayer, type Replayer } from './replayer.js';
 import { applyInspect, buildRunModel, type RunModel } from './run-model.js';
-import { Timeline } from './timeline.js';
+import { Timeline, withReadableTimes } from './timeline.js';
+import { authHeaders, followEvents, liveStatusOf, type LiveEvent, type LiveSource } from './live-follow.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(selector: string) => document.querySelector<T>(selector)!;
 
@@ -20,6 +24,8 @@ interface PageState {
   selected?: string;
   timeline?: Timeline;
   busy: boolean;
+  /** Set while the page follows a run that is still going. */
+  following?: boolean;
 }
 
 let page: PageState;
@@ -77,12 +83,50 @@ function renderRun(model: RunModel): void {
   flags.textContent = '';
   if (!p) return;
   const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? '' : 's'}`;
-  const unknown = p.attention?.length ?? 0;
-  const approvals = p.approvals ?? [];
-  const calls = (p.calls ?? []).filter((c) => c.kind !== 'approval');
-  if (unknown > 0) flags.append(h('span', { class: 'flag hl-unknown', title: p.attention!.map((a) => (a.item !== undefined ? `${a.nodeId}[${a.item}]` : a.nodeId)).join(', ') }, `${plural(unknown, 'unknown outcome')}`));
+  // Counted once per node (or foreach item) and per invocation, however many events tell of it.
+  const attention = distinct(p.attention ?? [], (a) => `${a.nodeId}\u0000${a.item ?? ''}`);
+  const approvals = distinct(p.approvals ?? [], (a) => a.invocationId);
+  const calls = distinct((p.calls ?? []).filter((c) => c.kind !== 'approval'), (c) => c.invocationId);
+  if (attention.length > 0) flags.append(h('span', { class: 'flag hl-unknown', title: attention.map((a) => (a.item !== undefined ? `${a.nodeId}[${a.item}]` : a.nodeId)).join(', ') }, `${plural(attention.length, 'unknown outcome')}`));
   if (approvals.length > 0) flags.append(h('span', { class: 'flag hl-approval', title: approvals.map((a) => a.nodeId).join(', ') }, `${plural(approvals.length, 'waiting approval')}`));
   if (calls.length > 0) flags.append(h('span', { class: 'flag', title: calls.map((c) => `${c.nodeId}: ${c.kind}:${c.name} (${c.effect})`).join('\n') }, `${plural(calls.length, 'call')} in flight`));
+  if (attention.length > 0 && o.status === 'paused') result.append(nextStepHint(model.runId, attention));
+}
+
+function distinct<T>(items: T[], key: (item: T) => string): T[] {
+  const seen = new Set<string>();
+  return items.filter((item) => {
+    const k = key(item);
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+/** Shell-quotes an argument for the commands the page suggests. */
+function shellArg(text: string): string {
+  return /^[A-Za-z0-9._:@%+=,/-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/** What to do about unknown outcomes: the exact `agent-workflow resolve` commands. */
+function nextStepHint(runId: string, attention: { nodeId: string; item?: number }[]): HTMLElement {
+  const lines: string[] = [];
+  for (const a of attention) {
+    const base = `agent-workflow resolve ${shellArg(runId)} ${shellArg(a.nodeId)}${a.item !== undefined ? ` --item ${a.item}` : ''}`;
+    lines.push(
+      `# ${a.item !== undefined ? `${a.nodeId}[${a.item}]` : a.nodeId}: did its call take effect? Check the system it called, then one of:`,
+      `${base} --succeeded '<output JSON>'   # it did: record what it produced`,
+      `${base} --retry                       # it did not: call it again`,
+      `${base} --fail '<reason>'             # give up on it: the node fails`,
+    );
+  }
+  return h(
+    'div',
+    { class: 'next-step' },
+    h('h4', {}, 'Next step'),
+    h('p', {}, 'The outcome of a call is unknown (the host lost track of it), so the run is paused until someone settles it:'),
+    h('pre', { class: 'json hint', id: 'next-step' }, lines.join('\n')),
+  );
 }
 
 function showReport(mode: ReplayMode, text: string, report: Record<string, any>, ms: number): void {
@@ -93,6 +137,7 @@ function showReport(mode: ReplayMode, text: string, report: Record<string, any>,
   pre.dataset.count = String(Number(pre.dataset.count ?? 0) + 1);
   const verdict = $('#replay-verdict');
   verdict.textContent = '';
+  $('#divergence-wrap').textContent = '';
   const took = `${ms.toFixed(0)} ms`;
   if (mode === 'inspect') {
     verdict.className = 'verdict info';
@@ -109,8 +154,37 @@ function showReport(mode: ReplayMode, text: string, report: Record<string, any>,
       link.onclick = () => page.timeline?.showSeq(d.seq);
       verdict.append(link);
     }
+    if (d) $('#divergence-wrap').append(divergenceTable(d));
   }
   $('#replay-pretty').textContent = JSON.stringify(report, null, 2);
+}
+
+/** Rows of a divergence shown at most. */
+const divergenceRowsMax = 60;
+
+/** The leaves of a JSON value by dotted path (`payload.output.price`); arrays by index. */
+function leaves(value: unknown, path: string, out: Map<string, unknown>): void {
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>);
+    if (entries.length === 0) out.set(path, value);
+    for (const [k, v] of entries) leaves(v, path ? `${path}.${k}` : k, out);
+  } else out.set(path, value);
+}
+
+/** The recorded and the replayed event of a divergence, side by side: only the paths that differ. */
+function divergenceTable(d: { seq?: number; recorded?: unknown; replayed?: unknown }): HTMLElement {
+  const a = new Map<string, unknown>();
+  const b = new Map<string, unknown>();
+  leaves(d.recorded ?? null, '', a);
+  leaves(d.replayed ?? null, '', b);
+  const show = (m: Map<string, unknown>, path: string) => (m.has(path) ? JSON.stringify(m.get(path)) : '(absent)');
+  const paths = [...new Set([...a.keys(), ...b.keys()])].filter((path) => show(a, path) !== show(b, path));
+  const body = h('tbody');
+  for (const path of paths.slice(0, divergenceRowsMax)) body.append(h('tr', {}, h('td', { class: 'path' }, path || '(event)'), h('td', { class: 'recorded' }, show(a, path)), h('td', { class: 'replayed' }, show(b, path))));
+  const table = h('table', { id: 'divergence', class: 'divergence' }, h('thead', {}, h('tr', {}, h('th', {}, `event ${d.seq ?? '?'}`), h('th', {}, 'recorded'), h('th', {}, 'replayed'))), body);
+  const wrap = h('div', { class: 'table-wrap divergence-wrap' }, table);
+  if (paths.length > divergenceRowsMax) wrap.append(h('p', { class: 'muted small' }, `… ${paths.length - divergenceRowsMax} more differences in the report`));
+  return wrap;
 }
 
 async function runReplay(mode: ReplayMode): Promise<void> {
@@ -144,7 +218,7 @@ async function runReplay(mode: ReplayMode): Promise<void> {
 }
 
 function setButtons(): void {
-  for (const id of ['#replay-inspect', '#replay-recorded']) $<HTMLButtonElement>(id).disabled = !page.model || page.busy;
+  for (const id of ['#replay-inspect', '#replay-recorded']) $<HTMLButtonElement>(id).disabled = !page.model || page.busy || page.following === true;
 }
 
 async function openExport(text: string, name: string): Promise<void> {
@@ -164,10 +238,7 @@ async function openExport(text: string, name: string): Promise<void> {
   renderRun(model);
   renderGraph();
   selectNode(undefined);
-  page.timeline = new Timeline($('#timeline'), model, (e) => {
-    if (e.node?.id && model.nodes.has(e.node.id)) selectNode(e.node.id);
-    $('#event-detail').textContent = JSON.stringify(e, null, 2);
-  });
+  page.timeline = newTimeline(model);
   page.timeline.setFilter({ kind: 'all' });
   $('#replay-report').textContent = '';
   delete $('#replay-report').dataset.mode;
@@ -179,6 +250,99 @@ async function openExport(text: string, name: string): Promise<void> {
   document.body.dataset.loads = String(Number(document.body.dataset.loads ?? 0) + 1);
   (globalThis as Record<string, unknown>).__pageReadyMs = performance.now();
 }
+
+function newTimeline(model: RunModel): Timeline {
+  return new Timeline($('#timeline'), model, (e) => {
+    if (e.node?.id && page.model?.nodes.has(e.node.id)) selectNode(e.node.id);
+    $('#event-detail').textContent = JSON.stringify(withReadableTimes(e), null, 2);
+  });
+}
+
+/** Fetches the run's export from the HTTP API the page is served by. */
+async function fetchRunExport(source: LiveSource): Promise<string | undefined> {
+  const response = await fetch(`../v1/runs/${encodeURIComponent(source.runId)}/export`, { headers: authHeaders(source), cache: 'no-store' });
+  if (!response.ok) {
+    let detail = `HTTP ${response.status}`;
+    try {
+      const body = (await response.json()) as { error?: { code?: string; message?: string } };
+      if (body.error) detail = `${body.error.code}: ${body.error.message}`;
+    } catch {
+      // not JSON: the status says it
+    }
+    setStatus(`run ${source.runId}: ${detail}`, 'error');
+    document.body.dataset.ready = 'error';
+    return undefined;
+  }
+  return response.text();
+}
+
+/**
+ * Opens a run through the HTTP API and, while it is not over, follows it: new events are added
+ * to the journal and the graph as they commit (redrawn at most every `liveRedrawMs`); when the
+ * run ends the page opens its final export and replays it, as for any export.
+ */
+async function openLive(source: LiveSource): Promise<void> {
+  setStatus(`fetching run ${source.runId}…`);
+  const text = await fetchRunExport(source);
+  if (text === undefined) return;
+  await openExport(text, `run ${source.runId}`);
+  const model = page.model;
+  if (!model || ['completed', 'failed', 'cancelled'].includes(model.exported.run.status)) return;
+  page.following = true;
+  setButtons();
+  document.body.dataset.live = 'following';
+  document.body.classList.add('live');
+  let status: { status: string; pausedReason?: string } = { status: model.outcome.status, ...(model.outcome.pausedReason ? { pausedReason: model.outcome.pausedReason } : {}) };
+  const pending: LiveEvent[] = [];
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const redraw = () => {
+    timer = undefined;
+    if (pending.length === 0) return;
+    const exported = model.exported;
+    for (const e of pending.splice(0)) {
+      (exported.events as unknown[]).push(e);
+      status = liveStatusOf(status, e);
+    }
+    (exported.run as { status: string }).status = status.status;
+    const next = buildRunModel(exported);
+    next.outcome = { ...status };
+    page.model = next;
+    renderRun(next);
+    renderGraph();
+    selectNode(page.selected);
+    // The journal shows its newest page while the run goes on.
+    page.timeline = newTimeline(next);
+    page.timeline.setFilter({ kind: 'all' });
+    page.timeline.show(Number.MAX_SAFE_INTEGER);
+    document.body.dataset.liveSeq = String(exported.events.length);
+    setStatus(`following run ${source.runId}: ${exported.events.length.toLocaleString('en')} events, ${status.status}`);
+  };
+  setStatus(`following run ${source.runId}…`);
+  const stop = new AbortController();
+  const ended = await followEvents(
+    source,
+    model.exported.events.length,
+    (events) => {
+      pending.push(...events);
+      timer ??= setTimeout(redraw, liveRedrawMs);
+    },
+    stop.signal,
+  );
+  if (timer) clearTimeout(timer);
+  redraw();
+  page.following = false;
+  if (!ended) return;
+  // The run is over: its final export (with every artifact) is opened and replayed like any export.
+  const final = await fetchRunExport(source);
+  if (final === undefined) return;
+  await openExport(final, `run ${source.runId}`);
+  document.body.classList.remove('live');
+  document.body.dataset.live = 'ended';
+  setStatus(`run ${source.runId} ended (${page.model?.outcome.status ?? '?'}): replaying the journal`, 'ok');
+}
+
+/** Live events are drawn in batches at most this often. */
+const liveRedrawMs = 150;
 
 async function openFile(file: File): Promise<void> {
   setStatus(`reading ${file.name}…`);
@@ -244,8 +408,14 @@ async function boot(): Promise<void> {
     },
     (err) => setStatus(`the engine could not be loaded: ${(err as Error).message}`, 'error'),
   );
-  const src = new URLSearchParams(location.search).get('src');
-  if (src) await openUrl(src);
+  const params = new URLSearchParams(location.search);
+  const src = params.get('src');
+  const run = params.get('run');
+  if (run) {
+    // The API token, if any, comes in the fragment (never sent to a server, never in a log).
+    const token = new URLSearchParams(location.hash.slice(1)).get('token') ?? undefined;
+    await openLive({ runId: run, ...(token ? { token } : {}) });
+  } else if (src) await openUrl(src);
   else {
     setStatus('open a run export (agent-workflow export <run-id> --out run.json)');
     await host;

@@ -108,12 +108,27 @@ export class Timeline {
   }
 }
 
+/** `2026-12-01 02:13:18.123` (UTC, as the journal records it) of an ISO time. */
 function timeOf(iso: string): string {
-  return typeof iso === 'string' && iso.length >= 23 ? iso.slice(11, 23) : String(iso);
+  return typeof iso === 'string' && iso.length >= 23 ? `${iso.slice(0, 10)} ${iso.slice(11, 23)}` : String(iso);
+}
+
+/** Epoch milliseconds this late are dates (2001 on); smaller numbers under an `…At` key are left alone. */
+const epochMsMin = 1e12;
+
+/**
+ * A copy of a journal value where the times the engine records as epoch milliseconds
+ * (`timeoutAt`, `retryAt`, `deadlineAt`, `wakeAt`, …) are ISO date-times instead.
+ */
+export function withReadableTimes(value: unknown, key = ''): unknown {
+  if (typeof value === 'number' && /At$/.test(key) && Number.isFinite(value) && value >= epochMsMin && value < 8.64e15) return new Date(value).toISOString();
+  if (Array.isArray(value)) return value.map((v) => withReadableTimes(v));
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, withReadableTimes(v, k)]));
+  return value;
 }
 
 function summaryOf(e: any): string {
-  const p = e.payload ?? {};
+  const p = (withReadableTimes(e.payload ?? {}) ?? {}) as any;
   switch (e.type) {
     case 'edge.taken':
     case 'edge.skipped':

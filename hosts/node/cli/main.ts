@@ -86,7 +86,14 @@ async function openRuntime(args: ParsedArgs): Promise<WorkflowRuntime> {
   const { WorkflowRuntime } = await import('../runtime.js');
   const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
   const delivery = deliveryOptionsFromArgs(args, host as { delivery?: DeliveryOptions });
-  return WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}), ...(delivery ? { delivery } : {}) });
+  // Spans of the runs this process commits go to a collector when one is named (see docs/observability.md).
+  const otlpUrl = optionString(args, 'otlp') ?? (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined);
+  return WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}), ...(delivery ? { delivery } : {}), ...(otlpUrl ? { telemetry: { ...(host as { telemetry?: object }).telemetry, otlpUrl } } : {}) });
+}
+
+/** The W3C trace context a launch joins: `--traceparent`, else the environment's `TRACEPARENT`. */
+function traceparentOf(args: ParsedArgs): string | undefined {
+  return optionString(args, 'traceparent') ?? (process.env.TRACEPARENT || undefined);
 }
 
 function exitFor(status: string): number {
@@ -140,7 +147,8 @@ const commands: Record<string, CliCommand> = {
       const delivery = deliveryTargetFromArgs(args);
       return withRuntime(args, async (rt) => {
         const published = await resolveRunTarget(file, rt);
-        if (published) return runPublished(rt, published, { input, wait: !args.options.has('no-wait'), ...(delivery ? { delivery } : {}) });
+        const traceparent = traceparentOf(args);
+        if (published) return runPublished(rt, published, { input, wait: !args.options.has('no-wait'), ...(delivery ? { delivery } : {}), ...(traceparent ? { traceparent } : {}) });
         const template = readTemplate(file);
         const report = await rt.validate(template);
         if (!report.ok) {
@@ -150,7 +158,7 @@ const commands: Record<string, CliCommand> = {
         }
         const started = Date.now();
         const noWait = args.options.has('no-wait');
-        const handle = await rt.launch({ type: 'inline', template, dependencies: await readDependencies(args) }, { input, actor: 'cli', ...(noWait ? { executionMode: 'background' as const } : {}), ...(delivery ? { delivery } : {}) });
+        const handle = await rt.launch({ type: 'inline', template, dependencies: await readDependencies(args) }, { input, actor: 'cli', ...(noWait ? { executionMode: 'background' as const } : {}), ...(delivery ? { delivery } : {}), ...(traceparent ? { traceparent } : {}) });
         if (noWait) return printQueued(rt, handle.runId);
         progress(`run ${handle.runId} accepted`);
         const outcome = await handle.settled();
@@ -351,7 +359,7 @@ const commands: Record<string, CliCommand> = {
           const target = typeof t.template === 'string' ? { type: 'inline', template: readTemplate(resolve(host.configDir ?? '.', t.template)) } : (t.target ?? { type: 'inline', template: t.template });
           scheduler.add({ id: t.id, cron: t.cron, timezone: t.timezone, input: t.input, target });
         }
-        print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, triggers: scheduler.list().triggers, cronBindings: cronBindings.list(), deployment: triggers.deployment, ...(http ? { http: http.url } : {}) });
+        print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, triggers: scheduler.list().triggers, cronBindings: cronBindings.list(), deployment: triggers.deployment, ...(http ? { http: http.url, page: `${http.url}/page/` } : {}) });
         const signal = await new Promise<string>((done) => {
           process.once('SIGINT', () => done('SIGINT'));
           process.once('SIGTERM', () => done('SIGTERM'));

@@ -15,7 +15,7 @@ const inputOptions: [string, string][] = [['--input <json|file|->', 'the run inp
 export const usageTable: Record<string, CommandUsage> = {
   validate: { synopsis: ['<template.json>'], summary: 'check a template; every error with code and JSON pointer' },
   run: {
-    synopsis: ['<template.json | id@revision> [--input <json|file|->] [--deps <dir>] [--no-wait] [--deliver-to <url> [--deliver-secret-env NAME]]'],
+    synopsis: ['<template.json | id@revision> [--input <json|file|->] [--deps <dir>] [--no-wait] [--deliver-to <url> [--deliver-secret-env NAME]] [--traceparent <w3c>]'],
     summary: 'run a template or a published revision and print the result',
     options: [
       ...inputOptions,
@@ -23,6 +23,7 @@ export const usageTable: Record<string, CommandUsage> = {
       ['--no-wait', 'commit the run to the durable queue and return; a worker (serve) runs it'],
       ['--deliver-to <target>', 'send the result (and each approval it waits for) to webhook:<url>, dingtalk:<robot url> or a bare http(s) URL (a webhook); see docs/triggers.md'],
       ['--deliver-secret-env <NAME>', 'the environment variable holding the signing secret of --deliver-to (read by the sender, never stored)'],
+      ['--traceparent <w3c>', 'the W3C trace context the run joins (else TRACEPARENT); kept in the journal, handed to every tool and agent call'],
     ],
   },
   trace: {
@@ -97,6 +98,7 @@ export const usageTable: Record<string, CommandUsage> = {
 const commonOptions: [string, string][] = [
   ['--config <host module>', 'default ./agent-workflow.config.mjs'],
   ['--dir <state dir>', "default ./.agent-workflow (or the host module's dir)"],
+  ['--otlp <url>', 'export spans of the runs this process commits to an OpenTelemetry collector (OTLP/HTTP, e.g. http://127.0.0.1:4318); else OTEL_EXPORTER_OTLP_ENDPOINT'],
   ['--store <location>', "postgres://… (one database shared by every worker) or a SQLite file (default <dir>/workflow.db); also AGENT_WORKFLOW_STORE or the host module's `store`"],
   ['-h, --help', 'the usage of the command'],
 ];

@@ -72,8 +72,8 @@ export async function resolveRunTarget(arg: string, runtime: WorkflowRuntime): P
 }
 
 /** Launches a published target the way `run` does a file: RunAccepted / RunResult and its exit code. */
-export async function runPublished(runtime: WorkflowRuntime, target: LaunchTarget, options: { input?: unknown; wait?: boolean; delivery?: DeliveryTarget } = {}): Promise<number> {
-  const handle = await runtime.launch(target, { input: options.input ?? {}, actor: 'cli', ...(options.wait === false ? { executionMode: 'background' as const } : {}), ...(options.delivery ? { delivery: options.delivery } : {}) });
+export async function runPublished(runtime: WorkflowRuntime, target: LaunchTarget, options: { input?: unknown; wait?: boolean; delivery?: DeliveryTarget; traceparent?: string } = {}): Promise<number> {
+  const handle = await runtime.launch(target, { input: options.input ?? {}, actor: 'cli', ...(options.wait === false ? { executionMode: 'background' as const } : {}), ...(options.delivery ? { delivery: options.delivery } : {}), ...(options.traceparent ? { traceparent: options.traceparent } : {}) });
   if (options.wait === false) return printQueued(runtime, handle.runId);
   progress(`run ${handle.runId} accepted`);
   const outcome = await handle.settled();
