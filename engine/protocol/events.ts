@@ -33,6 +33,22 @@ export type CapabilityResult =
   | ({ ok: true; output?: Json; artifact?: ArtifactRef } & WithoutOutput)
   | { ok: false; error: ErrorInfo };
 
+/**
+ * What the host's own records (a router's receipts) say about a call whose outcome is unknown
+ * after a restart: `claimed` — the attempt was claimed but no start was recorded (the process may
+ * or may not have been forked: a crash between the fork and the start receipt leaves exactly
+ * this); `started` — a process was started (its pid) and ended without a completion record;
+ * `stopped` — it was started and stopped unfinished when the host shut down.
+ */
+export interface AttemptEvidence {
+  stage: 'claimed' | 'started' | 'stopped';
+  pid?: number;
+  /** Milliseconds since the epoch, host clock. */
+  claimedAt?: number;
+  startedAt?: number;
+  detail?: string;
+}
+
 /** A captured (or redacted) capability payload, stored by the host under its digest. */
 export interface ArtifactRef {
   digest: string;
@@ -76,7 +92,7 @@ export interface EventPayloads {
   'run.started': Record<string, never>;
   'run.paused': { reason: PausedReason };
   /** `by` is set when a person or a host asked for it (a fact); `reason` when the engine decided it. */
-  'run.resumed': { reason?: string; by?: string; authority?: Authority; afterRestart?: true; effects?: Record<string, string> };
+  'run.resumed': { reason?: string; by?: string; authority?: Authority; afterRestart?: true; effects?: Record<string, string>; attempts?: Record<string, AttemptEvidence> };
   'run.cancel-requested': { reason: string; by: string };
   'run.cancelled': { reason: string; by: string };
   'run.completed': { output?: Json } & WithoutOutput;
@@ -88,7 +104,7 @@ export interface EventPayloads {
   'node.failed': { error: ErrorInfo };
   'node.skipped': Record<string, never>;
   'node.retry-scheduled': { error: ErrorInfo; retryAt: number };
-  'node.needs-attention': { invocationId: string; item?: number; evidence: { kind: CapabilityKind; name: string; effect: Effect; requestedSeq: number; reason?: 'timeout' } };
+  'node.needs-attention': { invocationId: string; item?: number; evidence: { kind: CapabilityKind; name: string; effect: Effect; requestedSeq: number; reason?: 'timeout'; attempt?: AttemptEvidence } };
   'node.resolved': { resolution: Resolution; by: string; reason?: string; output?: Json; item?: number } & WithoutOutput;
   'node.resumed': { reason?: string; by?: string };
   'node.cancelled': { reason: string };

@@ -3,7 +3,7 @@
 // and checks what it keeps.
 import type { Json } from '../json.js';
 import type { Authority } from './authority.js';
-import type { ArtifactRef, Resolution } from './events.js';
+import type { ArtifactRef, AttemptEvidence, Resolution } from './events.js';
 
 /** The capture mode a deployment asks for; a template's `policies.capture` can only narrow it. */
 export type CaptureMode = 'metadata' | 'standard' | 'replayable';
@@ -28,7 +28,15 @@ export type Fact<J = Json> =
     }
   | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: J; error?: CapabilityError; artifact?: ArtifactRef }
   | { type: 'cancel-requested'; reason?: string; by?: string }
-  | { type: 'resume-requested'; by?: string; authority?: Authority; afterRestart?: boolean; effects?: Record<string, string> }
+  | {
+      type: 'resume-requested';
+      by?: string;
+      authority?: Authority;
+      afterRestart?: boolean;
+      effects?: Record<string, string>;
+      /** With `afterRestart`: what the host's records say of calls in flight (by invocation id); kept in the `needs-attention` evidence. */
+      attempts?: Record<string, AttemptEvidence>;
+    }
   | { type: 'outcome-resolved'; nodeId: string; item?: number; resolution: Resolution; output?: J; reason?: string; by: string };
 
 export type FactType = Fact['type'];

@@ -1,7 +1,7 @@
 // The journal protocol in one place: hosts import these types (`import type`) and the few pure
 // values (statuses, the portable-id pattern) from here.
 export type { Authority } from './authority.js';
-export type { ArtifactRef, CapabilityResult, EdgeDecision, EnvelopeFields, ErrorInfo, EventEnvelope, EventNode, EventPayloads, EventType, ForeachStart, PayloadOf, Resolution } from './events.js';
+export type { ArtifactRef, AttemptEvidence, CapabilityResult, EdgeDecision, EnvelopeFields, ErrorInfo, EventEnvelope, EventNode, EventPayloads, EventType, ForeachStart, PayloadOf, Resolution } from './events.js';
 export type { ActivationRequest, CapabilityError, CaptureMode, Fact, FactOf, FactType } from './facts.js';
 export type { CapabilityKind, CapabilityOutcome, GatewayRequest } from './gateway.js';
 export type { ExecutionPlan, PlanTemplate } from './plan.js';

@@ -128,7 +128,7 @@ function factsOf(group: EventEnvelope[], artifacts: Record<string, string>): Fac
         break;
       case 'run.resumed': {
         const p = e.payload;
-        if (p.by !== undefined) facts.push({ type: 'resume-requested', by: p.by, authority: p.authority, afterRestart: p.afterRestart, effects: p.effects });
+        if (p.by !== undefined) facts.push({ type: 'resume-requested', by: p.by, authority: p.authority, afterRestart: p.afterRestart, effects: p.effects, ...(p.attempts ? { attempts: p.attempts } : {}) });
         break;
       }
       case 'node.resolved': {

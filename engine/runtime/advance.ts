@@ -5,7 +5,7 @@ import { checkAgainst } from '../compiler/schemas.js';
 import { clip, jsonProblem, type Json } from '../json.js';
 import { limits } from '../limits.js';
 import { kindOf } from '../nodes/index.js';
-import type { ErrorInfo, PayloadOf } from '../protocol/events.js';
+import type { AttemptEvidence, ErrorInfo, PayloadOf } from '../protocol/events.js';
 import { isTerminalStatus } from '../protocol/statuses.js';
 import type { NodeSpec } from '../protocol/template.js';
 import type { Invocation } from '../state/types.js';
@@ -112,10 +112,10 @@ function timeOut(a: Activation, id: string): void {
  * that, and let an operator decide. The call is aborted when this host still runs it; whatever
  * it returns afterwards is `capability.late` evidence.
  */
-export function abandonUnknown(a: Activation, inv: Invocation, reason: string, cause: 'restart' | 'timeout'): void {
+export function abandonUnknown(a: Activation, inv: Invocation, reason: string, cause: 'restart' | 'timeout', attempt?: AttemptEvidence): void {
   const ref = { id: inv.nodeId, attempt: inv.attempt, invocationId: inv.invocationId, item: inv.item };
   a.emit('capability.abandoned', { invocationId: inv.invocationId, reason }, ref);
-  const evidence: PayloadOf<'node.needs-attention'>['evidence'] = { kind: inv.kind, name: inv.name, effect: inv.effect, requestedSeq: inv.requestedSeq };
+  const evidence: PayloadOf<'node.needs-attention'>['evidence'] = { kind: inv.kind, name: inv.name, effect: inv.effect, requestedSeq: inv.requestedSeq, ...(attempt ? { attempt } : {}) };
   if (cause === 'timeout') {
     evidence.reason = cause;
     a.cancels.push({ invocationId: inv.invocationId, reason });

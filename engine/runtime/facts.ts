@@ -118,7 +118,7 @@ function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capabili
 function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>): void {
   if (isTerminal(a)) return;
   const by = fact.by ?? a.request.actor ?? 'host';
-  a.emit('run.resumed', { by, authority: fact.authority, afterRestart: fact.afterRestart || undefined, effects: fact.effects });
+  a.emit('run.resumed', { by, authority: fact.authority, afterRestart: fact.afterRestart || undefined, effects: fact.effects, ...(fact.afterRestart && fact.attempts ? { attempts: fact.attempts } : {}) });
   if (!fact.afterRestart) return;
   // The host restarted: the outcome of every invocation in flight is unknown.
   for (const inv of Object.values(a.run.inflight)) {
@@ -134,7 +134,7 @@ function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>
       stageRequest(a, requestFor(a, spec, uses, config, inv.invocationId, inv.attempt, input, inv.item), true);
       continue;
     }
-    abandonUnknown(a, inv, 'the host restarted before the outcome was recorded; it is unknown whether the call took effect', 'restart');
+    abandonUnknown(a, inv, 'the host restarted before the outcome was recorded; it is unknown whether the call took effect', 'restart', fact.attempts?.[inv.invocationId]);
   }
 }
 

@@ -3,9 +3,11 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { extname, join, normalize, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, normalize } from 'node:path';
 import { parseExportText } from './journal.js';
+import { defaultPageDir, readPageFile } from '../shared/page-files.js';
+
+export { defaultPageDir, readPageFile };
 
 export interface ServeReplayOptions {
   /** A run export file to preload at /export.json. */
@@ -27,32 +29,6 @@ export interface ReplayServer {
   close(): Promise<void>;
 }
 
-const types: Record<string, string> = {
-  '.html': 'text/html; charset=utf-8',
-  '.js': 'text/javascript; charset=utf-8',
-  '.css': 'text/css; charset=utf-8',
-  '.json': 'application/json; charset=utf-8',
-  '.map': 'application/json; charset=utf-8',
-  '.wasm': 'application/wasm',
-};
-
-export const defaultPageDir = fileURLToPath(new URL('../../browser/', import.meta.url));
-
-/**
- * A file of the built page by its path under the page (`/` is index.html), with its content type;
- * `undefined` when there is no such file or the path leaves the page's folder.
- */
-export async function readPageFile(pageDir: string, path: string): Promise<{ body: Buffer; type: string } | undefined> {
-  const dir = normalize(pageDir);
-  const file = normalize(join(dir, path === '/' || path === '' ? 'index.html' : path));
-  if (file !== dir && !file.startsWith(dir.endsWith(sep) ? dir : dir + sep)) return undefined;
-  try {
-    return { body: await readFile(file), type: types[extname(file)] ?? 'application/octet-stream' };
-  } catch {
-    return undefined;
-  }
-}
-
 export async function serveReplay(options: ServeReplayOptions = {}): Promise<ReplayServer> {
   const pageDir = normalize(options.pageDir ?? defaultPageDir);
   const host = options.host ?? '127.0.0.1';
@@ -71,7 +47,7 @@ export async function serveReplay(options: ServeReplayOptions = {}): Promise<Rep
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'method not allowed\n');
     const path = decodeURIComponent(new URL(req.url ?? '/', 'http://localhost').pathname);
-    if (path === '/export.json') return exportText === undefined ? send(res, 404, 'no export preloaded\n') : send(res, 200, exportText, types['.json']);
+    if (path === '/export.json') return exportText === undefined ? send(res, 404, 'no export preloaded\n') : send(res, 200, exportText, 'application/json; charset=utf-8');
     const file = await readPageFile(pageDir, path);
     return file ? send(res, 200, file.body, file.type) : send(res, 404, 'not found\n');
   };

@@ -55,6 +55,10 @@ export interface SchedulerHost {
   now(): number;
   leases?: LeaseKeeper;
   manual: boolean;
+  /** See `KernelOptions.activating`. */
+  activating?: (runId: string | undefined) => void;
+  /** See `KernelOptions.queued`. */
+  queued?: () => void;
   closed(): boolean;
   /** The lease a run's commit is staged under; `null` when the run is owned elsewhere (its groups were rejected). */
   leaseFor(runId: string, pending: Pending): Promise<CommitEntry['lease'] | null | undefined>;
@@ -108,6 +112,7 @@ export class Scheduler {
       if (!pending) this.queue.set(runId, (pending = { groups: [] }));
       pending.groups.push({ facts, ...(actor ? { actor } : {}), ...(commandId !== undefined ? { commandId } : {}), resolve, reject });
       if (newRun) pending.newRun = newRun;
+      this.host.queued?.();
       this.scheduleFlush();
     });
   }
@@ -160,13 +165,18 @@ export class Scheduler {
   }
 
   private activateGroups(runId: string, pending: Pending, groups: FactGroup[]) {
-    return this.host.engine.activate({
-      runId,
-      now: this.host.now(),
-      facts: groups.flatMap((g) => g.facts),
-      ...(groups[groups.length - 1].actor ? { actor: groups[groups.length - 1].actor } : {}),
-      ...(pending.newRun ? { plan: pending.newRun.plan, templateKey: pending.newRun.templateKey } : {}),
-    });
+    this.host.activating?.(runId);
+    try {
+      return this.host.engine.activate({
+        runId,
+        now: this.host.now(),
+        facts: groups.flatMap((g) => g.facts),
+        ...(groups[groups.length - 1].actor ? { actor: groups[groups.length - 1].actor } : {}),
+        ...(pending.newRun ? { plan: pending.newRun.plan, templateKey: pending.newRun.templateKey } : {}),
+      });
+    } finally {
+      this.host.activating?.(undefined);
+    }
   }
 
   /** One activation; a cold run of a store without a synchronous load is loaded first. */

@@ -59,6 +59,13 @@ export class WakeUps {
     return due;
   }
 
+  /** The earliest wake-up time armed (ms, run clock), `undefined` when none is. */
+  next(): number | undefined {
+    let next: number | undefined;
+    for (const at of this.wakeAts.values()) if (next === undefined || at < next) next = at;
+    return next;
+  }
+
   /** Takes a run's wake-up off the list: the host is waking it now. */
   taken(runId: string): void {
     this.wakeAts.delete(runId);

@@ -48,6 +48,14 @@ export interface KernelOptions {
    */
   flushMode?: 'immediate' | 'manual';
   /**
+   * Told around each activation: `run` before the engine is called, then `undefined` once it has
+   * returned (or thrown). A host that must survive a run that kills its process (the router's
+   * crash marker) records it outside the journal; nothing else may happen in it.
+   */
+  activating?: (runId: string | undefined) => void;
+  /** Told whenever facts are queued (with `flushMode: 'manual'`, the host's loop may be asleep). */
+  queued?: () => void;
+  /**
    * Run ownership (stores with `RunOwnership`): this process's owner id, lease time-to-live and
    * inbox polling. Without it (or with a store without ownership) the kernel commits without a
    * lease, which a store accepts only while nobody holds a live lease of the run.
@@ -126,6 +134,8 @@ export class Kernel {
       now: this.now,
       ...(this.leases ? { leases: this.leases } : {}),
       manual: options.flushMode === 'manual',
+      ...(options.activating ? { activating: options.activating } : {}),
+      ...(options.queued ? { queued: options.queued } : {}),
       closed: () => this.closed,
       leaseFor: (runId, pending) => this.leaseFor(runId, pending),
       busyFor: (runId) => this.dispatcher.busyFor(runId),
@@ -415,6 +425,11 @@ export class Kernel {
   /** Runs whose wake-up time has come (for hosts that drive time themselves). */
   dueWakeups(limit: number): string[] {
     return this.wakeUps.due(limit);
+  }
+
+  /** The earliest wake-up any run asked for (ms, the kernel's clock), `undefined` when none did. */
+  nextWakeup(): number | undefined {
+    return this.wakeUps.next();
   }
 
   wake(runId: string): Promise<ActivationSummary> {

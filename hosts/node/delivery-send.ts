@@ -13,7 +13,6 @@
 // webhook's 4xx other than 408, 425 and 429. Network errors, timeouts, 5xx, 429 and DingTalk's
 // nonzero `errcode` are retried until the attempts run out.
 import { createHmac } from 'node:crypto';
-import { request } from 'undici';
 import type { ClaimedDelivery, DeliveryTarget } from '../core/delivery-outbox.js';
 import { deliveryLimits } from './limits.js';
 
@@ -111,6 +110,8 @@ export async function sendDelivery(d: ClaimedDelivery, options: { secret?: strin
   let statusCode: number;
   let text: string;
   try {
+    // undici loads with the first delivery a process sends, not with every process that starts.
+    const { request } = await import('undici');
     const res = await request(url, {
       method: 'POST',
       headers,

@@ -34,7 +34,7 @@ import { handleDingtalk } from './dingtalk.js';
 import { TriggerPipeline } from './ingress.js';
 import { httpLimits, triggerLimits } from './limits.js';
 import { handleWebhook } from './webhook.js';
-import { defaultPageDir, readPageFile } from '../browser/serve.js';
+import { defaultPageDir, readPageFile } from '../shared/page-files.js';
 import type { WorkflowRuntime } from './runtime.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 

@@ -2,6 +2,8 @@
 // or a SQLite file (one machine).
 import type { RunOwnership } from '../core/ownership-store.js';
 import type { JournalStore } from '../core/store.js';
+import { dirname, resolve } from 'node:path';
+import { assertStateDirOf } from '../shared/state-dir.js';
 import { SqliteJournalStore } from './journal.js';
 import type { PostgresStoreOptions } from './pg-store.js';
 
@@ -22,5 +24,7 @@ export async function openJournalStore(location: string, options: PostgresStoreO
     url.searchParams.delete('schema');
     return PostgresJournalStore.open(url.toString(), { ...pgOptions, ...(schema ? { schema } : {}) });
   }
+  // A router's state directory is refused before SQLite creates workflow.db in it.
+  if (location !== ':memory:') assertStateDirOf('node', dirname(resolve(location)));
   return SqliteJournalStore.open(location, { ...(options.now ? { now: options.now } : {}), ...(options.durability ? { durability: options.durability } : {}) });
 }

@@ -15,17 +15,28 @@
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { needsReexec, reexecWithMemoryFlags } from './memory-flags.js';
+import { needsReexec, parentExited, reexecWithMemoryFlags } from './memory-flags.js';
 import type { RouterHost, RouterHostOptions } from './runtime.js';
+import { ControlServer, errorBody } from './control-server.js';
+import { operatorVerbs, runOperatorCommand, type OperatorVerb } from './operator-cli.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 
 const apiVersion = 'agent-workflow.cli/v1';
 
 export const routerUsage = `usage: agent-workflow router start --dir <state dir> --profile edge|standalone [--config <host module>]
-                                  [--cadence-ms N] [--runs <manifest.json>] [--until-idle] [--accept-loss]`;
+                                  [--cadence-ms N] [--runs <manifest.json>] [--until-idle] [--accept-loss]
+       agent-workflow router submit --dir <state dir> <template.json> [--input <file|json>] [--count N]
+       agent-workflow router submit --dir <state dir> --runs <manifest.json>
+       agent-workflow router list|get|trace|cancel|approve|reject|resolve|unpark|export|stats --dir <state dir> …   (docs/router.md)`;
 
-/** `damaged`: the journal or receipt log lost acknowledged records (`store.truncated` / `store.corrupt`); see `--accept-loss`. */
-export const routerExitCodes = { ok: 0, notAllCompleted: 1, usage: 2, damaged: 65, internal: 70 } as const;
+/**
+ * `notAllCompleted`: with `--until-idle`, some run did not complete or a `--runs` entry was
+ * refused; for the operator verbs, the router refused the request (or an entry of a submission).
+ * `damaged`: the journal or receipt log lost acknowledged records (`store.truncated` /
+ * `store.corrupt`); see `--accept-loss`. `notRouterDir`: the directory belongs to the Node host
+ * (`store.not-a-store`). `notRunning`: no router listens on the directory's control socket.
+ */
+export const routerExitCodes = { ok: 0, notAllCompleted: 1, usage: 2, notFound: 6, damaged: 65, notRouterDir: 66, notRunning: 69, internal: 70 } as const;
 
 class UsageError extends CodedError {
   constructor(message: string) {
@@ -49,7 +60,7 @@ interface StartArgs {
 
 function parse(argv: readonly string[]): StartArgs {
   const [verb, ...rest] = argv;
-  if (verb !== 'start') throw new UsageError(verb === undefined ? 'missing verb' : `unknown verb ${JSON.stringify(verb)}`);
+  if (verb !== 'start') throw new UsageError(verb === undefined ? 'missing verb' : `unknown verb ${JSON.stringify(verb)} (start, ${operatorVerbs.join(', ')})`);
   const out: StartArgs = { untilIdle: false, acceptLoss: false };
   for (let i = 0; i < rest.length; i++) {
     const arg = rest[i];
@@ -96,30 +107,55 @@ async function loadHostModule(file: string | undefined): Promise<Partial<RouterH
 }
 
 interface ManifestEntry {
-  template: string;
+  template?: unknown;
   input?: unknown;
-  count?: number;
+  count?: unknown;
 }
 
-function readManifest(file: string): { template: Record<string, unknown>; input: unknown; count: number }[] {
+/** One entry of a `--runs` manifest; its files are read when it is launched, so a bad entry is refused alone. */
+interface RunsEntry {
+  read(): { template: Record<string, unknown>; input: unknown; count: number };
+}
+
+class ManifestError extends CodedError {}
+
+function readManifest(file: string): RunsEntry[] {
   const base = dirname(resolve(file));
-  const entries = JSON.parse(readFileSync(file, 'utf8')) as ManifestEntry[];
+  let entries: ManifestEntry[];
+  try {
+    entries = JSON.parse(readFileSync(file, 'utf8')) as ManifestEntry[];
+  } catch (err) {
+    throw new UsageError(`--runs ${file}: ${(err as Error).message}`);
+  }
   if (!Array.isArray(entries)) throw new UsageError(`${file} must hold a JSON list of { template, input, count }`);
-  return entries.map((e) => {
-    const at = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
-    const input = typeof e.input === 'string' ? JSON.parse(readFileSync(at(e.input), 'utf8')) : (e.input ?? {});
-    return { template: JSON.parse(readFileSync(at(e.template), 'utf8')) as Record<string, unknown>, input, count: e.count ?? 1 };
-  });
+  const at = (p: string) => (isAbsolute(p) ? p : resolve(base, p));
+  const json = (p: string, what: string) => {
+    try {
+      return JSON.parse(readFileSync(at(p), 'utf8'));
+    } catch (err) {
+      throw new ManifestError((err as NodeJS.ErrnoException).code === 'ENOENT' ? 'cli.not-found' : 'cli.bad-json', `${what} ${at(p)}: ${(err as Error).message}`);
+    }
+  };
+  return entries.map((e) => ({
+    read: () => {
+      if (typeof e?.template !== 'string') throw new ManifestError('cli.bad-manifest', 'an entry needs "template": the path of a template file');
+      const count = e.count ?? 1;
+      if (!Number.isInteger(count) || (count as number) < 1) throw new ManifestError('cli.bad-manifest', '"count" must be a positive integer');
+      return { template: json(e.template, 'template') as Record<string, unknown>, input: typeof e.input === 'string' ? json(e.input, 'input') : (e.input ?? {}), count: count as number };
+    },
+  }));
 }
 
+/** SIGTERM, SIGINT or SIGHUP, or the end of the wrapper that re-executed this router (memory-flags.ts). */
 function waitForSignal(): Promise<string> {
   return new Promise((resolve) => {
     const signals: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
-    const handler = (signal: NodeJS.Signals) => {
+    const handler = (signal: NodeJS.Signals | string) => {
       for (const s of signals) process.off(s, handler);
       resolve(signal);
     };
     for (const s of signals) process.on(s, handler);
+    void parentExited().then(handler);
   });
 }
 
@@ -133,42 +169,76 @@ async function start(args: StartArgs): Promise<number> {
   const signalled = waitForSignal(); // before anything can take a signal's default action
   const { RouterHost } = await import('./runtime.js');
   const router: RouterHost = await RouterHost.open({ ...host, dir: dirOption, profile, cadenceMs: args.cadenceMs ?? host.cadenceMs, acceptLoss: args.acceptLoss });
-  print('RouterStarted', { pid: process.pid, dir: dirOption, profile, execArgv: process.execArgv, recovery: router.recovery });
+  let control: ControlServer | undefined;
   try {
-    return await serve(router, manifest, args.untilIdle, signalled);
+    control = await ControlServer.listen(router, dirOption);
+    print('RouterStarted', { pid: process.pid, dir: dirOption, profile, execArgv: process.execArgv, recovery: router.recovery, controlSocket: control.socketPath });
+    return await serve(router, control, manifest, args.untilIdle, signalled);
   } finally {
+    await control?.close();
     await router.stop(); // a no-op when already stopped; after an error it ends the cadence
   }
 }
 
-async function serve(router: RouterHost, manifest: { template: Record<string, unknown>; input: unknown; count: number }[], untilIdle: boolean, signalled: Promise<string>): Promise<number> {
+/**
+ * Launches the `--runs` manifest: each run id is printed as soon as its `run.accepted` is durable;
+ * a refused entry prints its typed error (`EntryRefused`) and the next entry goes on.
+ */
+async function launchManifest(router: RouterHost, manifest: RunsEntry[]): Promise<{ launched: string[]; refused: number }> {
+  const launched: string[] = [];
+  let refused = 0;
+  for (const [entry, e] of manifest.entries()) {
+    let index = 0;
+    try {
+      const { template, input, count } = e.read();
+      const plan = router.compile(template);
+      for (; index < count; index++) {
+        const { runId } = await router.launch({ type: 'plan', plan }, input);
+        launched.push(runId);
+        print('RunAccepted', { entry, index, runId });
+      }
+    } catch (err) {
+      if ((err as { code?: string }).code === 'host.stopping') throw err;
+      refused++;
+      const error = errorBody(err);
+      print('EntryRefused', { entry, accepted: index, error });
+      process.stderr.write(`agent-workflow router: --runs entry ${entry}: ${error.code}: ${error.message}\n`);
+    }
+  }
+  return { launched, refused };
+}
+
+async function serve(router: RouterHost, control: ControlServer, manifest: RunsEntry[], untilIdle: boolean, signalled: Promise<string>): Promise<number> {
   const stopOnSignal = signalled.then(async (signal) => {
     process.stderr.write(`agent-workflow router: ${signal}: stopping\n`);
+    await control.close();
     await router.stop();
     return signal;
   });
-  const launched: string[] = [];
-  for (const entry of manifest) {
-    const plan = router.compile(entry.template);
-    for (let i = 0; i < entry.count; i++) launched.push((await router.launch({ type: 'plan', plan }, entry.input)).runId);
-  }
-  if (launched.length > 0) print('RunsLaunched', { runIds: launched });
+  const { launched, refused } = await launchManifest(router, manifest);
+  if (manifest.length > 0) print('RunsLaunched', { runIds: launched, refused });
   if (!untilIdle) {
     await stopOnSignal;
     return routerExitCodes.ok;
   }
   const reason = await Promise.race([router.whenIdle().then(() => 'idle'), stopOnSignal]);
   if (reason !== 'idle') return routerExitCodes.ok;
-  const runs = router.listRuns().map((r) => ({ runId: r.runId, status: r.status, lastSeq: r.lastSeq }));
+  await control.close();
+  const runs = router.listRuns().map((r) => ({ runId: r.runId, status: r.status, lastSeq: r.lastSeq, ...(router.parkedRecord(r.runId) ? { parked: router.parkedRecord(r.runId) } : {}) }));
   const stats = router.stats();
   await router.stop();
   const usage = process.resourceUsage();
   print('RouterSummary', { reason, runs, stats, peakRssBytes: usage.maxRSS * 1024 });
-  return runs.every((r) => r.status === 'completed') ? routerExitCodes.ok : routerExitCodes.notAllCompleted;
+  return refused === 0 && runs.every((r) => r.status === 'completed') ? routerExitCodes.ok : routerExitCodes.notAllCompleted;
 }
 
-/** Entry of `agent-workflow router …`; `argv` starts with the verb (`start`). */
+/** Entry of `agent-workflow router …`; `argv` starts with the verb (`start`, or an operator verb). */
 export async function runRouterCommand(argv: readonly string[]): Promise<number> {
+  const verb = argv[0];
+  if (verb !== undefined && (operatorVerbs as readonly string[]).includes(verb)) {
+    // A client of a running router: no engine, no memory flags, no re-execution.
+    return runOperatorCommand(verb as OperatorVerb, argv.slice(1));
+  }
   let args: StartArgs;
   try {
     args = parse(argv);
@@ -187,7 +257,8 @@ export async function runRouterCommand(argv: readonly string[]): Promise<number>
     }
     print('Error', { error: { code: e.code ?? 'router.internal', message: e.message ?? String(err) } });
     process.stderr.write(`agent-workflow router: ${e.code ?? 'router.internal'}: ${e.message ?? String(err)}\n`);
-    return e.code === 'store.truncated' || e.code === 'store.corrupt' ? routerExitCodes.damaged : routerExitCodes.internal;
+    if (e.code === 'store.truncated' || e.code === 'store.corrupt') return routerExitCodes.damaged;
+    return e.code === 'store.not-a-store' ? routerExitCodes.notRouterDir : routerExitCodes.internal;
   }
 }
 

@@ -11,10 +11,11 @@
  * renames it into place.
  */
 import * as fs from 'node:fs';
-import { encodeEvents, encodeSnapshot, recordType, type FileSlice } from './journal-codec.js';
+import { crc32c } from './crc32c.js';
+import { encodeSnapshot, recordType, type FileSlice } from './journal-codec.js';
 import type { EventSegment, RunIndex } from './journal-index.js';
 import { compactEventsChunkBytes } from './limits.js';
-import { encodeFileHeader, encodeRecord, type RecordFileKind } from './record-file.js';
+import { encodeFileHeader, encodeRecord, encodeRecordHeader, type RecordFileKind } from './record-file.js';
 
 export interface CompactionReport {
   runs: number;
@@ -30,6 +31,8 @@ export interface CompactionInput {
   runs: readonly RunIndex[];
   isTerminal: (run: RunIndex) => boolean;
   read: (slice: FileSlice) => Buffer;
+  /** Reads a slice into `into` (at least `slice.length` bytes) and answers that part of it. */
+  readInto: (slice: FileSlice, into: Buffer) => Buffer;
   bytesBefore: number;
 }
 
@@ -42,6 +45,7 @@ export function writeCompactedJournal(input: CompactionInput): CompactionReport 
     position += bytes.length;
   };
   let events = 0;
+  let scratch = Buffer.alloc(64 * 1024);
   try {
     write(encodeFileHeader(input.kind));
     for (const run of input.runs) {
@@ -59,10 +63,31 @@ export function writeCompactedJournal(input: CompactionInput): CompactionReport 
       write(encodeRecord(recordType.runSnapshot, encodeSnapshot(snapshot)));
       const cut = input.isTerminal(run) ? undefined : run.checkpointSeq;
       for (const chunk of packSegments(run.segments, cut)) {
-        const blocks = chunk.map((segment) => input.read(segment));
+        // Streamed: the header and the payload's fixed fields, then each segment read into one
+        // reused buffer and written, the checksum carried along; a chunk is never held whole.
         const first = chunk[0]!.firstSeq;
         const last = chunk[chunk.length - 1]!.lastSeq;
-        write(encodeRecord(recordType.events, encodeEvents(run.runId, first, last, Buffer.concat(blocks))));
+        const eventsLength = chunk.reduce((n, segment) => n + segment.length, 0);
+        const runId = Buffer.from(run.runId, 'utf8');
+        const fields = Buffer.alloc(2 + runId.length + 12);
+        fields.writeUInt16LE(runId.length, 0);
+        runId.copy(fields, 2);
+        fields.writeUInt32LE(first, 2 + runId.length);
+        fields.writeUInt32LE(last, 6 + runId.length);
+        fields.writeUInt32LE(eventsLength, 10 + runId.length);
+        const header = encodeRecordHeader(recordType.events, fields.length + eventsLength);
+        let crc = crc32c(fields, crc32c(header));
+        write(header);
+        write(fields);
+        for (const segment of chunk) {
+          if (scratch.length < segment.length) scratch = Buffer.alloc(segment.length);
+          const bytes = input.readInto(segment, scratch);
+          crc = crc32c(bytes, crc);
+          write(bytes);
+        }
+        const trailer = Buffer.alloc(4);
+        trailer.writeUInt32LE(crc, 0);
+        write(trailer);
         events += last - first + 1;
       }
     }

@@ -56,6 +56,7 @@ import {
   type StorageLoss,
 } from './record-file.js';
 import { acquireStateLock, type StateLock } from './state-lock.js';
+import { assertStateDirOf } from '../shared/state-dir.js';
 import { HighWaterMark, markPointAt, type MarkPoint } from './high-water-mark.js';
 
 /** Version 2: entries and snapshots may carry the run's projection (journal-codec.ts). */
@@ -164,6 +165,8 @@ export class FileJournalStore implements JournalStore {
   /** Opens (creating when needed) the journal of state directory `dir`. */
   static open(dir: string, options: FileJournalOptions = {}): FileJournalStore {
     fs.mkdirSync(dir, { recursive: true });
+    // A Node store's directory is refused before a LOCK or an empty journal is written into it.
+    assertStateDirOf('router', dir);
     const lock = acquireStateLock(dir);
     try {
       return new FileJournalStore(dir, lock, options);
@@ -321,6 +324,7 @@ export class FileJournalStore implements JournalStore {
       runs: [...this.index.runs.values()].sort((a, b) => a.ordinal - b.ordinal),
       isTerminal: (run) => this.terminal.has(run.status),
       read: (slice) => this.read(slice),
+      readInto: (slice, into) => this.read(slice, into),
       bytesBefore: this.end,
     });
     let reopened: ReturnType<typeof openJournal>;
@@ -378,8 +382,8 @@ export class FileJournalStore implements JournalStore {
     if (this.failure) throw new StoreError('store.io', `the journal failed earlier and must be reopened: ${this.failure.message}`);
   }
 
-  private read(slice: { offset: number; length: number }): Buffer {
-    const out = Buffer.alloc(slice.length);
+  private read(slice: { offset: number; length: number }, into?: Buffer): Buffer {
+    const out = into ? into.subarray(0, slice.length) : Buffer.alloc(slice.length);
     if (readFully(this.fd, out, slice.offset) !== slice.length) {
       throw new StoreError('store.io', `short read of ${slice.length} bytes at ${slice.offset}`);
     }

@@ -57,14 +57,21 @@ interface Job {
 const cancelled = (message: string): CapabilityOutcome => ({ ok: false, error: { code: 'capability.cancelled', message, retryable: false } });
 const reasonOf = (job: Job): string => String((job.context.signal.reason as Error | undefined)?.message ?? 'cancelled');
 
-/** The outcome a completion receipt stands for. */
+/**
+ * The outcome a completion receipt stands for. After a cancellation the engine no longer waits
+ * for it, so it is recorded as evidence (`capability.late`) with what really happened: the
+ * output of a tool that still finished its work, or how its process ended.
+ */
 export function outcomeOfCompletion(c: CompletionReceipt): CapabilityOutcome {
-  // A tool that still finished its work while the host was shutting down has a real result.
-  if (c.exitCode === 0 && c.output !== undefined && (c.stopIntent === undefined || c.stopIntent === 'shutdown')) return { ok: true, output: c.output };
+  // A tool that still finished its work while the host was shutting down or after its
+  // invocation was cancelled has a real result.
+  if (c.exitCode === 0 && c.output !== undefined && (c.stopIntent === undefined || c.stopIntent === 'shutdown' || c.stopIntent === 'cancel')) return { ok: true, output: c.output };
   const tail = c.stderrTail ? `; stderr: ${c.stderrTail.slice(-500)}` : '';
+  const ended = c.signal ? `signal ${c.signal}` : `exit code ${c.exitCode}`;
   switch (c.stopIntent) {
     case 'cancel':
-      return cancelled('the invocation was cancelled and its process stopped');
+      // Not `capability.cancelled` (which says nothing ran): the process ran and was stopped.
+      return { ok: false, error: { code: 'tool.stopped', message: `the invocation was cancelled and its process stopped (${ended})${c.outputError ? `; ${c.outputError}` : ''}${tail}`, retryable: false } };
     case 'timeout':
       return { ok: false, error: { code: 'tool.timeout', message: `the tool exceeded its timeoutMs${tail}`, retryable: true } };
     case 'shutdown':

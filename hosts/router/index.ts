@@ -1,8 +1,11 @@
 /** `@gm-hz/agent-dag-workflow/router`: the router host (one cadence, file journal, local tools). */
-export { RouterHost, RouterError, type RouterHostOptions, type RouterRunHandle, type RouterStats, type RecoveryReport, type RouterTool, type LaunchTarget, type AuthorityResolver } from './runtime.js';
+export { RouterHost, RouterError, type RouterHostOptions, type RouterRunHandle, type RouterStats, type RecoveryReport, type RouterTool, type LaunchTarget, type AuthorityResolver, type RunSummary } from './runtime.js';
+export { ControlServer, ControlError } from './control-server.js';
+export { controlSocketName, controlOps, type ControlOp, type ControlRequest, type ControlFrame } from './control-protocol.js';
+export { CrashLedger, parkAfterCrashes, type CrashRecord } from './crash-ledger.js';
 export type { CredentialResolver } from './gateway.js';
 export { RouterGateway, outcomeOfCompletion, type ApprovalHandler, type InProcessTool, type InProcessAgent, type InProcessToolContext } from './gateway.js';
-export { profiles, profileNamed, type RouterProfile, type PhaseBudget } from './profiles.js';
+export { profiles, profileNamed, scriptsOverBudget, type RouterProfile, type PhaseBudget } from './profiles.js';
 export { inflightCalls, planRunRecovery, type RunRecoveryPlan } from './recovery.js';
 export { LatencyRing, type LatencySummary } from './journal.js';
 export { routerComponentLoader } from './component.js';

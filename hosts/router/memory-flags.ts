@@ -11,6 +11,15 @@ export const routerNodeFlags: readonly string[] = ['--liftoff-only', '--max-semi
 /** Set in the re-executed child so that it never re-executes again, whatever its flags. */
 export const reexecEnv = 'AGENT_WORKFLOW_ROUTER_REEXEC';
 
+/**
+ * Names, in the re-executed child, the file descriptor of a pipe to the wrapper. The wrapper never
+ * writes to it; when the wrapper dies, even by SIGKILL (which it cannot forward), the kernel
+ * closes its end and the child reads end-of-file: it stops in order, as on SIGTERM, and releases
+ * the state directory instead of holding it for a router nobody can signal any more.
+ */
+export const parentPipeEnv = 'AGENT_WORKFLOW_ROUTER_PARENT_FD';
+const parentPipeFd = 3;
+
 const flagName = (flag: string) => flag.split('=')[0];
 
 /** The memory flags missing from `execArgv` (a flag given with another value counts as present). */
@@ -31,7 +40,7 @@ const forwarded: NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGUSR2'];
  */
 export function reexecWithMemoryFlags(): Promise<number> {
   const args = [...missingFlags(process.execArgv), ...process.execArgv, process.argv[1], ...process.argv.slice(2)];
-  const child = spawn(process.execPath, args, { stdio: 'inherit', env: { ...process.env, [reexecEnv]: '1' } });
+  const child = spawn(process.execPath, args, { stdio: ['inherit', 'inherit', 'inherit', 'pipe'], env: { ...process.env, [reexecEnv]: '1', [parentPipeEnv]: String(parentPipeFd) } });
   const handlers = forwarded.map((signal) => {
     const handler = () => {
       child.kill(signal);
@@ -53,3 +62,22 @@ export function reexecWithMemoryFlags(): Promise<number> {
 }
 
 const signalNumbers: Partial<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGUSR2: 12, SIGTERM: 15 };
+
+/**
+ * In a re-executed router: resolves when the wrapper that started it is gone (its pipe closed).
+ * Never resolves in a router started directly with the memory flags.
+ */
+export async function parentExited(env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const fd = Number(env[parentPipeEnv]);
+  if (!Number.isInteger(fd) || fd < 3) return new Promise<string>(() => undefined);
+  const { Socket } = await import('node:net');
+  return new Promise((resolve) => {
+    const pipe = new Socket({ fd, readable: true, writable: false });
+    pipe.unref(); // watching the wrapper never keeps the router alive by itself
+    pipe.on('data', () => undefined);
+    const gone = () => resolve('parent exited');
+    pipe.once('end', gone);
+    pipe.once('close', gone);
+    pipe.once('error', gone);
+  });
+}

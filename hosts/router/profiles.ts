@@ -21,6 +21,15 @@ export interface RouterProfile {
   attemptsInFlightMax: number;
   /** Default period of the cadence timer. */
   cadenceMs: number;
+  /**
+   * Most linear memory a `core.script@1` evaluation may ask for (`config.limits.memoryBytes`; the
+   * engine's default is 32 MiB). A plan whose scripts ask for more is refused at launch
+   * (`router.script-budget`) rather than evaluated with less, which a recorded replay elsewhere
+   * would not reproduce. Measured (test/router/host-script-memory.test.ts): scripts that fill
+   * their 32 MiB take an edge router in a 128 MiB cgroup to a peak of ~102 MiB (a QuickJS module
+   * grows to 16 MiB + 32 MiB); the same router in a 72 MiB cgroup is OOM-killed.
+   */
+  scriptMemoryBytesMax: number;
 }
 
 export const profiles: Readonly<Record<RouterProfile['name'], RouterProfile>> = {
@@ -33,6 +42,7 @@ export const profiles: Readonly<Record<RouterProfile['name'], RouterProfile>> = 
     dispatch: { batch: 1, rounds: 1 },
     attemptsInFlightMax: 2,
     cadenceMs: 50,
+    scriptMemoryBytesMax: 32 * 1024 * 1024,
   },
   standalone: {
     name: 'standalone',
@@ -43,6 +53,7 @@ export const profiles: Readonly<Record<RouterProfile['name'], RouterProfile>> = 
     dispatch: { batch: 4, rounds: 1 },
     attemptsInFlightMax: 16,
     cadenceMs: 10,
+    scriptMemoryBytesMax: 32 * 1024 * 1024,
   },
 };
 
@@ -60,4 +71,25 @@ export async function withinBudget(budget: PhaseBudget, round: (batch: number) =
     if (n < budget.batch) break;
   }
   return done;
+}
+
+/** Default memory of a script evaluation when its node names none (engine/limits.ts `scriptMemoryBytesDefault`). */
+const scriptMemoryBytesDefault = 32 * 1024 * 1024;
+
+/**
+ * The scripts of a plan (`core.script@1` nodes and foreach bodies, in every template of its
+ * closure) that ask for more memory than `max`: `<template key>/<node id>` and what they ask.
+ */
+export function scriptsOverBudget(plan: { templates: Record<string, { template?: unknown }> }, max: number): { node: string; memoryBytes: number }[] {
+  const out: { node: string; memoryBytes: number }[] = [];
+  type Node = { id?: string; uses?: string; config?: { limits?: { memoryBytes?: number }; body?: Node } };
+  const asked = (node: Node | undefined) => (node?.uses === 'core.script@1' ? (node.config?.limits?.memoryBytes ?? scriptMemoryBytesDefault) : 0);
+  for (const [key, entry] of Object.entries(plan.templates)) {
+    const nodes = ((entry.template as { spec?: { nodes?: Node[] } } | undefined)?.spec?.nodes ?? []) as Node[];
+    for (const node of nodes) {
+      const memoryBytes = Math.max(asked(node), node.uses === 'core.foreach@1' ? asked(node.config?.body) : 0);
+      if (memoryBytes > max) out.push({ node: `${key}/${node.id}`, memoryBytes });
+    }
+  }
+  return out;
 }

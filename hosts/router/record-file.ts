@@ -38,6 +38,11 @@ export interface ScannedRecord {
   /** File offset of the record's first byte. */
   offset: number;
   type: number;
+  /**
+   * Valid only during the `onRecord` call that receives it: the scan reads every record into one
+   * reused buffer (a 57 MB journal would otherwise leave 57 MB of garbage buffers behind, which
+   * V8 collects late). Copy what must outlive the call.
+   */
   payload: Buffer;
   /** File offset of the payload's first byte, for slices into it. */
   payloadOffset: number;
@@ -80,6 +85,23 @@ export function encodeFileHeader(kind: RecordFileKind): Buffer {
   header.write(kind.magic, 0, 'latin1');
   header.writeUInt32LE(kind.version, 8);
   header.writeUInt32LE(crc32c(header.subarray(0, 12)), 12);
+  return header;
+}
+
+/**
+ * The header of a record whose payload is `payloadLength` bytes; the record is the header, the
+ * payload and the CRC-32C of both (`crc32c(payload, crc32c(header))`), for writers that stream a
+ * payload instead of holding it (compaction).
+ */
+export function encodeRecordHeader(type: number, payloadLength: number): Buffer {
+  if (payloadLength > recordBytesMax) {
+    throw new StoreError('store.io', `record of ${payloadLength} bytes exceeds recordBytesMax (${recordBytesMax})`);
+  }
+  const header = Buffer.alloc(recordHeaderBytes);
+  header[0] = recordMagic0;
+  header[1] = recordMagic1;
+  header[2] = type;
+  header.writeUInt32LE(payloadLength, 8);
   return header;
 }
 
@@ -137,8 +159,9 @@ export function openRecordFile(
     let pos = fileHeaderBytes;
     let records = 0;
     const header = Buffer.alloc(recordHeaderBytes);
+    const body = { buffer: Buffer.alloc(64 * 1024) };
     while (pos < size) {
-      const record = readRecordAt(fd, pos, size, header);
+      const record = readRecordAt(fd, pos, size, header, body);
       if (record === undefined) break;
       onRecord(record);
       records++;
@@ -202,7 +225,7 @@ function readFileHeader(fd: number, file: string, size: number, kind: RecordFile
 }
 
 /** The record at `pos`, or `undefined` when it is not a complete record with a valid checksum. */
-function readRecordAt(fd: number, pos: number, size: number, header: Buffer): ScannedRecord | undefined {
+function readRecordAt(fd: number, pos: number, size: number, header: Buffer, reuse?: { buffer: Buffer }): ScannedRecord | undefined {
   if (size - pos < recordOverheadBytes) return undefined;
   if (readFully(fd, header, pos) < recordHeaderBytes) return undefined;
   if (header[0] !== recordMagic0 || header[1] !== recordMagic1 || header[3] !== 0 || header.readUInt32LE(4) !== 0) {
@@ -210,7 +233,11 @@ function readRecordAt(fd: number, pos: number, size: number, header: Buffer): Sc
   }
   const length = header.readUInt32LE(8);
   if (length > recordBytesMax || pos + recordOverheadBytes + length > size) return undefined;
-  const body = Buffer.alloc(length + recordTrailerBytes);
+  let body: Buffer;
+  if (reuse) {
+    if (reuse.buffer.length < length + recordTrailerBytes) reuse.buffer = Buffer.alloc(Math.max(length + recordTrailerBytes, 2 * reuse.buffer.length));
+    body = reuse.buffer.subarray(0, length + recordTrailerBytes);
+  } else body = Buffer.alloc(length + recordTrailerBytes);
   if (readFully(fd, body, pos + recordHeaderBytes) < body.length) return undefined;
   const crc = crc32c(body.subarray(0, length), crc32c(header));
   if (crc !== body.readUInt32LE(length)) return undefined;

@@ -24,9 +24,10 @@
  * settled outcomes, outcomes of the re-run attempts, then `resume-requested`.
  */
 import type { SyncJournalStore as JournalStore } from '../core/store.js';
+import type { AttemptEvidence } from '../../engine/protocol/events.js';
 import type { GatewayRequest, RunProjection } from '../core/types.js';
 import type { AttemptRecovery } from './attempt-recovery.js';
-import type { ClaimReceipt } from './receipt-log.js';
+import type { AttemptReceipts, ClaimReceipt } from './receipt-log.js';
 
 /** A call in flight, as the run's projection lists it. */
 export type CallInFlight = NonNullable<RunProjection['calls']>[number];
@@ -105,4 +106,29 @@ export function stopOrphan(receipts: { stopping(invocationId: string, intent: st
       // The group is gone; try the leader, or it ended on its own.
     }
   }
+}
+
+/**
+ * Pure: what the receipts say of each unknown call (the `needs-attention` evidence): only claimed
+ * (no start was recorded; a crash between the fork and the start receipt leaves this, so the
+ * process may or may not have run), started (pid, when) and gone without a completion, or stopped
+ * unfinished at a shutdown. Calls without receipts (in-process tools, agents) have none.
+ */
+export function attemptEvidence(unknown: readonly string[], attempts: ReadonlyMap<string, AttemptRecovery>, receiptsOf: (invocationId: string) => AttemptReceipts | undefined): Record<string, AttemptEvidence> {
+  const out: Record<string, AttemptEvidence> = {};
+  for (const id of unknown) {
+    const recovery = attempts.get(id);
+    const receipts = receiptsOf(id);
+    if (!recovery || !receipts) continue;
+    const claimedAt = receipts.claim.claimedAt;
+    const start = receipts.start;
+    if (!start) {
+      out[id] = { stage: 'claimed', claimedAt, detail: 'claimed, no start recorded: the process may or may not have been started' };
+      continue;
+    }
+    const detail = recovery.state === 'needs_attention' ? recovery.detail : undefined;
+    const stage = recovery.state === 'needs_attention' && recovery.reason === 'stopped-at-shutdown' ? 'stopped' : 'started';
+    out[id] = { stage, pid: start.pid, claimedAt, startedAt: start.startedAt, ...(detail ? { detail } : {}) };
+  }
+  return out;
 }

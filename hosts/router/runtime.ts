@@ -33,15 +33,16 @@ import { sha256Digest, sha256Hex } from '../shared/digest.js';
 import { outcomeOfCompletion, RouterGateway, type ApprovalHandler, type CredentialResolver, type InProcessAgent, type InProcessTool } from './gateway.js';
 import { FileJournalStore, LatencyRing, type LatencySummary } from './journal.js';
 import { journalFileKind } from './file-journal.js';
-import { retireAfterSettled, retireEveryCycles, toolStopGraceMs } from './limits.js';
+import { idleCadenceMsMax, retireAfterSettled, retireEveryCycles, toolStopGraceMs } from './limits.js';
 import { LocalToolLauncher, type LocalToolSpec, type LocalToolTable } from './local-tools.js';
 import { stderrLog } from './log.js';
-import { profileNamed, withinBudget, type RouterProfile } from './profiles.js';
+import { profileNamed, scriptsOverBudget, withinBudget, type RouterProfile } from './profiles.js';
 import { ReceiptLog } from './receipt-log.js';
 import type { StorageLoss } from './record-file.js';
-import { claimsAheadOfJournal, inflightCalls, planRunRecovery, requestOf, stopOrphan } from './recovery.js';
+import { attemptEvidence, claimsAheadOfJournal, inflightCalls, planRunRecovery, requestOf, stopOrphan } from './recovery.js';
 import { StoreError } from '../core/store.js';
 import { createScriptImports } from './sandbox.js';
+import { CrashLedger, parkAfterCrashes, type CrashRecord } from './crash-ledger.js';
 
 export type { AuthorityResolver };
 
@@ -91,6 +92,25 @@ export interface RecoveryReport {
   unknown: number;
   orphansStopped: number;
   receiptsRetired: number;
+  /** Runs left parked (they killed `parkAfterCrashes` processes in a row): not activated. */
+  parked: number;
+}
+
+/** One line of `router list`. */
+export interface RunSummary {
+  runId: string;
+  status: string;
+  pausedReason?: string;
+  lastSeq: number;
+  createdAt: number;
+  updatedAt: number;
+  /** Nodes (or foreach items) whose outcome is unknown: `router resolve` them. */
+  attention?: { nodeId: string; item?: number }[];
+  /** Approvals waiting for a person: `router approve` them. */
+  approvals?: { nodeId: string; item?: number }[];
+  error?: { code: string; message: string };
+  /** Parked: it killed this many router processes in a row and is not activated (cancel or unpark it). */
+  parked?: CrashRecord;
 }
 
 export interface RouterStats {
@@ -104,6 +124,12 @@ export interface RouterStats {
   receiptsRetired: number;
   recovery: RecoveryReport;
   inFlight: number;
+  /** Runs parked now (see `RunSummary.parked`). */
+  parked: number;
+  /** Cycles that found nothing to do; an idle router backs off to one cycle per `idleCadenceMsMax`. */
+  idleCycles: number;
+  /** Delay before the next cycle now. */
+  nextCycleDelayMs: number;
 }
 
 export class RouterError extends HostError {
@@ -148,6 +174,13 @@ export class RouterHost {
   private cycleRunning: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
   private cycles = 0;
+  /** Cycles that found nothing to do (see `arm`). */
+  private idleCycles = 0;
+  /** Delay before the next cycle: `cadenceMs`, doubled by every idle cycle up to `idleCadenceMsMax`. */
+  private delayMs: number;
+  private timerDueAt = 0;
+  /** Work arrived since the current cycle started. */
+  private nudged = false;
   private firstCycleMs: number | undefined;
   private readonly phaseFailures: Record<string, number> = Object.fromEntries(phases.map((p) => [p, 0]));
   private compactions = 0;
@@ -173,7 +206,10 @@ export class RouterHost {
     private readonly stopGraceMs: number,
     private readonly disposeScripts: () => void,
     readonly recovery: RecoveryReport,
-  ) {}
+    private readonly crashes: CrashLedger,
+  ) {
+    this.delayMs = cadenceMs;
+  }
 
   /** Opens the state directory, recovers what a previous process left, and starts the cadence. */
   static async open(options: RouterHostOptions): Promise<RouterHost> {
@@ -196,6 +232,16 @@ export class RouterHost {
       closers.push(() => receipts.close());
       logStorageDamage(log, 'journal.log', store.openReport.droppedTailBytes, store.openReport.loss);
       logStorageDamage(log, 'receipts.log', receipts.droppedTailBytes, receipts.loss);
+      // Facts may be queued before the host exists (recovery); it is told once it does.
+      let host: RouterHost | undefined;
+      const crashes = CrashLedger.open(dir);
+      closers.push(() => crashes.close());
+      if (crashes.found) {
+        const { runId, record } = crashes.found;
+        log('error', record.parkedAt !== undefined
+          ? `run ${runId} was being activated when ${record.crashes} processes in a row died; it is parked: it is not activated again until an operator cancels it or unparks it (agent-workflow router unpark)`
+          : `run ${runId} was being activated when the previous process died (${record.crashes} of ${parkAfterCrashes} before it is parked)`);
+      }
       const stopGraceMs = options.stopGraceMs ?? toolStopGraceMs;
       const launcher = new LocalToolLauncher({ tools: localTools, receipts, stopGraceMs });
       assertReceiptsBehindJournal(store, receipts, acceptLoss, log);
@@ -214,9 +260,11 @@ export class RouterHost {
         sha256: sha256Digest,
         timers: false,
         flushMode: 'manual',
+        activating: (runId) => crashes.activating(runId),
+        queued: () => host?.nudge(),
       });
-      const recovery: RecoveryReport = { runs: 0, settledFromReceipts: 0, rerun: 0, unknown: 0, orphansStopped: 0, receiptsRetired: 0 };
-      const host = new RouterHost(profile, kernel, engine, store, commitLatency, receipts, gateway, localTools, resolveAuthority, log, options.cadenceMs ?? profile.cadenceMs, stopGraceMs, () => scripts.evaluator.dispose(), recovery);
+      const recovery: RecoveryReport = { runs: 0, settledFromReceipts: 0, rerun: 0, unknown: 0, orphansStopped: 0, receiptsRetired: 0, parked: 0 };
+      host = new RouterHost(profile, kernel, engine, store, commitLatency, receipts, gateway, localTools, resolveAuthority, log, options.cadenceMs ?? profile.cadenceMs, stopGraceMs, () => scripts.evaluator.dispose(), recovery, crashes);
       await host.deriveProjections();
       host.recover();
       host.arm();
@@ -259,51 +307,66 @@ export class RouterHost {
       attempts.set(id, { state: 'needs_attention', invocationId: id, idempotent: r.idempotent, reason: 'process-gone', detail: 'stopped by recovery: its output was lost with the previous host' });
     }
     const referenced = new Set<string>();
-    const isLocal = (request: { kind: string; name: string }) => request.kind === 'tool' && Object.hasOwn(this.localTools, request.name);
     const open = this.store.listRuns({ limit: Number.MAX_SAFE_INTEGER }).filter((r) => !terminalStatuses.has(r.status));
     for (const record of open) {
-      const inflight = inflightCalls(this.store, record.runId);
-      for (const call of inflight) referenced.add(call.invocationId);
-      const plan = planRunRecovery(record.runId, inflight, attempts, isLocal);
-      this.recovery.runs++;
-      this.recovery.settledFromReceipts += plan.settled.length;
-      this.recovery.rerun += plan.rerun.length;
-      this.recovery.unknown += plan.unknown.length;
-      this.active.add(record.runId);
-      const facts: Fact[] = [];
-      for (const s of plan.settled) {
-        const outcome = outcomeOfCompletion(s.recovery.completion);
-        facts.push(outcome.ok ? { type: 'capability-completed', invocationId: s.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: s.invocationId, ok: false, error: outcome.error });
-        this.gateway.settled.set(s.invocationId, record.runId);
-      }
-      const resume = () => {
-        const workflowId = this.workflowIdOf(record.runId);
-        const authority = this.resolveAuthority({ runId: record.runId, workflowId });
-        facts.push({ type: 'resume-requested', by: 'router-restart', authority, afterRestart: plan.unknown.length > 0, effects: this.gateway.effects() });
-        for (const fact of facts) this.kernel.deliver(record.runId, fact, 'router-restart').catch((err) => this.log('warn', `recovery of run ${record.runId}: ${(err as Error).message}`));
-      };
-      if (plan.rerun.length === 0) {
-        resume();
+      for (const call of inflightCalls(this.store, record.runId)) referenced.add(call.invocationId);
+      // A parked run killed the processes that activated it: it waits for an operator.
+      if (this.crashes.parked(record.runId)) {
+        this.recovery.parked++;
         continue;
       }
-      // Attempts that never started run again (same invocation id) through admission and
-      // dispatch; the run is resumed once all of them have an outcome.
-      let left = plan.rerun.length;
-      for (const call of plan.rerun) {
-        const request = requestOf(this.store, record.runId, call);
-        // The kernel's abort path: a cancellation of the run reaches this attempt as any other.
-        const adopted = this.kernel.adoptCall(request.invocationId);
-        this.gateway.execute({ ...request, reissued: true }, { signal: adopted.signal, invocationId: request.invocationId, reissued: true }).then((outcome) => {
-          adopted.release();
-          if (outcome === undefined) return; // the host is stopping: the next start recovers it
-          facts.push(outcome.ok ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error });
-          if (--left === 0) resume();
-        });
-      }
+      this.recoverRun(record.runId, attempts);
     }
+    // Counts of runs that ended, or that the journal no longer holds (a loss accepted), go.
+    const openIds = new Set(open.map((r) => r.runId));
+    this.crashes.forget(this.crashes.runIds().filter((runId) => !openIds.has(runId)));
     // Receipts the journal no longer needs: attempts of finished runs or already recorded.
     const retire = [...attempts.values()].filter((r) => !referenced.has(r.invocationId) && (r.state === 'settled' || r.state === 'lost')).map((r) => r.invocationId);
     if (retire.length > 0) this.recovery.receiptsRetired = this.receipts.retire(retire);
+  }
+
+  /** Resumes one run a previous process left (or an unparked one) from its projection and receipts. */
+  private recoverRun(runId: string, attempts: ReadonlyMap<string, AttemptRecovery>): void {
+    const isLocal = (request: { kind: string; name: string }) => request.kind === 'tool' && Object.hasOwn(this.localTools, request.name);
+    const inflight = inflightCalls(this.store, runId);
+    const plan = planRunRecovery(runId, inflight, attempts, isLocal);
+    this.recovery.runs++;
+    this.recovery.settledFromReceipts += plan.settled.length;
+    this.recovery.rerun += plan.rerun.length;
+    this.recovery.unknown += plan.unknown.length;
+    this.active.add(runId);
+    const facts: Fact[] = [];
+    for (const s of plan.settled) {
+      const outcome = outcomeOfCompletion(s.recovery.completion);
+      facts.push(outcome.ok ? { type: 'capability-completed', invocationId: s.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: s.invocationId, ok: false, error: outcome.error });
+      this.gateway.settled.set(s.invocationId, runId);
+    }
+    const evidence = attemptEvidence(plan.unknown, attempts, (id) => this.receipts.get(id));
+    const resume = () => {
+      const workflowId = this.workflowIdOf(runId);
+      const authority = this.resolveAuthority({ runId, workflowId });
+      const afterRestart = plan.unknown.length > 0;
+      facts.push({ type: 'resume-requested', by: 'router-restart', authority, afterRestart, effects: this.gateway.effects(), ...(afterRestart && Object.keys(evidence).length > 0 ? { attempts: evidence } : {}) });
+      for (const fact of facts) this.kernel.deliver(runId, fact, 'router-restart').catch((err) => this.log('warn', `recovery of run ${runId}: ${(err as Error).message}`));
+    };
+    if (plan.rerun.length === 0) {
+      resume();
+      return;
+    }
+    // Attempts that never started run again (same invocation id) through admission and
+    // dispatch; the run is resumed once all of them have an outcome.
+    let left = plan.rerun.length;
+    for (const call of plan.rerun) {
+      const request = requestOf(this.store, runId, call);
+      // The kernel's abort path: a cancellation of the run reaches this attempt as any other.
+      const adopted = this.kernel.adoptCall(request.invocationId);
+      this.gateway.execute({ ...request, reissued: true }, { signal: adopted.signal, invocationId: request.invocationId, reissued: true }).then((outcome) => {
+        adopted.release();
+        if (outcome === undefined) return; // the host is stopping: the next start recovers it
+        facts.push(outcome.ok ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output } : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error });
+        if (--left === 0) resume();
+      });
+    }
   }
 
   private workflowIdOf(runId: string): string {
@@ -314,8 +377,18 @@ export class RouterHost {
 
   // ---- the cadence ------------------------------------------------------------------------
 
+  /**
+   * Arms the next cycle `delayMs` from now (the first one at once). An idle router backs off: a
+   * cycle that did no work doubles the delay, up to `idleCadenceMsMax`, but never past the next
+   * wake-up a run asked for; a cycle with work, or any fact queued (`nudge`), brings it back to
+   * `cadenceMs`.
+   */
   private arm(): void {
     if (this.stopping) return;
+    let delay = this.cycles === 0 ? 0 : this.delayMs;
+    const next = this.kernel.nextWakeup();
+    if (next !== undefined) delay = Math.min(delay, Math.max(this.cadenceMs, next - this.kernel.now()));
+    this.timerDueAt = performance.now() + delay;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (this.stopping) return;
@@ -323,15 +396,28 @@ export class RouterHost {
         this.cycleRunning = undefined;
         this.arm();
       });
-    }, this.cycles === 0 ? 0 : this.cadenceMs);
+    }, delay);
   }
 
-  private async phase(name: (typeof phases)[number], work: () => unknown): Promise<void> {
+  /** New work arrived (a fact queued, an operator action): the next cycle comes within `cadenceMs`. */
+  private nudge(): void {
+    this.delayMs = this.cadenceMs;
+    this.nudged = true; // a cycle running now must not back off past it
+    if (this.timer === undefined || this.stopping || this.timerDueAt - performance.now() <= this.cadenceMs) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.arm();
+  }
+
+  /** Runs one phase; answers the units of work it did (0 when it failed). */
+  private async phase(name: (typeof phases)[number], work: () => unknown): Promise<number> {
     try {
-      await work();
+      const done = await work();
+      return typeof done === 'number' ? done : 0;
     } catch (err) {
       this.phaseFailures[name]++;
       this.log('error', `cycle ${this.cycles}, phase ${name}: ${(err as Error).message}; retried next cycle`);
+      return 0;
     }
   }
 
@@ -340,18 +426,25 @@ export class RouterHost {
     this.cycles++;
     const p = this.profile;
     const g = this.gateway;
-    await this.phase('cancellation', () => withinBudget(p.cancellation, (n) => g.converge(n)));
-    await this.phase('schedule', () =>
+    let work = await this.phase('cancellation', () => withinBudget(p.cancellation, (n) => g.converge(n)));
+    work += await this.phase('schedule', () =>
       withinBudget(p.schedule, (n) => {
         const due = this.kernel.dueWakeups(n);
         for (const runId of due) this.kernel.wake(runId).catch((err) => this.log('warn', `wake-up of ${runId}: ${(err as Error).message}`));
         return due.length;
       }),
     );
-    await this.phase('frontier', () => withinBudget(p.frontier, (n) => this.kernel.flush(n)));
-    await this.phase('admission', () => withinBudget(p.admission, (n) => g.admit(n)));
-    await this.phase('dispatch', () => withinBudget(p.dispatch, (n) => g.dispatch(n)));
+    work += await this.phase('frontier', () => withinBudget(p.frontier, (n) => this.kernel.flush(n)));
+    work += await this.phase('admission', () => withinBudget(p.admission, (n) => g.admit(n)));
+    work += await this.phase('dispatch', () => withinBudget(p.dispatch, (n) => g.dispatch(n)));
     await this.phase('housekeeping', () => this.housekeeping());
+    const nudged = this.nudged;
+    this.nudged = false;
+    if (work > 0 || nudged) this.delayMs = this.cadenceMs;
+    else {
+      this.delayMs = Math.min(this.delayMs * 2, Math.max(this.cadenceMs, idleCadenceMsMax));
+      this.idleCycles++;
+    }
     if (this.firstCycleMs === undefined) this.firstCycleMs = performance.now();
     if (this.idleWaiters.length > 0 && this.isIdle()) for (const w of this.idleWaiters.splice(0)) w();
     for (const w of this.cycleWaiters.splice(0)) w();
@@ -370,6 +463,8 @@ export class RouterHost {
       const record = this.store.getRun(runId);
       if (record && terminalStatuses.has(record.status)) this.active.delete(runId);
     }
+    const parked = [...this.crashes.parkedRuns().keys()];
+    if (parked.length > 0) this.crashes.forget(parked.filter((runId) => terminalStatuses.has(this.store.getRun(runId)?.status ?? '')));
   }
 
   /** Retires the receipts of settled attempts whose outcome the journal now holds. */
@@ -416,12 +511,21 @@ export class RouterHost {
     }
   }
 
+  /** Refuses a plan whose scripts may grow the process past the profile's memory budget. */
+  private assertScriptBudget(plan: ExecutionPlan): void {
+    const over = scriptsOverBudget(plan, this.profile.scriptMemoryBytesMax);
+    if (over.length === 0) return;
+    const mib = (n: number) => `${(n / 2 ** 20).toFixed(0)} MiB`;
+    throw new RouterError('router.script-budget', `${over.map((o) => `${o.node} asks ${mib(o.memoryBytes)}`).join(', ')} of script memory; the ${this.profile.name} profile evaluates scripts with at most ${mib(this.profile.scriptMemoryBytesMax)} (limits.memoryBytes)`, { scripts: over, scriptMemoryBytesMax: this.profile.scriptMemoryBytesMax });
+  }
+
   /** Starts a run; resolves once `run.accepted` is durable (within a cycle or two). */
   async launch(target: LaunchTarget | Record<string, unknown>, input: unknown = {}, options: { runId?: string; timeoutMs?: number; correlation?: unknown } = {}): Promise<RouterRunHandle> {
     if (this.stopping) throw new RouterError('host.stopping', 'the router host is stopping; no run starts');
     mapErrors(RouterError, () => assertRunInput(input));
     const t: LaunchTarget = launchTargetOf(target, ['inline', 'plan'] as const);
     const plan = t.type === 'plan' ? t.plan : this.compile(t.template, t.dependencies ?? []);
+    this.assertScriptBudget(plan);
     const templateKey = templateKeyOf(t, plan);
     const { runId, authority } = mapErrors(RouterError, () =>
       launchIdentity({ plan, templateKey, runId: options.runId, resolveAuthority: this.resolveAuthority, now: this.kernel.now(), randomBytes: (n) => randomBytes(n) }),
@@ -458,6 +562,25 @@ export class RouterHost {
     return this.store.listRuns(filter);
   }
 
+  /** What `router list` prints per run: its status and, from the projection, what it waits for. */
+  listRunSummaries(filter?: { statuses?: string[]; limit?: number }): RunSummary[] {
+    return this.store.listRuns(filter).map((r) => {
+      const p = r.outcome;
+      return {
+        runId: r.runId,
+        status: r.status,
+        ...(p?.pausedReason ? { pausedReason: p.pausedReason } : {}),
+        lastSeq: r.lastSeq,
+        createdAt: r.createdAt,
+        updatedAt: r.updatedAt,
+        ...(p?.attention?.length ? { attention: p.attention } : {}),
+        ...(p?.approvals?.length ? { approvals: p.approvals.map((a) => ({ nodeId: a.nodeId, ...(a.item !== undefined ? { item: a.item } : {}) })) } : {}),
+        ...(p?.error ? { error: { code: p.error.code, message: p.error.message } } : {}),
+        ...(this.crashes.parked(r.runId) ? { parked: this.crashes.parked(r.runId) } : {}),
+      };
+    });
+  }
+
   /** Asks for a run's cancellation; the next cycles converge it (processes get an exact stop). */
   cancel(runId: string, reason = 'cancelled'): Promise<ActivationSummary> {
     if (!this.store.getRun(runId)) return Promise.reject(asError(runNotFound(runId)));
@@ -475,6 +598,8 @@ export class RouterHost {
    * to decide.
    */
   approve(runId: string, nodeId: string, decision: { by: string; approved?: boolean; comment?: string }): Promise<ActivationSummary> {
+    const parked = this.refuseParked(runId, 'approve');
+    if (parked) return parked;
     const invocationId = mapErrors(RouterError, () => {
       const record = this.store.getRun(runId);
       return approvalTarget(record, record?.outcome ?? {}, runId, nodeId, decision.by);
@@ -485,11 +610,46 @@ export class RouterHost {
   /** Settles a node (or foreach item) whose outcome is unknown after a restart. */
   resolve(runId: string, nodeId: string, resolution: { by: string; succeeded?: unknown; retry?: boolean; fail?: string; item?: number }): Promise<ActivationSummary> {
     if (!this.store.getRun(runId)) return Promise.reject(asError(runNotFound(runId)));
+    const parked = this.refuseParked(runId, 'resolve');
+    if (parked) return parked;
     return this.kernel.deliver(
       runId,
       { type: 'outcome-resolved', nodeId, ...resolutionFields(resolution) },
       `operator:${resolution.by}`,
     );
+  }
+
+  /** A parked run is activated only to be cancelled or after `unpark`. */
+  private refuseParked(runId: string, action: string): Promise<never> | undefined {
+    const record = this.crashes.parked(runId);
+    if (!record) return undefined;
+    return Promise.reject(new RouterError('run.parked', `run ${runId} is parked: ${record.crashes} processes in a row died activating it; ${action} would activate it again: cancel it, or unpark it first (agent-workflow router unpark)`, record));
+  }
+
+  /** The parked run, with how many processes it killed, or `undefined`. */
+  parkedRecord(runId: string): CrashRecord | undefined {
+    return this.crashes.parked(runId);
+  }
+
+  /**
+   * Lets a parked run be activated again (say once its cause is fixed: a larger memory budget, a
+   * new router version): its crash count starts from zero and it is recovered as after a restart.
+   */
+  unpark(runId: string): { runId: string; status: string } {
+    const record = this.store.getRun(runId);
+    if (!record) throw asError(runNotFound(runId));
+    if (!this.crashes.parked(runId)) throw new RouterError('run.not-parked', `run ${runId} is not parked`);
+    if (this.stopping) throw new RouterError('host.stopping', 'the router host is stopping');
+    this.crashes.unpark(runId);
+    if (!terminalStatuses.has(record.status)) {
+      const attempts = new Map<string, AttemptRecovery>(recoverAttempts(this.receipts.all()).map((r) => [r.invocationId, r]));
+      for (const [id, r] of attempts) {
+        if (r.state !== 'running') continue;
+        attempts.set(id, { state: 'needs_attention', invocationId: id, idempotent: r.idempotent, reason: 'identity-unverifiable', detail: 'a process of this invocation is still running; its output cannot be read' });
+      }
+      this.recoverRun(runId, attempts);
+    }
+    return { runId, status: record.status };
   }
 
   /** Every event of a run, ascending by seq. */
@@ -519,6 +679,9 @@ export class RouterHost {
       receiptsRetired: this.receiptsRetired + this.recovery.receiptsRetired,
       recovery: { ...this.recovery },
       inFlight: this.gateway.busy,
+      parked: this.crashes.parkedRuns().size,
+      idleCycles: this.idleCycles,
+      nextCycleDelayMs: this.delayMs,
     };
   }
 
@@ -548,6 +711,7 @@ export class RouterHost {
       this.receipts.close();
       this.store.close();
       this.disposeScripts();
+      this.crashes.close();
       for (const w of [...this.idleWaiters.splice(0), ...this.cycleWaiters.splice(0)]) w();
     }
   }

@@ -60,3 +60,33 @@ export async function until(condition: () => boolean, timeoutMs = 20_000): Promi
     await new Promise((r) => setTimeout(r, 5));
   }
 }
+
+/**
+ * A child of this process's cgroup v1 memory group with `limitBytes` (the controller lets a
+ * process create one under its own, /proc/self/cgroup names it), or why there is none.
+ */
+export function childMemoryCgroup(name: string, limitBytes: number): { dir?: string; reason?: string } {
+  const line = fs.readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
+  if (!line) return { reason: 'no cgroup v1 memory controller in /proc/self/cgroup' };
+  const own = line.slice(line.indexOf(':', line.indexOf(':') + 1) + 1);
+  const dir = path.join('/sys/fs/cgroup/memory', own, `${name}-${process.pid}`);
+  try {
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(limitBytes));
+    return { dir };
+  } catch (err) {
+    try {
+      fs.rmdirSync(dir);
+    } catch {
+      // never created
+    }
+    return { reason: `cannot create a child memory cgroup at ${dir}: ${(err as Error).message}` };
+  }
+}
+
+/** What a memory cgroup recorded: peak usage, failcnt, OOM kills. */
+export function cgroupMemory(dir: string): { peakBytes: number; failcnt: number; oomKill: number | undefined; underOom: number } {
+  const read = (name: string) => fs.readFileSync(path.join(dir, name), 'utf8').trim();
+  const oom = Object.fromEntries(read('memory.oom_control').split('\n').map((l) => l.split(' ')).map(([k, v]) => [k, Number(v)]));
+  return { peakBytes: Number(read('memory.max_usage_in_bytes')), failcnt: Number(read('memory.failcnt')), oomKill: oom.oom_kill, underOom: oom.under_oom ?? 0 };
+}

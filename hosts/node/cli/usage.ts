@@ -65,7 +65,7 @@ export const usageTable: Record<string, CommandUsage> = {
     synopsis: ['list [--binding <id>] [--status received|rejected|deduplicated|launched|missed] [--run <run-id>] [--after <id>] [--limit N]'],
     summary: 'the ingress journal: every event a trigger received and what became of it',
   },
-  router: { synopsis: ['start --dir <state dir> --profile edge|standalone'], summary: 'the router host: the same engine on small machines' },
+  router: { synopsis: ['start --dir <state dir> --profile edge|standalone', 'submit|list|get|trace|cancel|approve|reject|resolve|export|stats --dir <state dir> … (to a running router)'], summary: 'the router host: the same engine on small machines, and its operator verbs (docs/router.md)' },
   serve: {
     synopsis: ['[--max-runs N] [--drain-ms N] [--config <host module>] [--http <port> [--http-host H] [--http-token-file F] [--insecure-no-auth]]'],
     summary: "a worker until SIGTERM/SIGINT: claims queued runs and runs whose owner is gone, fires the host module's cron triggers and the catalog's cron bindings, answers webhook and DingTalk trigger routes with --http; a graceful stop lets calls in flight finish for --drain-ms (default 10000) and hands the rest back",

@@ -5,7 +5,7 @@ import type { CliCommand } from '../command.js';
 
 export const routerCommands: Record<string, CliCommand> = {
   router: {
-    flags: ['until-idle'],
+    flags: ['until-idle', 'accept-loss', 'retry'],
     async run(args) {
       const options = [...args.options].flatMap(([name, value]) => (value === true ? [`--${name}`] : [`--${name}`, value]));
       return hostCommands.router([...args.positional, ...options]);

@@ -1,0 +1,117 @@
+#!/usr/bin/env node
+// The router's memory table: each row is one fresh router process (through its entry, so the
+// memory flags apply) inside a fresh child cgroup v1 memory group of 128 MiB, run to idle
+// (`--until-idle`). Prints per row the cgroup peak (`memory.max_usage_in_bytes`, page cache
+// included), the process peak RSS, failcnt, OOM kills and the wall time. Never fails a build.
+//
+//   node bench/router/memory-table.mjs [row …]      rows: edge-16 standalone-16 edge-1000 standalone-1000 edge-foreach-5000 standalone-foreach-5000
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const cliJs = join(root, 'dist/hosts/router/cli.js');
+const fixtures = join(root, 'test/router/fixtures');
+const limitBytes = 128 * 2 ** 20;
+
+function cgroupDir() {
+  const line = readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
+  if (!line) return undefined;
+  const own = line.slice(line.indexOf(':', line.indexOf(':') + 1) + 1);
+  return join('/sys/fs/cgroup/memory', own);
+}
+
+const foreach = (items) => ({
+  apiVersion: 'workflow.gm-hz.dev/v1alpha1',
+  kind: 'WorkflowTemplate',
+  metadata: { id: 'foreach-bench' },
+  spec: {
+    nodes: [
+      { id: 'start', uses: 'core.start@1' },
+      { id: 'each', uses: 'core.foreach@1', config: { maxConcurrency: 16, maxItems: items, body: { uses: 'core.script@1', config: { source: 'return input * 2' } } }, inputs: { items: { source: 'input', path: '/items' } } },
+      { id: 'end', uses: 'core.end@1' },
+    ],
+    edges: [{ from: 'start', to: 'each' }, { from: 'each', to: 'end' }],
+  },
+  input: { items: Array.from({ length: items }, (_, i) => i) },
+});
+
+function manifestFor(work, row) {
+  const file = join(work, 'runs.json');
+  if (row.foreach) {
+    const { input, ...template } = foreach(row.foreach);
+    writeFileSync(join(work, 'foreach.json'), JSON.stringify(template));
+    writeFileSync(file, JSON.stringify([{ template: 'foreach.json', input, count: 1 }]));
+  } else {
+    const half = row.runs / 2;
+    writeFileSync(
+      file,
+      JSON.stringify([
+        { template: join(root, 'examples/weekly-report/weekly-report.json'), input: join(root, 'examples/weekly-report/input.json'), count: half },
+        { template: join(root, 'examples/echo/echo.json'), input: join(root, 'examples/echo/input.json'), count: half },
+      ]),
+    );
+  }
+  return file;
+}
+
+async function runRow(row, parent) {
+  const work = mkdtempSync(join(tmpdir(), `router-memory-${row.name}-`));
+  const cg = join(parent, `router-memory-bench-${process.pid}-${row.name}`);
+  mkdirSync(cg);
+  writeFileSync(join(cg, 'memory.limit_in_bytes'), String(limitBytes));
+  const t0 = performance.now();
+  const child = spawn('/bin/sh', ['-c', 'echo $$ > "$CG/cgroup.procs" && exec "$@"', 'sh', process.execPath, cliJs, 'start', '--dir', join(work, 'state'), '--profile', row.profile, '--config', join(fixtures, 'examples-host.mjs'), '--runs', manifestFor(work, row), '--cadence-ms', '2', '--until-idle'], {
+    env: { ...process.env, CG: cg },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let stdout = '';
+  child.stdout.on('data', (c) => (stdout += c));
+  const code = await new Promise((resolve) => child.on('exit', (c) => resolve(c)));
+  const wallMs = performance.now() - t0;
+  const read = (name) => readFileSync(join(cg, name), 'utf8').trim();
+  const oom = Object.fromEntries(read('memory.oom_control').split('\n').map((l) => l.split(' ')));
+  const summary = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.kind === 'RouterSummary');
+  const out = {
+    row: row.name,
+    exit: code,
+    completed: summary ? `${summary.runs.filter((r) => r.status === 'completed').length}/${summary.runs.length}` : '-',
+    cgroupPeakMiB: +(Number(read('memory.max_usage_in_bytes')) / 2 ** 20).toFixed(1),
+    peakRssMiB: summary ? +(summary.peakRssBytes / 2 ** 20).toFixed(1) : undefined,
+    failcnt: Number(read('memory.failcnt')),
+    oomKill: oom.oom_kill ?? 'n/a',
+    wallS: +(wallMs / 1000).toFixed(1),
+  };
+  rmdirSync(cg);
+  rmSync(work, { recursive: true, force: true });
+  return out;
+}
+
+const rows = [
+  { name: 'edge-16', profile: 'edge', runs: 16 },
+  { name: 'standalone-16', profile: 'standalone', runs: 16 },
+  { name: 'edge-1000', profile: 'edge', runs: 1000 },
+  { name: 'standalone-1000', profile: 'standalone', runs: 1000 },
+  { name: 'edge-foreach-5000', profile: 'edge', foreach: 5000 },
+  { name: 'standalone-foreach-5000', profile: 'standalone', foreach: 5000 },
+];
+
+const parent = cgroupDir();
+if (!parent) {
+  console.log('no cgroup v1 memory controller: nothing measured');
+  process.exit(0);
+}
+const wanted = process.argv.slice(2);
+console.log(`load average at start: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+const results = [];
+for (const row of rows.filter((r) => wanted.length === 0 || wanted.includes(r.name))) {
+  const r = await runRow(row, parent).catch((err) => ({ row: row.name, error: err.message }));
+  results.push(r);
+  console.log(JSON.stringify(r));
+}
+console.log(`load average at end: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+console.log('| row | completed | cgroup peak MiB | process peak RSS MiB | failcnt | OOM kills | wall s |');
+console.log('| --- | --- | ---: | ---: | ---: | ---: | ---: |');
+for (const r of results) console.log(`| ${r.row} | ${r.completed ?? r.error} | ${r.cgroupPeakMiB ?? ''} | ${r.peakRssMiB ?? ''} | ${r.failcnt ?? ''} | ${r.oomKill ?? ''} | ${r.wallS ?? ''} |`);
