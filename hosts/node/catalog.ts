@@ -4,7 +4,7 @@
 // Version dimensions have distinct names and never mix:
 //   draftRevision    compare-and-set counter of a mutable draft (1, 2, ... per edit)
 //   revision         immutable published revision of a workflow id (1, 2, ...; never reused)
-//   bindingRevision  reserved for trigger bindings; not used by the catalog
+//   bindingRevision  immutable revision of a trigger binding (bindings.ts; `binding_revision`)
 //   seq              position of an event in a run's journal
 //   schemaVersion    version of the store schema (`user_version`)
 //

@@ -20,11 +20,20 @@
  *
  * Errors are JSON `{ error: { code, message } }`: 400 `http.bad-request`, 401
  * `http.unauthorized`, 404 `run.not-found` / `http.not-found`, 405 `http.method-not-allowed`.
+ *
+ * Trigger routes (no bearer token: each request is signed with its binding's secret; see
+ * docs/triggers.md):
+ *
+ *   POST /v1/hooks/:bindingId      a webhook event (webhook.ts): 202 { runId, deduplicated }
+ *   POST /v1/dingtalk/:bindingId   a DingTalk robot callback (dingtalk.ts): a DingTalk text reply
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { bearerMatches, isLoopback, readTokenFile } from '../../sandbox/service/auth.js';
-import { httpLimits } from './limits.js';
+import { handleDingtalk } from './dingtalk.js';
+import { TriggerPipeline } from './ingress.js';
+import { httpLimits, triggerLimits } from './limits.js';
+import { handleWebhook } from './webhook.js';
 import { defaultPageDir, readPageFile } from '../shared/page-files.js';
 import type { WorkflowRuntime } from './runtime.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
@@ -46,6 +55,8 @@ export interface HttpApiOptions {
   /** The built replay page served under `/page/` (default dist/browser). */
   pageDir?: string;
   log?: (level: string, message: string) => void;
+  /** The trigger pipeline of the hook routes (default: one with the default deployment). */
+  triggers?: TriggerPipeline;
 }
 
 export interface HttpApi {
@@ -130,9 +141,54 @@ export async function startHttpApi(rt: WorkflowRuntime, options: HttpApiOptions)
   /** Open event streams, ended when the server closes. */
   const streams = new Set<AbortController>();
 
+  const triggers = options.triggers ?? new TriggerPipeline(rt, { log });
+
+  /** The body, or undefined once a 413 was answered (and recorded) because it was too large. */
+  async function readBody(req: IncomingMessage, source: 'webhook' | 'dingtalk', bindingId: string): Promise<Buffer | undefined> {
+    const max = triggerLimits.bodyBytesMax;
+    const declared = Number(req.headers['content-length'] ?? 0);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = declared > max;
+    if (!tooLarge) {
+      for await (const chunk of req as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > max) {
+          tooLarge = true;
+          break;
+        }
+        chunks.push(chunk);
+      }
+    }
+    if (!tooLarge) return Buffer.concat(chunks);
+    await triggers.reject(source, bindingId, { code: `${source}.body-too-large`, message: `the body is larger than ${max} bytes` });
+    return undefined;
+  }
+
+  async function triggerRoute(req: IncomingMessage, res: ServerResponse, parts: string[]): Promise<void> {
+    const source = parts[1] === 'hooks' ? 'webhook' : 'dingtalk';
+    if (req.method !== 'POST') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: trigger routes take POST`);
+    let bindingId: string;
+    try {
+      bindingId = decodeURIComponent(parts[2]);
+    } catch {
+      throw new HttpError(400, 'http.bad-request', 'the binding id is not valid percent-encoding');
+    }
+    const raw = await readBody(req, source, bindingId);
+    if (raw === undefined) {
+      res.setHeader('connection', 'close');
+      return sendJson(res, 413, { error: { code: `${source}.body-too-large`, message: `the body is larger than ${triggerLimits.bodyBytesMax} bytes` } });
+    }
+    const answer = source === 'webhook' ? await handleWebhook(rt, triggers, bindingId, req.headers, raw) : await handleDingtalk(rt, triggers, bindingId, req.headers, raw);
+    if (answer.status >= 500) log('warn', `${req.method} ${req.url}: ${answer.status} ${JSON.stringify(answer.body)}`);
+    return sendJson(res, answer.status, answer.body);
+  }
+
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const pagePath = /^\/page(\/.*)?$/.exec(new URL(req.url ?? '/', 'http://localhost').pathname);
     if (pagePath && (req.method === 'GET' || req.method === 'HEAD')) return sendPage(res, pagePath[1]);
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname.split('/').filter((p) => p !== '');
+    if (path[0] === 'v1' && (path[1] === 'hooks' || path[1] === 'dingtalk') && path.length === 3) return triggerRoute(req, res, path);
     if (token !== undefined && !bearerMatches(req.headers.authorization, token)) throw new HttpError(401, 'http.unauthorized', 'a valid bearer token is required');
     const url = new URL(req.url ?? '/', 'http://localhost');
     const parts = url.pathname.split('/').filter((p) => p !== '');

@@ -22,3 +22,9 @@ export async function serveMcp(...args: Parameters<typeof import('./mcp.js').ser
 export { TriggerScheduler, TriggerError, triggerRunId, type TriggerSpec } from './triggers.js';
 export { PostgresJournalStore } from './pg-store.js';
 export { PgCatalogStorage } from './pg-catalog.js';
+export { BindingCatalog, BindingError, mapInput, parseBindingSpec, resolvePointer, type BindingSpec, type WorkflowBinding, type BindingSource, type BindingState, type DeliveryTarget, type InputField, type MisfirePolicy } from './bindings.js';
+export { TriggerPipeline, TriggerRejected, ingressRunId, type TriggerEvent, type Admission, type PipelineOptions } from './ingress.js';
+export { handleWebhook, signWebhook, webhookHeaders } from './webhook.js';
+export { handleDingtalk, signDingtalk, dingtalkText } from './dingtalk.js';
+export { CronBindingScheduler, slotEventId, type CronBindingOptions } from './cron-bindings.js';
+export type { TriggerStorage, IngressRecord, IngressStatus, IngressFilter } from './trigger-storage.js';

@@ -76,3 +76,29 @@ export const deliveryLimits = {
   listDefault: 100,
   listMax: 10_000,
 } as const;
+
+export const triggerLimits = {
+  /** The largest request body a webhook or DingTalk callback may send. */
+  bodyBytesMax: 1024 * 1024,
+  /** Default webhook signature tolerance: a timestamp further than this from the clock is refused. */
+  webhookToleranceSecondsDefault: 300,
+  /** The widest webhook tolerance a binding may ask for. */
+  webhookToleranceSecondsMax: 3600,
+  /** DingTalk's documented window for a callback's `timestamp` (one hour). */
+  dingtalkWindowMs: 60 * 60 * 1000,
+  /** Length of a source event id (an `x-adw-event-id` header, a DingTalk msgId, a cron slot id). */
+  sourceEventIdCharsMax: 256,
+  /** The binding id kept on the record of a request to an unknown binding (the URL may name anything). */
+  bindingIdCharsMax: 128,
+  /** Input mapping entries of one binding. */
+  mappingEntriesMax: 256,
+  /** Missed cron slots enumerated in one catch-up; older ones are not recorded one by one. */
+  cronMissedSlotsMax: 1000,
+  /** The largest `run-all` bound. */
+  cronRunAllBoundMax: 100,
+  /** Ingress records one `ingress list` answers when no limit is given, and at most. */
+  ingressListDefault: 100,
+  ingressListMax: 10_000,
+  /** How long a DingTalk `approve` waits for the run's owner to apply the approval before replying. */
+  dingtalkApproveWaitMs: 10_000,
+} as const;

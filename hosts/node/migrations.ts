@@ -179,6 +179,51 @@ export const migrations: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 7,
+    description: 'triggers: revisioned workflow bindings and the ingress journal of every event a trigger received',
+    destructive: false,
+    up(db) {
+      // A binding revision's `spec` (JSON) never changes once written; only `state` moves
+      // (draft -> published -> disabled). `ingress_events` holds one row per event a trigger
+      // received, whatever became of it. At most one row per (deployment, source, source event
+      // id, binding revision) may be `launched` or `missed`: that unique index is the dedupe.
+      db.exec(`
+        CREATE TABLE workflow_bindings (
+          binding_id        TEXT NOT NULL,
+          binding_revision  INTEGER NOT NULL,
+          source            TEXT NOT NULL,
+          state             TEXT NOT NULL,
+          spec              BLOB NOT NULL,
+          created_at        INTEGER NOT NULL,
+          created_by        TEXT NOT NULL,
+          published_at      INTEGER,
+          disabled_at       INTEGER,
+          PRIMARY KEY (binding_id, binding_revision)
+        ) WITHOUT ROWID;
+        CREATE INDEX workflow_bindings_by_state ON workflow_bindings (state, source);
+        CREATE TABLE ingress_events (
+          id                INTEGER PRIMARY KEY AUTOINCREMENT,
+          deployment        TEXT NOT NULL,
+          source            TEXT NOT NULL,
+          binding_id        TEXT NOT NULL,
+          binding_revision  INTEGER,
+          source_event_id   TEXT,
+          status            TEXT NOT NULL,
+          reason_code       TEXT,
+          reason            TEXT,
+          run_id            TEXT,
+          caller            TEXT,
+          occurred_at       INTEGER,
+          received_at       INTEGER NOT NULL
+        );
+        CREATE UNIQUE INDEX ingress_dedupe ON ingress_events (deployment, source, source_event_id, binding_id, binding_revision)
+          WHERE status IN ('launched', 'missed');
+        CREATE INDEX ingress_by_binding ON ingress_events (binding_id, id);
+        CREATE INDEX ingress_by_run ON ingress_events (run_id) WHERE run_id IS NOT NULL;
+      `);
+    },
+  },
 ];
 
 /**

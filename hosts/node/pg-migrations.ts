@@ -180,6 +180,43 @@ export const pgMigrations: readonly PgMigration[] = [
       CREATE TRIGGER deliveries_queue AFTER INSERT OR UPDATE OF status, outcome ON ${s}.runs
         FOR EACH ROW WHEN (NEW.delivery_target IS NOT NULL) EXECUTE FUNCTION ${s}.queue_deliveries();`,
   },
+  {
+    version: 7,
+    description: 'triggers: revisioned workflow bindings and the ingress journal of every event a trigger received',
+    up: (s) => `
+      CREATE TABLE ${s}.workflow_bindings (
+        binding_id        text COLLATE "C" NOT NULL,
+        binding_revision  bigint NOT NULL,
+        source            text NOT NULL,
+        state             text NOT NULL,
+        spec              json NOT NULL,
+        created_at        bigint NOT NULL,
+        created_by        text NOT NULL,
+        published_at      bigint,
+        disabled_at       bigint,
+        PRIMARY KEY (binding_id, binding_revision)
+      );
+      CREATE INDEX workflow_bindings_by_state ON ${s}.workflow_bindings (state, source);
+      CREATE TABLE ${s}.ingress_events (
+        id                bigserial PRIMARY KEY,
+        deployment        text COLLATE "C" NOT NULL,
+        source            text NOT NULL,
+        binding_id        text COLLATE "C" NOT NULL,
+        binding_revision  bigint,
+        source_event_id   text COLLATE "C",
+        status            text NOT NULL,
+        reason_code       text,
+        reason            text,
+        run_id            text COLLATE "C",
+        caller            text,
+        occurred_at       bigint,
+        received_at       bigint NOT NULL
+      );
+      CREATE UNIQUE INDEX ingress_dedupe ON ${s}.ingress_events (deployment, source, source_event_id, binding_id, binding_revision)
+        WHERE status IN ('launched', 'missed');
+      CREATE INDEX ingress_by_binding ON ${s}.ingress_events (binding_id, id);
+      CREATE INDEX ingress_by_run ON ${s}.ingress_events (run_id) WHERE run_id IS NOT NULL;`,
+  },
 ];
 
 export const pgSchemaVersion = pgMigrations[pgMigrations.length - 1].version;

@@ -189,31 +189,35 @@ export class PgOwnership implements RunOwnership {
 
   async enqueue(launch: QueuedLaunch, now: number): Promise<{ runId: string; created: boolean }> {
     assertPortableId(launch.runId, 'run id');
+    return transaction(this.pool, 'ownership', (c) => this.enqueueIn(c, launch, now));
+  }
+
+  /** `enqueue` inside the caller's transaction (a trigger commits its ingress record in the same one). */
+  async enqueueIn(c: PoolClient, launch: QueuedLaunch, now: number): Promise<{ runId: string; created: boolean }> {
+    assertPortableId(launch.runId, 'run id');
     const s = this.s;
-    return transaction(this.pool, 'ownership', async (c) => {
-      if (launch.idempotencyKey !== undefined) {
-        // Two launches with one key at once: the second waits for the first, then finds its run.
-        await c.query("SELECT pg_advisory_xact_lock(hashtext('agent-workflow.idempotency'), hashtext($1))", [launch.idempotencyKey]);
-        const [existing] = await rows<{ run_id: string }>(c, { name: `${s}.byIdempotencyKey`, text: `SELECT run_id FROM ${s}.run_queue WHERE idempotency_key = $1`, values: [launch.idempotencyKey] });
-        if (existing) return { runId: existing.run_id, created: false };
-      }
-      const { plan, concurrencyLimit, idempotencyKey, delivery, ...request } = launch;
-      const inserted = await rows(c, {
-        name: `${s}.insertQueuedRun`,
-        text: `INSERT INTO ${s}.runs (run_id, status, last_seq, plan, created_at, updated_at, concurrency_key, queued_at, delivery_target, delivery_digest) VALUES ($1, 'queued', 0, $2, $3, $3, $4, $3, $5::json, $6)
-                 ON CONFLICT (run_id) DO NOTHING RETURNING run_id`,
-        values: [launch.runId, Buffer.from(plan), now, launch.concurrencyKey ?? null, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null],
-      });
-      if (inserted.length === 0) return { runId: launch.runId, created: false };
-      await c.query({
-        name: `${s}.insertQueue`,
-        text: `INSERT INTO ${s}.run_queue (run_id, launch, concurrency_limit, idempotency_key) VALUES ($1, $2::json, $3, $4)`,
-        values: [launch.runId, JSON.stringify(request), concurrencyLimit ?? 1, idempotencyKey ?? null],
-      });
-      // Delivered to listening workers when this transaction commits.
-      await c.query({ name: `${s}.notifyQueued`, text: `SELECT pg_notify($1, 'queue:' || $2)`, values: [this.channel, launch.runId] });
-      return { runId: launch.runId, created: true };
+    if (launch.idempotencyKey !== undefined) {
+      // Two launches with one key at once: the second waits for the first, then finds its run.
+      await c.query("SELECT pg_advisory_xact_lock(hashtext('agent-workflow.idempotency'), hashtext($1))", [launch.idempotencyKey]);
+      const [existing] = await rows<{ run_id: string }>(c, { name: `${s}.byIdempotencyKey`, text: `SELECT run_id FROM ${s}.run_queue WHERE idempotency_key = $1`, values: [launch.idempotencyKey] });
+      if (existing) return { runId: existing.run_id, created: false };
+    }
+    const { plan, concurrencyLimit, idempotencyKey, delivery, ...request } = launch;
+    const inserted = await rows(c, {
+      name: `${s}.insertQueuedRun`,
+      text: `INSERT INTO ${s}.runs (run_id, status, last_seq, plan, created_at, updated_at, concurrency_key, queued_at, delivery_target, delivery_digest) VALUES ($1, 'queued', 0, $2, $3, $3, $4, $3, $5::json, $6)
+               ON CONFLICT (run_id) DO NOTHING RETURNING run_id`,
+      values: [launch.runId, Buffer.from(plan), now, launch.concurrencyKey ?? null, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null],
     });
+    if (inserted.length === 0) return { runId: launch.runId, created: false };
+    await c.query({
+      name: `${s}.insertQueue`,
+      text: `INSERT INTO ${s}.run_queue (run_id, launch, concurrency_limit, idempotency_key) VALUES ($1, $2::json, $3, $4)`,
+      values: [launch.runId, JSON.stringify(request), concurrencyLimit ?? 1, idempotencyKey ?? null],
+    });
+    // Delivered to listening workers when this transaction commits.
+    await c.query({ name: `${s}.notifyQueued`, text: `SELECT pg_notify($1, 'queue:' || $2)`, values: [this.channel, launch.runId] });
+    return { runId: launch.runId, created: true };
   }
 
   private async launches(q: Pick<PoolClient, 'query'>, runIds: readonly string[]): Promise<Map<string, QueuedLaunch>> {

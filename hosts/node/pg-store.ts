@@ -13,6 +13,7 @@ import type { Pool, PoolClient } from 'pg';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../core/store.js';
 import type { RunProjection } from '../core/types.js';
 import { PgCatalogStorage } from './pg-catalog.js';
+import { PgTriggerStorage } from './pg-triggers.js';
 import { migratePg, quoteSchema } from './pg-migrations.js';
 import { PgOwnership, pgRunRecordOf, runRecordColumns, type PgRunRow } from './pg-ownership.js';
 import { PgDeliveries } from './pg-deliveries.js';
@@ -399,6 +400,11 @@ export class PostgresJournalStore implements JournalStore {
   /** The workflow catalog's storage, in this store's schema (see `pg-catalog.ts`). */
   catalogStorage(): PgCatalogStorage {
     return new PgCatalogStorage(this.pool, this.s);
+  }
+
+  /** Bindings and the ingress journal, in this store's schema (see `pg-triggers.ts`). */
+  triggerStorage(): PgTriggerStorage {
+    return new PgTriggerStorage(this.pool, this.s, this.ownership);
   }
 
   private closed = false;

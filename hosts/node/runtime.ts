@@ -8,7 +8,7 @@ import { assertRunInput } from '../core/json-input.js';
 import { resolutionFields } from '../core/operator.js';
 import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { leaseDefaults } from '../core/leases.js';
-import type { OperatorCommand, RunOwnership } from '../core/ownership-store.js';
+import type { OperatorCommand, QueuedLaunch, RunOwnership } from '../core/ownership-store.js';
 import type { JournalStore } from '../core/store.js';
 import { WorkflowError } from './errors.js';
 import { newOwnerId } from './owner-id.js';
@@ -26,6 +26,9 @@ import { deliveryLimits } from './limits.js';
 import { SqliteJournalStore } from './journal.js';
 import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type CatalogStorage, type RunCompatibility } from './catalog.js';
 import { SqliteCatalogStorage } from './sqlite-catalog.js';
+import { SqliteTriggerStorage } from './sqlite-triggers.js';
+import type { TriggerStorage } from './trigger-storage.js';
+import { BindingCatalog } from './bindings.js';
 import { stderrLog } from './log.js';
 import { LazyScriptImports } from '../shared/sandbox.js';
 import { LiveStreams, withLiveProgress, type LiveItem, type LiveOptions } from './live.js';
@@ -287,6 +290,36 @@ export class WorkflowRuntime {
    * calls; `inline` compiles the given template (development); both pin the same kind of plan.
    */
   async launch(target: LaunchTarget | Record<string, unknown>, launchOptions: LaunchOptions = {}): Promise<WorkflowRunHandle> {
+    const prepared = await this.prepareLaunch(target, launchOptions);
+    if (prepared.queued) {
+      try {
+        const queued = await this.ownership.enqueue(prepared.queued, this.kernel.now());
+        this.wakeWorkers();
+        return this.handle(queued.runId);
+      } catch (err) {
+        throw asError(err);
+      }
+    }
+    const { runId, plan, templateKey, authority, options, actor, delivery } = prepared;
+    if (options.idempotencyKey !== undefined && (await this.store.getRun(runId))) return this.handle(runId);
+    this.traces.remember(runId, options.correlation);
+    try {
+      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor, ...(delivery ? { delivery } : {}) });
+    } catch (err) {
+      throw asError(err);
+    }
+    return this.handle(runId);
+  }
+
+  /**
+   * Checks a launch and pins its plan, run id and authority without starting anything. For a
+   * background launch, `queued` is what `enqueue` commits: a trigger commits it together with
+   * its ingress record, in one transaction (see `ingress.ts`).
+   */
+  async prepareLaunch(
+    target: LaunchTarget | Record<string, unknown>,
+    launchOptions: LaunchOptions = {},
+  ): Promise<{ runId: string; plan: ExecutionPlan; templateKey: string; authority: Authority; options: LaunchOptions; actor: NonNullable<LaunchOptions['actor']>; delivery?: { target: DeliveryTarget; digest: string }; queued?: QueuedLaunch }> {
     let options: LaunchOptions;
     let delivery: { target: DeliveryTarget; digest: string } | undefined;
     try {
@@ -326,38 +359,27 @@ export class WorkflowRuntime {
       throw asError(err);
     }
     const actor = options.actor ?? 'sdk';
-    if (options.executionMode === 'background' || options.concurrencyKey !== undefined) {
-      try {
-        const queued = await this.ownership.enqueue(
-          {
-            runId,
-            plan: new TextEncoder().encode(JSON.stringify(plan)),
-            templateKey,
-            input: options.input ?? {},
-            authority,
-            actor,
-            ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-            ...(options.correlation !== undefined ? { correlation: options.correlation } : {}),
-            ...(options.concurrencyKey !== undefined ? { concurrencyKey: options.concurrencyKey, concurrencyLimit: options.concurrencyLimit ?? 1 } : {}),
-            ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
-            ...(delivery ? { delivery } : {}),
-          },
-          this.kernel.now(),
-        );
-        for (const w of this.workers) w.wake();
-        return this.handle(queued.runId);
-      } catch (err) {
-        throw asError(err);
-      }
-    }
-    if (options.idempotencyKey !== undefined && (await this.store.getRun(runId))) return this.handle(runId);
-    this.traces.remember(runId, options.correlation);
-    try {
-      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor, ...(delivery ? { delivery } : {}) });
-    } catch (err) {
-      throw asError(err);
-    }
-    return this.handle(runId);
+    const prepared = { runId, plan, templateKey, authority, options, actor, ...(delivery ? { delivery } : {}) };
+    if (options.executionMode !== 'background' && options.concurrencyKey === undefined) return prepared;
+    const queued: QueuedLaunch = {
+      runId,
+      plan: new TextEncoder().encode(JSON.stringify(plan)),
+      templateKey,
+      input: options.input ?? {},
+      authority,
+      actor,
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.correlation !== undefined ? { correlation: options.correlation } : {}),
+      ...(options.concurrencyKey !== undefined ? { concurrencyKey: options.concurrencyKey, concurrencyLimit: options.concurrencyLimit ?? 1 } : {}),
+      ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
+      ...(delivery ? { delivery } : {}),
+    };
+    return { ...prepared, queued };
+  }
+
+  /** Wakes this process's workers: something was queued (by `launch`, or a trigger's own commit). */
+  wakeWorkers(): void {
+    for (const w of this.workers) w.wake();
   }
 
   /** Compiled plans of inline launches by the digest of what they were compiled from (LRU). */
@@ -420,6 +442,21 @@ export class WorkflowRuntime {
       now: this.kernel.now,
     });
     return this.catalogInstance;
+  }
+
+  private triggerStorageInstance?: TriggerStorage;
+  private bindingsInstance?: BindingCatalog;
+
+  /** Bindings and the ingress journal, in the journal's database (SQLite or PostgreSQL). */
+  get triggerStorage(): TriggerStorage {
+    this.triggerStorageInstance ??= this.store instanceof SqliteJournalStore ? new SqliteTriggerStorage(this.store.db, this.store.ownership) : (this.store as unknown as { triggerStorage(): TriggerStorage }).triggerStorage();
+    return this.triggerStorageInstance;
+  }
+
+  /** Workflow bindings: what connects a webhook, a DingTalk robot or a cron schedule to a published revision. */
+  get bindings(): BindingCatalog {
+    this.bindingsInstance ??= new BindingCatalog(this.triggerStorage, this.catalog, this.kernel.now);
+    return this.bindingsInstance;
   }
 
   /** The node-definition-set hash a plan compiled now would pin (engine + host definitions). */
@@ -572,7 +609,7 @@ export class WorkflowRuntime {
     return this.command(runId, { type: 'cancel', reason, by });
   }
 
-  async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean }): Promise<CommandOutcome> {
+  async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean; /** How long to wait for the command to be applied (default 30 s); then `command.pending`. */ timeoutMs?: number }): Promise<CommandOutcome> {
     const record = await this.record(runId);
     const projection = isTerminal(record) ? {} : await this.kernel.projectionOf(record);
     let invocationId: string;
@@ -581,7 +618,7 @@ export class WorkflowRuntime {
     } catch (err) {
       throw asError(err);
     }
-    return this.command(runId, { type: 'approve', nodeId, invocationId, approved: options.approved !== false, by: options.by, ...(options.comment !== undefined ? { comment: options.comment } : {}) });
+    return this.command(runId, { type: 'approve', nodeId, invocationId, approved: options.approved !== false, by: options.by, ...(options.comment !== undefined ? { comment: options.comment } : {}) }, options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {});
   }
 
   reject(runId: string, nodeId: string, options: { by: string; comment?: string }): Promise<CommandOutcome> {
@@ -643,8 +680,8 @@ export class WorkflowRuntime {
   }
 
   /** The authority a run gets now (resolved again at every resume and takeover). */
-  authorityOf(runId: string, plan: ExecutionPlan): Authority {
-    return this.resolveAuthority({ runId, workflowId: workflowIdOf(plan) });
+  authorityOf(runId: string, plan: ExecutionPlan, requested?: Authority): Authority {
+    return this.resolveAuthority({ runId, workflowId: workflowIdOf(plan), ...(requested ? { requested } : {}) });
   }
 
   /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */

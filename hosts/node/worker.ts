@@ -131,8 +131,9 @@ export class Worker {
           plan,
           templateKey: c.launch.templateKey,
           input: c.launch.input,
-          // The authority is resolved again when the run starts, not when it was queued.
-          authority: this.runtime.authorityOf(c.runId, plan),
+          // The authority is resolved again when the run starts, not when it was queued; the
+          // resolver sees what the launch asked for (a trigger binding's authority reference).
+          authority: this.runtime.authorityOf(c.runId, plan, c.launch.authority),
           ...(c.launch.timeoutMs !== undefined ? { timeoutMs: c.launch.timeoutMs } : {}),
           ...(c.launch.correlation !== undefined ? { correlation: c.launch.correlation } : {}),
           actor: c.launch.actor ?? 'worker',

@@ -87,6 +87,19 @@ describe('store fixtures', () => {
         expect((await rt.catalog.publish('fx-parent', { expectedDraftRevision: 1 })).revision).toBe(1);
         const handle = await rt.launch({ type: 'published', id: 'fx-parent', revision: 1 }, { input: { word: 'upgraded' } });
         expect(await handle.result).toMatchObject({ status: 'completed', output: { text: 'UPGRADED' } });
+        // The outbox (schema v6) kept the delivery its run's end queued.
+        if (version >= 6) {
+          expect((await rt.deliveries.list({ runId: 'fx-deliver-1' })).map((d) => [d.phase, d.state, d.runStatus])).toEqual([['ended', 'pending', 'completed']]);
+        } else {
+          expect(await rt.deliveries.list({ runId: 'fx-deliver-1' })).toEqual([]);
+        }
+        // Bindings and the ingress journal (schema v7) work on the upgraded store.
+        if (version >= 7) {
+          expect(await rt.bindings.active('fx-hook')).toMatchObject({ revision: 1, state: 'published', target: { id: 'fx-child', revision: 1 } });
+          expect(await rt.triggerStorage.listIngress({ bindingId: 'fx-hook', limit: 10 })).toEqual([expect.objectContaining({ status: 'launched', sourceEventId: 'fx-event-1', runId: expect.stringMatching(/^i-/) })]);
+        }
+        expect((await rt.bindings.put({ id: 'upgraded-hook', source: 'webhook', config: { secretRef: 'S' }, target: 'fx-parent@1', input: { word: { pointer: '/body/word' } } })).revision).toBe(1);
+        expect((await rt.bindings.publish('upgraded-hook', 1)).state).toBe('published');
       } finally {
         await rt.close();
       }

@@ -513,6 +513,7 @@ describe('PostgreSQL store: migrations', () => {
       // The same numbered versions as the SQLite store's migrations, each applied once.
       expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
       expect(pgMigrations.map((m) => m.version)).toEqual(migrations.map((m) => m.version));
+      expect(pgMigrations.map((m) => m.version)).toEqual(Array.from({ length: pgMigrations.length }, (_, i) => i + 1));
       await client.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES (99, 'from the future')`);
     } finally {
       await client.end();

@@ -35,7 +35,7 @@ export const exitCodeLines: readonly string[] = [
 ];
 
 /** Conflict and ownership codes: another writer got there first. */
-const conflictCodes = new Set(['store.conflict', 'catalog.draft-conflict', 'run.exists', 'engine.run-exists', 'command.pending', 'run.owned-elsewhere', 'run.fenced', 'delivery.not-retryable']);
+const conflictCodes = new Set(['store.conflict', 'catalog.draft-conflict', 'binding.conflict', 'binding.disabled', 'run.exists', 'engine.run-exists', 'command.pending', 'run.owned-elsewhere', 'run.fenced', 'delivery.not-retryable']);
 
 /**
  * The exit code for an error with stable code `code` (and, for wrapped I/O failures, the
@@ -47,7 +47,7 @@ export function exitCodeForError(code: string, message = ''): number {
   if (code === 'http.no-token' || code === 'http.insecure-non-loopback') return exitCodes.usage;
   // A malformed --deliver-to or --delivery-* value: a wrong command line too.
   if (code === 'launch.bad-delivery' || code === 'delivery.bad-option') return exitCodes.usage;
-  if (code.startsWith('template.') || code.startsWith('run.input') || code === 'cli.bad-json' || code === 'workflow.dependency-missing') return exitCodes.invalid;
+  if (code.startsWith('template.') || code.startsWith('run.input') || code === 'cli.bad-json' || code === 'workflow.dependency-missing' || code === 'binding.invalid') return exitCodes.invalid;
   if (conflictCodes.has(code) || code.endsWith('.lease-held') || code.endsWith('.not-owner')) return exitCodes.conflict;
   if (code === 'store.corrupt' || code === 'store.not-a-store' || code === 'store.schema-too-new') return exitCodes.storeUnusable;
   if (code === 'store.permission-denied' || code === 'approval.not-allowed') return exitCodes.permissionDenied;

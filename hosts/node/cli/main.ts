@@ -341,25 +341,32 @@ const commands: Record<string, CliCommand> = {
       const httpHost = optionString(args, 'http-host') ?? '127.0.0.1';
       return withRuntime(args, async (rt) => {
         const log = (level: string, message: string) => progress(`${level}: ${message}`);
+        // One trigger pipeline for the hook routes and the catalog's cron bindings.
+        const { triggerPipeline } = await import('./commands/triggers.js');
+        const triggers = await triggerPipeline(rt, args, log);
         let http: import('../http-api.js').HttpApi | undefined;
         if (httpPort !== undefined) {
           const { httpToken, startHttpApi } = await import('../http-api.js');
-          http = await startHttpApi(rt, { host: httpHost, port: Number(httpPort), token: httpToken(optionString(args, 'http-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log });
+          http = await startHttpApi(rt, { host: httpHost, port: Number(httpPort), token: httpToken(optionString(args, 'http-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers });
         }
         const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), ...(args.options.has('no-deliveries') ? { deliveries: false } : {}), log });
+        const { CronBindingScheduler } = await import('../cron-bindings.js');
+        const cronBindings = new CronBindingScheduler(rt, triggers, { log });
+        await cronBindings.start();
         const { TriggerScheduler } = await import('../triggers.js');
         const scheduler = new TriggerScheduler(rt, log);
         for (const t of (host as { triggers?: any[] }).triggers ?? []) {
           const target = typeof t.template === 'string' ? { type: 'inline', template: readTemplate(resolve(host.configDir ?? '.', t.template)) } : (t.target ?? { type: 'inline', template: t.template });
           scheduler.add({ id: t.id, cron: t.cron, timezone: t.timezone, input: t.input, target });
         }
-        print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, triggers: scheduler.list().triggers, ...(http ? { http: http.url, page: `${http.url}/page/` } : {}) });
+        print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, triggers: scheduler.list().triggers, cronBindings: cronBindings.list(), deployment: triggers.deployment, ...(http ? { http: http.url, page: `${http.url}/page/` } : {}) });
         const signal = await new Promise<string>((done) => {
           process.once('SIGINT', () => done('SIGINT'));
           process.once('SIGTERM', () => done('SIGTERM'));
         });
         progress(`agent-workflow serve: ${signal}: stopping (no new claims; calls in flight may finish)`);
         scheduler.stop();
+        await cronBindings.stop();
         await http?.close();
         const stopped = await worker.stop();
         print('Stopped', { signal, drained: stopped.drained, ...worker.stats });

@@ -57,10 +57,18 @@ export const usageTable: Record<string, CommandUsage> = {
   describe: { synopsis: ['<id>@<rev> [--view schema|template|plan]'], summary: 'describe a published revision' },
   diff: { synopsis: ['<id>@<a> <id>@<b>'], summary: 'semantic diff of two revisions' },
   'migrate-template': { synopsis: ['<legacy.json> [--out <file>]'], summary: 'convert a 0.2-protocol template' },
+  binding: {
+    synopsis: ['put <file> [--expected <revision>]', 'publish <id>@<revision>', 'list [--source webhook|dingtalk|cron] [--state draft|published|disabled]', 'describe <id>[@<revision>]', 'disable <id>[@<revision>]'],
+    summary: 'trigger bindings: a webhook, DingTalk robot or cron schedule bound to a published revision (see docs/triggers.md)',
+  },
+  ingress: {
+    synopsis: ['list [--binding <id>] [--status received|rejected|deduplicated|launched|missed] [--run <run-id>] [--after <id>] [--limit N]'],
+    summary: 'the ingress journal: every event a trigger received and what became of it',
+  },
   router: { synopsis: ['start --dir <state dir> --profile edge|standalone', 'submit|list|get|trace|cancel|approve|reject|resolve|export|stats --dir <state dir> … (to a running router)'], summary: 'the router host: the same engine on small machines, and its operator verbs (docs/router.md)' },
   serve: {
     synopsis: ['[--max-runs N] [--drain-ms N] [--config <host module>] [--http <port> [--http-host H] [--http-token-file F] [--insecure-no-auth]]'],
-    summary: "a worker until SIGTERM/SIGINT: claims queued runs and runs whose owner is gone, fires the host module's cron triggers; a graceful stop lets calls in flight finish for --drain-ms (default 10000) and hands the rest back",
+    summary: "a worker until SIGTERM/SIGINT: claims queued runs and runs whose owner is gone, fires the host module's cron triggers and the catalog's cron bindings, answers webhook and DingTalk trigger routes with --http; a graceful stop lets calls in flight finish for --drain-ms (default 10000) and hands the rest back",
     options: [
       ['--http <port>', 'also serve the read-only HTTP API: runs, event pages, live events as Server-Sent Events (0 picks a free port; see docs/observability.md)'],
       ['--http-host <host>', 'the address to listen on (default 127.0.0.1)'],
@@ -71,6 +79,7 @@ export const usageTable: Record<string, CommandUsage> = {
       ['--delivery-backoff-ms N', 'first retry delay, doubled per attempt with jitter (default 1000)'],
       ['--delivery-timeout-ms N', 'time limit of one send (default 10000)'],
       ['--delivery-lease-ms N', 'how long a sender holds a claimed delivery (default 30000; more than the timeout)'],
+      ['--deployment <name>', 'the deployment in every trigger dedupe key (else AGENT_WORKFLOW_DEPLOYMENT, default "default")'],
     ],
   },
   deliveries: {

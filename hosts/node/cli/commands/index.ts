@@ -6,3 +6,4 @@ export const extraCommands: Record<string, CliCommand> = { ...routerCommands };
 Object.assign(extraCommands, (await import('./catalog.js')).catalogCommands);
 Object.assign(extraCommands, (await import('./browser.js')).browserCommands);
 Object.assign(extraCommands, (await import('./deliveries.js')).deliveriesCommands);
+Object.assign(extraCommands, (await import('./triggers.js')).triggerCommands);

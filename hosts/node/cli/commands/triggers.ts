@@ -1,0 +1,164 @@
+// Trigger verbs of the CLI: `binding put|publish|list|describe|disable` and `ingress list`, and
+// the trigger pipeline `serve` runs (its deployment, and fault injection for crash tests).
+// better-sqlite3 is loaded only when a command opens the runtime (the router must not load it).
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { BindingSource, BindingState } from '../../bindings.js';
+import type { TriggerPipeline } from '../../ingress.js';
+import { parseRevisionRef } from '../../catalog.js';
+import { triggerLimits } from '../../limits.js';
+import type { WorkflowRuntime } from '../../runtime.js';
+import type { IngressStatus } from '../../trigger-storage.js';
+import { optionString, UsageError, type ParsedArgs } from '../args.js';
+import { CliError, type CliCommand } from '../command.js';
+import { loadHostModule } from '../host-module.js';
+
+const cliApiVersion = 'agent-workflow.cli/v1';
+
+/** The deployment a process serves (part of every dedupe key): `--deployment`, else the environment. */
+export const deploymentEnvVar = 'AGENT_WORKFLOW_DEPLOYMENT';
+/**
+ * Crash injection for tests of the ingress transaction: `kill-before-commit` SIGKILLs the process
+ * inside the admission's transaction, after the run and the record are written and before they
+ * commit; `kill-after-commit` right after the commit, before the HTTP answer.
+ */
+export const ingressFaultEnvVar = 'AGENT_WORKFLOW_FAULT_INGRESS';
+
+function print(kind: string, body: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify({ apiVersion: cliApiVersion, kind, ...body })}\n`);
+}
+
+function progress(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+async function withRuntime<T>(args: ParsedArgs, fn: (rt: WorkflowRuntime) => Promise<T> | T): Promise<T> {
+  const host = await loadHostModule(optionString(args, 'config'));
+  const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : undefined);
+  const { WorkflowRuntime } = await import('../../runtime.js');
+  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
+  const rt = await WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}) });
+  try {
+    return await fn(rt);
+  } finally {
+    await rt.close();
+  }
+}
+
+const by = (args: ParsedArgs) => optionString(args, 'by') ?? process.env.USER ?? 'cli';
+
+/** `<id>` or `<id>@<revision>`. */
+function bindingRef(text: string | undefined, what: string): { id: string; revision?: number } {
+  if (text === undefined) throw new UsageError(`${what}: expected <binding-id>[@<revision>]`);
+  if (text.includes('@')) {
+    const ref = parseRevisionRef(text);
+    if (!ref) throw new UsageError(`${what}: expected <binding-id>@<revision>, got ${JSON.stringify(text)}`);
+    return ref;
+  }
+  return { id: text };
+}
+
+export async function triggerPipeline(rt: WorkflowRuntime, args: ParsedArgs, log: (level: string, message: string) => void): Promise<TriggerPipeline> {
+  const { TriggerPipeline } = await import('../../ingress.js');
+  const deployment = optionString(args, 'deployment') ?? process.env[deploymentEnvVar] ?? 'default';
+  const fault = process.env[ingressFaultEnvVar];
+  const kill = () => process.kill(process.pid, 'SIGKILL');
+  const faults = fault === 'kill-before-commit' ? { beforeCommit: kill } : fault === 'kill-after-commit' ? { afterCommit: kill } : undefined;
+  return new TriggerPipeline(rt, { deployment, log, ...(faults ? { faults } : {}) });
+}
+
+const bindingUsage = 'usage: agent-workflow binding put <file> [--expected <revision>] | publish <id>@<rev> | list [--source s] [--state s] | describe <id>[@<rev>] | disable <id>[@<rev>]';
+
+export const triggerCommands: Record<string, CliCommand> = {
+  binding: {
+    flags: [],
+    async run(args) {
+      const [verb, target] = args.positional;
+      switch (verb) {
+        case 'put': {
+          if (target === undefined) throw new UsageError(bindingUsage);
+          if (!existsSync(target)) throw new CliError('cli.not-found', `file ${target} does not exist`);
+          let spec: unknown;
+          try {
+            spec = JSON.parse(readFileSync(target, 'utf8'));
+          } catch (err) {
+            throw new CliError('cli.bad-json', `${target} is not valid JSON: ${(err as Error).message}`);
+          }
+          const expected = optionString(args, 'expected');
+          if (expected !== undefined && !/^(0|[1-9][0-9]{0,8})$/.test(expected)) throw new UsageError('--expected must be a whole number');
+          return withRuntime(args, async (rt) => {
+            const binding = await rt.bindings.put(spec, { by: by(args), ...(expected !== undefined ? { expectedRevision: Number(expected) } : {}) });
+            progress(`binding ${binding.id}@${binding.revision} stored as a draft; publish it with: agent-workflow binding publish ${binding.id}@${binding.revision}`);
+            print('WorkflowBinding', { binding });
+            return 0;
+          });
+        }
+        case 'publish': {
+          const ref = bindingRef(target, 'binding publish');
+          if (ref.revision === undefined) throw new UsageError('binding publish: expected <binding-id>@<revision>');
+          return withRuntime(args, async (rt) => {
+            const binding = await rt.bindings.publish(ref.id, ref.revision!, { by: by(args) });
+            progress(`binding ${binding.id}@${binding.revision} is published`);
+            print('WorkflowBinding', { binding });
+            return 0;
+          });
+        }
+        case 'list': {
+          const source = optionString(args, 'source') as BindingSource | undefined;
+          const state = optionString(args, 'state') as BindingState | undefined;
+          if (source !== undefined && !['webhook', 'dingtalk', 'cron'].includes(source)) throw new UsageError('--source is webhook, dingtalk or cron');
+          if (state !== undefined && !['draft', 'published', 'disabled'].includes(state)) throw new UsageError('--state is draft, published or disabled');
+          return withRuntime(args, async (rt) => {
+            const bindings = await rt.bindings.list({ ...(source ? { source } : {}), ...(state ? { state } : {}) });
+            print('BindingList', { bindings: bindings.map((b) => ({ id: b.id, revision: b.revision, source: b.source, state: b.state, target: `${b.target.id}@${b.target.revision}` })) });
+            return 0;
+          });
+        }
+        case 'describe': {
+          const ref = bindingRef(target, 'binding describe');
+          return withRuntime(args, async (rt) => {
+            const binding = await rt.bindings.get(ref.id, ref.revision);
+            let active: number | undefined;
+            try {
+              active = (await rt.bindings.active(ref.id)).revision;
+            } catch {
+              active = undefined;
+            }
+            print('WorkflowBinding', { binding, activeRevision: active ?? null });
+            return 0;
+          });
+        }
+        case 'disable': {
+          const ref = bindingRef(target, 'binding disable');
+          return withRuntime(args, async (rt) => {
+            const bindings = await rt.bindings.disable(ref.id, ref.revision, { by: by(args) });
+            progress(`binding ${ref.id}${ref.revision !== undefined ? `@${ref.revision}` : ''} is disabled`);
+            print('BindingList', { bindings: bindings.map((b) => ({ id: b.id, revision: b.revision, source: b.source, state: b.state, target: `${b.target.id}@${b.target.revision}` })) });
+            return 0;
+          });
+        }
+        default:
+          throw new UsageError(bindingUsage);
+      }
+    },
+  },
+  ingress: {
+    flags: [],
+    async run(args) {
+      if (args.positional[0] !== 'list') throw new UsageError('usage: agent-workflow ingress list [--binding <id>] [--status <s>] [--run <run-id>] [--after <id>] [--limit N]');
+      const status = optionString(args, 'status') as IngressStatus | undefined;
+      if (status !== undefined && !['received', 'rejected', 'deduplicated', 'launched', 'missed'].includes(status)) throw new UsageError('--status is received, rejected, deduplicated, launched or missed');
+      const limitText = optionString(args, 'limit');
+      const afterText = optionString(args, 'after');
+      for (const [name, v] of [['limit', limitText], ['after', afterText]] as const) if (v !== undefined && !/^(0|[1-9][0-9]{0,15})$/.test(v)) throw new UsageError(`--${name} must be a whole number`);
+      const limit = Math.min(limitText !== undefined ? Number(limitText) : triggerLimits.ingressListDefault, triggerLimits.ingressListMax);
+      const bindingId = optionString(args, 'binding');
+      const runId = optionString(args, 'run');
+      return withRuntime(args, async (rt) => {
+        const records = await rt.triggerStorage.listIngress({ limit, ...(bindingId ? { bindingId } : {}), ...(status ? { status } : {}), ...(runId ? { runId } : {}), ...(afterText !== undefined ? { afterId: Number(afterText) } : {}) });
+        print('IngressList', { records });
+        return 0;
+      });
+    },
+  },
+};

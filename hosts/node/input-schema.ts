@@ -1,0 +1,38 @@
+// JSON Schema checks of the trigger pipeline (ajv, as the engine validates a run's input): a
+// binding's literals at publish, and a mapped input before its run is created, so that a bad
+// event is refused with 422 instead of becoming a run that fails at start.
+import AjvModule, { type ValidateFunction } from 'ajv';
+import { canonicalDigest } from './catalog.js';
+
+// ajv is CommonJS; its default export is the class under `.default` in ESM interop.
+const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;
+// `useDefaults` as the engine applies the input schema's defaults: only ever given a copy.
+const ajv = new Ajv({ allErrors: true, strict: false, logger: false, validateFormats: false, useDefaults: true });
+const cache = new Map<string, ValidateFunction>();
+const cacheEntriesMax = 256;
+
+export interface SchemaProblem {
+  /** JSON pointer into the checked value. */
+  pointer: string;
+  message: string;
+}
+
+/** Problems of `value` (a copy of it is checked) against `schema`; a schema that does not compile is one problem. */
+export function schemaProblems(schema: unknown, value: unknown): SchemaProblem[] {
+  let validate: ValidateFunction;
+  try {
+    const key = canonicalDigest(schema);
+    validate = cache.get(key) ?? ajv.compile(schema as object);
+    if (!cache.has(key)) {
+      if (cache.size >= cacheEntriesMax) cache.delete(cache.keys().next().value as string);
+      cache.set(key, validate);
+    }
+  } catch (err) {
+    return [{ pointer: '', message: `the schema does not compile: ${(err as Error).message}` }];
+  }
+  if (validate(structuredClone(value))) return [];
+  return (validate.errors ?? []).map((e) => ({
+    pointer: e.instancePath,
+    message: e.keyword === 'additionalProperties' ? `has unknown property ${JSON.stringify((e.params as { additionalProperty?: string }).additionalProperty)}` : (e.message ?? 'is invalid'),
+  }));
+}

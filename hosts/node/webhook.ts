@@ -1,0 +1,124 @@
+// The webhook adapter: `POST /v1/hooks/<bindingId>` on `agent-workflow serve --http`.
+//
+// The sender signs every request with the binding's secret:
+//
+//   x-adw-timestamp: <unix seconds>
+//   x-adw-signature: sha256=<hex of HMAC-SHA256(secret, `${timestamp}.${rawBody}`)>
+//   x-adw-event-id:  <its own id of the event>   (optional: else `sha256:<hex>` of the body)
+//
+// Checks, in this order, each refusal recorded in the ingress journal and answered as JSON
+// `{ error: { code, message } }`:
+//
+//   status  code                          when
+//   413     webhook.body-too-large        the body is larger than triggerLimits.bodyBytesMax
+//   404     binding.not-found             no published webhook binding of that id (unknown or disabled)
+//   503     trigger.secret-missing        the secret's environment variable is not set in this process
+//   401     webhook.signature-missing     no timestamp or signature header
+//   401     webhook.timestamp-expired     the timestamp is further from the clock than the tolerance
+//   401     webhook.bad-signature         the signature does not match (compared in constant time)
+//   415     webhook.unsupported-media     the content type is not JSON
+//   400     webhook.bad-json              the body is not JSON
+//   400     trigger.bad-event-id          the event id header is empty or too long
+//   422     trigger.mapping-failed, trigger.input-invalid   the binding cannot make a valid input of it
+//   503     trigger.target-unavailable    the target revision cannot be compiled (deleted?)
+//
+// Accepted: 202 `{ runId, deduplicated }` (a duplicate answers the first run's id).
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { WorkflowBinding, WebhookConfig } from './bindings.js';
+import { TriggerRejected, type TriggerPipeline } from './ingress.js';
+import { triggerLimits } from './limits.js';
+import type { WorkflowRuntime } from './runtime.js';
+
+export interface TriggerResponse {
+  status: number;
+  body: unknown;
+  contentType?: string;
+}
+
+export const webhookHeaders = { timestamp: 'x-adw-timestamp', signature: 'x-adw-signature', eventId: 'x-adw-event-id' } as const;
+
+/** The `x-adw-signature` value of a body: what a sender computes. */
+export function signWebhook(secret: string, timestamp: number | string, rawBody: string | Buffer): string {
+  return `sha256=${createHmac('sha256', secret).update(`${timestamp}.`).update(rawBody).digest('hex')}`;
+}
+
+/** Status of every code the pipeline may refuse with. */
+export function statusOfRejection(code: string): number {
+  if (code === 'trigger.mapping-failed' || code === 'trigger.input-invalid') return 422;
+  if (code === 'trigger.target-unavailable' || code === 'trigger.secret-missing') return 503;
+  if (code === 'trigger.bad-event-id') return 400;
+  return 400;
+}
+
+const refusal = (status: number, code: string, message: string): TriggerResponse => ({ status, body: { error: { code, message } } });
+
+type Headers = Record<string, string | string[] | undefined>;
+const header = (h: Headers, name: string): string | undefined => {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+function signatureMatches(secret: string, timestamp: string, raw: Buffer, given: string): boolean {
+  const m = /^sha256=([0-9a-fA-F]{64})$/.exec(given.trim());
+  if (!m) return false;
+  const expected = createHmac('sha256', secret).update(`${timestamp}.`).update(raw).digest();
+  return timingSafeEqual(expected, Buffer.from(m[1], 'hex'));
+}
+
+/** The active binding of `id` when it is of `source`; a store failure is thrown, not taken for "not found". */
+export async function activeBinding(rt: WorkflowRuntime, id: string, source: WorkflowBinding['source']): Promise<WorkflowBinding | undefined> {
+  try {
+    const binding = await rt.bindings.active(id);
+    return binding.source === source ? binding : undefined;
+  } catch (err) {
+    if ((err as { code?: string }).code === 'binding.not-found') return undefined;
+    throw err;
+  }
+}
+
+/** Handles one webhook delivery whose body was read within the size limit. */
+export async function handleWebhook(rt: WorkflowRuntime, pipeline: TriggerPipeline, bindingId: string, headers: Headers, raw: Buffer, env: NodeJS.ProcessEnv = process.env): Promise<TriggerResponse> {
+  const eventIdHeader = header(headers, webhookHeaders.eventId);
+  const reject = async (status: number, code: string, message: string, binding?: WorkflowBinding, extra: { caller?: string; occurredAt?: number } = {}) => {
+    await pipeline.reject('webhook', bindingId, { code, message }, { ...(binding ? { bindingRevision: binding.revision } : {}), ...(eventIdHeader !== undefined ? { sourceEventId: eventIdHeader } : {}), ...extra });
+    return refusal(status, code, message);
+  };
+  const binding = await activeBinding(rt, bindingId, 'webhook');
+  if (!binding) return reject(404, 'binding.not-found', `there is no published webhook binding ${bindingId}`);
+  const config = binding.config as WebhookConfig;
+  const secret = env[config.secretRef];
+  if (!secret) return reject(503, 'trigger.secret-missing', `the secret of binding ${bindingId} (environment variable ${config.secretRef}) is not set in this process`, binding);
+  const caller = `hmac:${config.secretRef}`;
+  const timestamp = header(headers, webhookHeaders.timestamp);
+  const signature = header(headers, webhookHeaders.signature);
+  if (timestamp === undefined || signature === undefined) return reject(401, 'webhook.signature-missing', `the request needs the ${webhookHeaders.timestamp} and ${webhookHeaders.signature} headers`, binding);
+  const seconds = /^[0-9]{1,12}$/.test(timestamp) ? Number(timestamp) : NaN;
+  const tolerance = config.toleranceSeconds ?? triggerLimits.webhookToleranceSecondsDefault;
+  const now = rt.kernel.now();
+  if (!Number.isFinite(seconds) || Math.abs(now / 1000 - seconds) > tolerance) {
+    return reject(401, 'webhook.timestamp-expired', `the timestamp ${JSON.stringify(timestamp)} is not within ${tolerance} s of the server's clock`, binding);
+  }
+  if (!signatureMatches(secret, timestamp, raw, signature)) return reject(401, 'webhook.bad-signature', 'the signature does not match the body and timestamp', binding, { occurredAt: seconds * 1000 });
+  const signed = { caller, occurredAt: seconds * 1000 };
+  const type = (header(headers, 'content-type') ?? '').split(';')[0].trim().toLowerCase();
+  if (type !== 'application/json' && !type.endsWith('+json')) return reject(415, 'webhook.unsupported-media', `the body must be application/json, not ${JSON.stringify(type)}`, binding, signed);
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    return reject(400, 'webhook.bad-json', `the body is not JSON: ${(err as Error).message}`, binding, signed);
+  }
+  const sourceEventId = eventIdHeader ?? `sha256:${createHash('sha256').update(raw).digest('hex')}`;
+  try {
+    const admitted = await pipeline.admit(binding, {
+      source: 'webhook',
+      sourceEventId,
+      ...signed,
+      payload: { body, eventId: sourceEventId, timestamp: seconds, bindingId, receivedAt: new Date(now).toISOString() },
+    });
+    return { status: 202, body: { runId: admitted.runId, deduplicated: admitted.deduplicated } };
+  } catch (err) {
+    if (err instanceof TriggerRejected) return refusal(statusOfRejection(err.code), err.code, err.message);
+    throw err;
+  }
+}
