@@ -147,6 +147,25 @@ export class Dispatcher {
         count(this.dispatching, request.runId, -1);
       }
     };
+    // A call that needs this process to own the run starts only while its lease is known valid:
+    // a process that stalled past its heartbeats (its lease expired, maybe taken over and the call
+    // abandoned by the new owner) renews first, and starts nothing once the run is another's.
+    const leases = this.host.leases;
+    const valid = holdsOwner && leases && leases.held(request.runId) ? leases.ensureValid(request.runId) : true;
+    if (valid === true) {
+      this.execute(request, controller, settle);
+      return;
+    }
+    const waiting = (valid === false ? Promise.resolve(false) : valid).then((ok) => {
+      if (ok && !controller.signal.aborted) return this.execute(request, controller, settle);
+      if (!ok) this.host.log('warn', `run ${request.runId}: ${request.invocationId} was not started: this process no longer owns the run (its lease expired before the call could start)`);
+      return settle(undefined);
+    });
+    this.inflight.add(waiting);
+    void waiting.finally(() => this.inflight.delete(waiting));
+  }
+
+  private execute(request: GatewayRequest, controller: AbortController, settle: (outcome: CapabilityOutcome | undefined) => Promise<void>): Promise<void> {
     let promise: Promise<CapabilityOutcome | undefined>;
     try {
       promise = this.host.gateway.execute(request, {
@@ -166,6 +185,7 @@ export class Dispatcher {
     const tracked = promise.then(settle, (err) => settle(outcomeOfThrown(err, `${request.kind}.error`)));
     this.inflight.add(tracked);
     void tracked.finally(() => this.inflight.delete(tracked));
+    return tracked;
   }
 
   /**

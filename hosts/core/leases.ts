@@ -26,6 +26,12 @@ export class LeaseKeeper {
   private readonly heartbeatMs: number;
   /** Leases held now: run id -> epoch. */
   private readonly mine = new Map<string, number>();
+  /**
+   * Until when each held lease is known to be this process's, by this process's clock: the time a
+   * grant, claim or renewal was asked for plus the lease's lifetime (the store counts from the
+   * same `now`). Past it, another process may have taken the run over.
+   */
+  private readonly validUntil = new Map<string, number>();
   /** The epoch of the last lease this process held on a run it gave up: if nobody took one since, its view of the run is current. */
   private readonly lastEpoch = new Map<string, number>();
   private readonly applying = new Set<number>();
@@ -63,7 +69,51 @@ export class LeaseKeeper {
 
   /** The lease a new run's first commit creates (epoch 1), or the one a worker claimed it with. */
   forNewRun(runId: string, claimedEpoch?: number): { owner: string; epoch: number; expiresAt: number } {
-    return { owner: this.owner, epoch: claimedEpoch ?? 1, expiresAt: this.now() + this.ttlMs };
+    const expiresAt = this.now() + this.ttlMs;
+    // A claimed run's lease counts from its claim (recorded by `committed`), not from now.
+    if (claimedEpoch === undefined) this.validUntil.set(runId, expiresAt);
+    return { owner: this.owner, epoch: claimedEpoch ?? 1, expiresAt };
+  }
+
+  /**
+   * Whether this process may start work that needs it to own the run (a call that is not safe to
+   * run twice): the lease is held and known valid for at least a third of its lifetime more. A
+   * lease closer to its end (a process stalled past its heartbeats) is renewed first; when the
+   * renewal finds the run taken over, the lease is dropped and the answer is no. Synchronous when
+   * the lease is comfortably valid.
+   */
+  ensureValid(runId: string): boolean | Promise<boolean> {
+    const epoch = this.mine.get(runId);
+    if (epoch === undefined) return false;
+    const until = this.validUntil.get(runId);
+    if (until !== undefined && until - this.now() > this.ttlMs / 3) return true;
+    return this.renewOne(runId, epoch);
+  }
+
+  private async renewOne(runId: string, epoch: number): Promise<boolean> {
+    const at = this.now();
+    try {
+      const lost = await this.ownership.renewLeases(this.owner, new Map([[runId, epoch]]), this.ttlMs, at);
+      if (lost.includes(runId)) {
+        this.lose(runId);
+        return false;
+      }
+    } catch (err) {
+      // Not knowing whether the run is still ours, start nothing and let go of it: whoever takes it
+      // over next (this process too, once the lease has expired) resumes it from the journal.
+      this.log('warn', `renewing the lease of ${runId} failed, so this process lets go of the run: ${(err as Error).message}`);
+      this.lose(runId);
+      return false;
+    }
+    if (this.mine.get(runId) !== epoch) return false;
+    this.validUntil.set(runId, at + this.ttlMs);
+    return true;
+  }
+
+  private lose(runId: string): void {
+    if (!this.mine.has(runId)) return;
+    this.drop(runId);
+    for (const l of this.lostListeners) l(runId);
   }
 
   /**
@@ -71,24 +121,31 @@ export class LeaseKeeper {
    * up, so what this process knows of it is still current.
    */
   async acquire(runId: string): Promise<LeaseGrant & { continued?: boolean }> {
-    const grant = await this.ownership.acquireLease(runId, this.owner, this.ttlMs, this.now());
+    const at = this.now();
+    const grant = await this.ownership.acquireLease(runId, this.owner, this.ttlMs, at);
     if (!grant.ok) return grant;
     const continued = this.mine.get(runId) === grant.epoch || this.lastEpoch.get(runId) === grant.previousEpoch;
     this.mine.set(runId, grant.epoch);
+    this.validUntil.set(runId, at + this.ttlMs);
     this.lastEpoch.delete(runId);
     this.start();
     return { ...grant, continued };
   }
 
-  /** A commit under the lease landed and the run goes on here. */
-  committed(runId: string, epoch: number): void {
+  /**
+   * A commit under the lease landed and the run goes on here; or a worker claimed the run
+   * (`claimedAt`: the `now` the claim was made with, from which its lease counts).
+   */
+  committed(runId: string, epoch: number, claimedAt?: number): void {
     this.mine.set(runId, epoch);
+    if (claimedAt !== undefined) this.validUntil.set(runId, claimedAt + this.ttlMs);
     this.start();
   }
 
   /** A commit under the lease landed and gave the lease up. */
   released(runId: string, epoch: number): void {
     this.mine.delete(runId);
+    this.validUntil.delete(runId);
     this.lastEpoch.set(runId, epoch);
     if (this.lastEpoch.size > 10_000) this.lastEpoch.delete(this.lastEpoch.keys().next().value as string);
   }
@@ -96,6 +153,7 @@ export class LeaseKeeper {
   /** The lease is lost (fenced): forget it. */
   drop(runId: string): void {
     this.mine.delete(runId);
+    this.validUntil.delete(runId);
     this.lastEpoch.delete(runId);
   }
 
@@ -126,13 +184,12 @@ export class LeaseKeeper {
 
   private async renew(): Promise<void> {
     if (this.mine.size === 0) return;
+    const at = this.now();
+    const renewing = new Map(this.mine);
     try {
-      const lost = await this.ownership.renewLeases(this.owner, new Map(this.mine), this.ttlMs, this.now());
-      for (const runId of lost) {
-        if (!this.mine.has(runId)) continue;
-        this.drop(runId);
-        for (const l of this.lostListeners) l(runId);
-      }
+      const lost = new Set(await this.ownership.renewLeases(this.owner, renewing, this.ttlMs, at));
+      for (const runId of lost) this.lose(runId);
+      for (const [runId, epoch] of renewing) if (!lost.has(runId) && this.mine.get(runId) === epoch) this.validUntil.set(runId, at + this.ttlMs);
     } catch (err) {
       this.log('warn', `lease heartbeat failed: ${(err as Error).message}`);
     }
@@ -193,6 +250,7 @@ export class LeaseKeeper {
     this.poller = undefined;
     const held = [...this.mine];
     this.mine.clear();
+    this.validUntil.clear();
     for (const [runId, epoch] of held) {
       try {
         await this.ownership.releaseLease(runId, this.owner, epoch);

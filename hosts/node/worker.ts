@@ -104,8 +104,10 @@ export class Worker {
     if (room <= 0 || this.stopped) return false;
     const leases = this.runtime.kernel.leases!;
     let claimed: ClaimedRun[];
+    let claimedAt: number;
     try {
-      claimed = await this.runtime.store.ownership.claim(this.runtime.ownerId, Math.min(room, 32), leases.ttlMs, this.runtime.kernel.now());
+      claimedAt = this.runtime.kernel.now();
+      claimed = await this.runtime.store.ownership.claim(this.runtime.ownerId, Math.min(room, 32), leases.ttlMs, claimedAt);
     } catch (err) {
       this.stats.claimErrors += 1;
       this.log('warn', `claiming work failed: ${(err as Error).message}`);
@@ -113,7 +115,7 @@ export class Worker {
     }
     for (const c of claimed) {
       // The lease is renewed by heartbeat from the claim on, not from the run's first commit.
-      leases.committed(c.runId, c.epoch);
+      leases.committed(c.runId, c.epoch, claimedAt);
       void this.run(c);
     }
     return claimed.length > 0;

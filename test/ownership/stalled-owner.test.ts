@@ -1,0 +1,99 @@
+// A process that stalls between committing a call's request and starting the call (a long GC, a
+// starved CPU) may have lost its lease by then: another process took the run over and abandoned
+// the call as an unknown outcome. The stalled process must not start it afterwards. The stall
+// is a store whose commit returns only after the lease has expired and another owner took the
+// run; the oracle is the tool's own call count.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { EngineInstance } from '../../dist/hosts/core/engine-instance.js';
+import { Kernel } from '../../dist/hosts/core/kernel.js';
+import { nodeComponentLoader } from '../../dist/hosts/node/component.js';
+import { registryGateway } from '../../dist/hosts/node/gateway.js';
+import { openJournalStore } from '../../dist/hosts/node/open-store.js';
+import { sha256Hex } from '../../dist/hosts/shared/digest.js';
+import { chain } from '../helpers/node-host.js';
+
+const TTL = 3000;
+const everything = { id: 'local', scopes: ['*'] };
+
+async function stalledHost(stall: boolean) {
+  const store = await openJournalStore(join(mkdtempSync(join(tmpdir(), 'adw-stall-')), 'workflow.db'));
+  let clock = 1_700_000_000_000;
+  const calls: string[] = [];
+  const logs: string[] = [];
+  let takenOver = false;
+  // The commit that holds the call's request lands; then the process stalls past its lease, and
+  // another process takes the run over before this one gets to start the call.
+  const stalling = new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'commit') {
+        return async (entries: { runId: string; events: Uint8Array }[]) => {
+          const result = await target.commit(entries as never);
+          const requested = entries.find((e) => new TextDecoder().decode(e.events).includes('"capability.requested"'));
+          if (stall && requested && !takenOver) {
+            takenOver = true;
+            clock += TTL + 1000;
+            const grant = await target.ownership.acquireLease(requested.runId, 'the-other-process', TTL, clock);
+            expect(grant.ok).toBe(true);
+          }
+          return result;
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => store.loadSync!(runId), evaluateScript: () => ({ ok: false, error: { code: 'script.runtime', message: 'none' } }), checkScriptSyntax: () => undefined, sha256Hex, log: () => undefined });
+  const gateway = registryGateway({
+    tools: {
+      charge: {
+        execute: async (_input: unknown, ctx: { invocationId: string }) => {
+          calls.push(ctx.invocationId);
+          return { charged: 1 };
+        },
+      },
+    },
+  } as never);
+  const kernel = new Kernel({
+    store: stalling as never,
+    engine,
+    gateway,
+    log: (level: string, message: string) => logs.push(`${level} ${message}`),
+    now: () => clock,
+    authority: () => everything,
+    leases: { owner: 'this-process', ttlMs: TTL, pollMs: 50 },
+  });
+  const plan = engine.compile({ root: { template: chain('charge-once', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], { requires: ['tool:charge'] }) } });
+  return { kernel, store, plan, calls, logs };
+}
+
+describe('a process that stalls past its lease', () => {
+  it('does not start the call it committed once another process has taken the run over', async () => {
+    const h = await stalledHost(true);
+    try {
+      await h.kernel.launch({ runId: 'run-stalled', plan: h.plan, input: {}, authority: everything });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(h.calls).toEqual([]);
+      expect(h.logs.some((l) => l.includes('was not started: this process no longer owns the run'))).toBe(true);
+      const record = await h.store.getRun('run-stalled');
+      expect(record?.lease).toMatchObject({ owner: 'the-other-process', epoch: 2 });
+    } finally {
+      await h.kernel.close?.();
+      await h.store.close();
+    }
+  });
+
+  it('without a stall, the same call starts once (the check lets a live owner through)', async () => {
+    const h = await stalledHost(false);
+    try {
+      await h.kernel.launch({ runId: 'run-live', plan: h.plan, input: {}, authority: everything });
+      for (let i = 0; i < 100 && h.calls.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(h.calls).toHaveLength(1);
+    } finally {
+      await h.kernel.close?.();
+      await h.store.close();
+    }
+  });
+});
