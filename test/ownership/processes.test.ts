@@ -97,9 +97,10 @@ describe('two processes on one run', () => {
     const cancelled = await run(w, ['cancel', runId, '--reason', 'customer asked']);
     const ownerDone = await owner.done;
 
-    expect(cancelled.code).toBe(0);
-    expect(lastJson(cancelled.stdout)).toMatchObject({ kind: 'RunResult', status: 'cancelled' });
-    expect(ownerDone.code).toBe(5);
+    const said = `cancel: ${cancelled.stdout}${cancelled.stderr}\nowner: ${ownerDone.stdout}${ownerDone.stderr}`;
+    expect(cancelled.code, said).toBe(0);
+    expect(lastJson(cancelled.stdout), said).toMatchObject({ kind: 'RunResult', status: 'cancelled' });
+    expect(ownerDone.code, said).toBe(5);
     await until('the tool to see the abort', () => effects(w).some((e) => e.tool === 'charge' && e.phase === 'aborted'));
     const events = await trace(w, runId);
     expect(events.filter((e) => e.type === 'run.cancelled')).toHaveLength(1);
