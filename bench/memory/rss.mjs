@@ -20,12 +20,20 @@ import { fileURLToPath } from 'node:url';
 const configs = {
   default: { flags: [], env: {} },
   // The V8 flags the host sets for itself (hosts/shared/component.ts), switched off.
-  'no-host-flags': { flags: [], env: { AGENT_WORKFLOW_V8_MEMORY_FLAGS: '0' } },
+  optimizing: { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing' } },
   tiering: { flags: ['--no-liftoff-only'], env: {} },
   'liftoff-only': { flags: ['--liftoff-only'], env: {} },
   'lazy-wasm': { flags: ['--wasm-lazy-compilation'], env: {} },
   'semi-2': { flags: ['--max-semi-space-size=2'], env: {} },
   'router-flags': { flags: ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'], env: {} },
+  'liftoff+semi-2': { flags: ['--liftoff-only', '--max-semi-space-size=2'], env: {} },
+  'semi-growth-1': { flags: ['--semi-space-growth-factor=1'], env: {} },
+  'semi-growth-1+heap-growing-20': { flags: ['--semi-space-growth-factor=1', '--heap-growing-percent=20'], env: {} },
+  'optimize-for-size': { flags: ['--optimize-for-size'], env: {} },
+  'liftoff+semi-1': { flags: ['--liftoff-only', '--max-semi-space-size=1'], env: {} },
+  // glibc malloc: one arena per thread pool is what holds freed compiler and buffer memory.
+  'liftoff+semi-2+arena-2': { flags: ['--liftoff-only', '--max-semi-space-size=2'], env: { MALLOC_ARENA_MAX: '2' } },
+  'liftoff+semi-2+trim': { flags: ['--liftoff-only', '--max-semi-space-size=2'], env: { MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '131072', MALLOC_MMAP_THRESHOLD_: '131072' } },
 };
 
 const mb = (bytes) => Math.round((bytes / 1048576) * 10) / 10;
