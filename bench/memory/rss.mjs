@@ -7,7 +7,8 @@
 //   node bench/memory/rss.mjs                     # the host's defaults
 //   node bench/memory/rss.mjs --items 2000        # a smaller foreach
 //   node bench/memory/rss.mjs --config default --config no-host-flags
-//   node bench/memory/rss.mjs --node-flags="--no-liftoff-only" --label tiering
+//   node bench/memory/rss.mjs --config default --config optimizing --config small   # the table in bench/README.md
+//   node bench/memory/rss.mjs --node-flags="--optimize-for-size" --label ofs
 //
 // A configuration is a label, extra Node flags and extra environment (see `configs`). Not part of
 // `npm test`; one configuration takes 10–30 s on a loaded 2-core machine.
@@ -18,22 +19,24 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const configs = {
+  // The host as it ships: the engine compiled by Liftoff only (hosts/shared/component.ts).
   default: { flags: [], env: {} },
-  // The V8 flags the host sets for itself (hosts/shared/component.ts), switched off.
+  // V8's dynamic tiering (Liftoff, then TurboFan for hot functions).
   optimizing: { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing' } },
-  tiering: { flags: ['--no-liftoff-only'], env: {} },
-  'liftoff-only': { flags: ['--liftoff-only'], env: {} },
-  'lazy-wasm': { flags: ['--wasm-lazy-compilation'], env: {} },
+  'eager-wasm': { flags: ['--no-wasm-lazy-compilation'], env: {} },
+  'semi-1': { flags: ['--max-semi-space-size=1'], env: {} },
   'semi-2': { flags: ['--max-semi-space-size=2'], env: {} },
-  'router-flags': { flags: ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'], env: {} },
-  'liftoff+semi-2': { flags: ['--liftoff-only', '--max-semi-space-size=2'], env: {} },
   'semi-growth-1': { flags: ['--semi-space-growth-factor=1'], env: {} },
-  'semi-growth-1+heap-growing-20': { flags: ['--semi-space-growth-factor=1', '--heap-growing-percent=20'], env: {} },
+  'heap-growing-20': { flags: ['--heap-growing-percent=20'], env: {} },
+  'semi-2+old-80': { flags: ['--max-semi-space-size=2', '--max-old-space-size=80'], env: {} },
   'optimize-for-size': { flags: ['--optimize-for-size'], env: {} },
-  'liftoff+semi-1': { flags: ['--liftoff-only', '--max-semi-space-size=1'], env: {} },
-  // glibc malloc: one arena per thread pool is what holds freed compiler and buffer memory.
-  'liftoff+semi-2+arena-2': { flags: ['--liftoff-only', '--max-semi-space-size=2'], env: { MALLOC_ARENA_MAX: '2' } },
-  'liftoff+semi-2+trim': { flags: ['--liftoff-only', '--max-semi-space-size=2'], env: { MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '131072', MALLOC_MMAP_THRESHOLD_: '131072' } },
+  // The same flag set at run time, as a library can (node:v8 setFlagsFromString before the host loads).
+  'optimize-for-size-runtime': { flags: ['--import', 'data:text/javascript,import v8 from "node:v8"; v8.setFlagsFromString("--optimize-for-size");'], env: {} },
+  // What docs/hosts.md suggests for a process that must stay small.
+  small: { flags: ['--optimize-for-size', '--max-semi-space-size=2'], env: {} },
+  // glibc malloc: fewer arenas, and freed memory given back sooner.
+  'arena-2': { flags: [], env: { MALLOC_ARENA_MAX: '2' } },
+  'malloc-trim': { flags: [], env: { MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '131072', MALLOC_MMAP_THRESHOLD_: '131072' } },
 };
 
 const mb = (bytes) => Math.round((bytes / 1048576) * 10) / 10;
@@ -115,23 +118,27 @@ async function child() {
   const two = seq(2);
   for (let i = 0; i < 20; i++) await run(two, {});
   const lat = [];
+  let cpu0 = process.cpuUsage();
   for (let i = 0; i < opts.twoStepRuns; i++) {
     const a = performance.now();
     await run(two, {});
     lat.push(performance.now() - a);
   }
   lat.sort((a, b) => a - b);
-  snap('two-step', { p50Ms: Math.round(lat[lat.length >> 1] * 100) / 100 });
+  const cpuMs = (c) => (c.user + c.system) / 1000;
+  snap('two-step', { p50Ms: Math.round(lat[lat.length >> 1] * 100) / 100, cpuMsPerRun: Math.round((cpuMs(process.cpuUsage(cpu0)) / opts.twoStepRuns) * 100) / 100 });
   const f1 = fan('fan', 1000);
   const items1k = Array.from({ length: 1000 }, (_, i) => i);
   await run(f1, { items: items1k });
   let a = performance.now();
+  cpu0 = process.cpuUsage();
   await run(f1, { items: items1k });
-  snap('fan-out-1000', { ms: Math.round(performance.now() - a) });
+  snap('fan-out-1000', { ms: Math.round(performance.now() - a), cpuMs: Math.round(cpuMs(process.cpuUsage(cpu0))) });
   if (opts.items > 0) {
     a = performance.now();
+    cpu0 = process.cpuUsage();
     await run(fan('each', opts.items), { items: Array.from({ length: opts.items }, (_, i) => i) });
-    snap(`foreach-${opts.items}`, { ms: Math.round(performance.now() - a) });
+    snap(`foreach-${opts.items}`, { ms: Math.round(performance.now() - a), cpuMs: Math.round(cpuMs(process.cpuUsage(cpu0))) });
   }
   const smaps = smapsBreakdown();
   const v8 = await import('node:v8');
@@ -191,8 +198,8 @@ async function main() {
     }
     console.log(`== ${c.name} (${[...c.flags, ...Object.entries(c.env).map(([k, v]) => `${k}=${v}`)].join(' ') || 'no extra flags'}; load ${load})`);
     for (const p of out.phases) {
-      const fig = p.p50Ms !== undefined ? `p50 ${p.p50Ms} ms` : p.ms !== undefined ? `${p.ms} ms` : '';
-      console.log(`  ${p.phase.padEnd(14)} ${fig.padEnd(12)} peak ${String(p.hwmMB).padStart(6)} MB  rss ${String(p.rssMB).padStart(6)}  heap ${p.heapUsedMB}/${p.heapTotalMB}  external ${p.externalMB}  wasm memories ${p.wasmMemoriesMB.join('+')} MB`);
+      const fig = p.p50Ms !== undefined ? `p50 ${p.p50Ms} ms, cpu ${p.cpuMsPerRun} ms/run` : p.ms !== undefined ? `${p.ms} ms, cpu ${p.cpuMs} ms` : '';
+      console.log(`  ${p.phase.padEnd(14)} ${fig.padEnd(30)} peak ${String(p.hwmMB).padStart(6)} MB  rss ${String(p.rssMB).padStart(6)}  heap ${p.heapUsedMB}/${p.heapTotalMB}  external ${p.externalMB}  wasm memories ${p.wasmMemoriesMB.join('+')} MB`);
     }
     if (args.detail) {
       console.log(`  V8 heap spaces (physical MB): ${Object.entries(out.heapSpaces).map(([k, v]) => `${k} ${v}`).join(', ')}`);
