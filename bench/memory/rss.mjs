@@ -23,6 +23,11 @@ const configs = {
   default: { flags: [], env: {} },
   // V8's dynamic tiering (Liftoff, then TurboFan for hot functions).
   optimizing: { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing' } },
+  'optimizing+semi-2': { flags: ['--max-semi-space-size=2'], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing' } },
+  // SQLite's page cache: the host's 2 MiB, the 16 MiB better-sqlite3 builds SQLite with, and 256 KiB.
+  'cache-16m': { flags: [], env: {}, open: { sqliteCacheKiB: 16384 } },
+  'cache-256k': { flags: [], env: {}, open: { sqliteCacheKiB: 256 } },
+  'semi-2+cache-16m': { flags: ['--max-semi-space-size=2'], env: {}, open: { sqliteCacheKiB: 16384 } },
   'eager-wasm': { flags: ['--no-wasm-lazy-compilation'], env: {} },
   'semi-1': { flags: ['--max-semi-space-size=1'], env: {} },
   'semi-2': { flags: ['--max-semi-space-size=2'], env: {} },
@@ -84,7 +89,7 @@ async function child() {
   const { WorkflowRuntime } = await import(new URL(`${opts.dist}/hosts/node/index.js`, import.meta.url).href);
   const dir = mkdtempSync(join(tmpdir(), 'adw-mem-'));
   const api = 'workflow.gm-hz.dev/v1alpha1';
-  const rt = await WorkflowRuntime.open({ dir, tools: { noop: { execute: () => null } }, log: () => undefined });
+  const rt = await WorkflowRuntime.open({ ...opts.open, dir, tools: { noop: { execute: () => null } }, log: () => undefined });
   const seq = (steps) => {
     const nodes = [{ id: 'start', uses: 'core.start@1' }];
     for (let i = 1; i <= steps; i++) nodes.push({ id: `s${i}`, uses: 'tool.call@1', config: { tool: 'noop' } });
@@ -184,7 +189,7 @@ async function main() {
     const load0 = loadavg()[0];
     const out = await new Promise((resolve, reject) => {
       const p = spawn(process.execPath, [...c.flags, fileURLToPath(import.meta.url), '--child'], {
-        env: { ...process.env, ...c.env, RSS_BENCH_OPTS: JSON.stringify({ dist, items: args.items, twoStepRuns: args.twoStepRuns }) },
+        env: { ...process.env, ...c.env, RSS_BENCH_OPTS: JSON.stringify({ dist, items: args.items, twoStepRuns: args.twoStepRuns, open: c.open ?? {} }) },
         stdio: ['ignore', 'pipe', 'inherit'],
       });
       let text = '';
@@ -196,7 +201,7 @@ async function main() {
       console.log(JSON.stringify({ config: c.name, load, ...out }));
       continue;
     }
-    console.log(`== ${c.name} (${[...c.flags, ...Object.entries(c.env).map(([k, v]) => `${k}=${v}`)].join(' ') || 'no extra flags'}; load ${load})`);
+    console.log(`== ${c.name} (${[...c.flags, ...Object.entries(c.env).map(([k, v]) => `${k}=${v}`), ...Object.entries(c.open ?? {}).map(([k, v]) => `open ${k}: ${v}`)].join(' ') || 'no extra flags'}; load ${load})`);
     for (const p of out.phases) {
       const fig = p.p50Ms !== undefined ? `p50 ${p.p50Ms} ms, cpu ${p.cpuMsPerRun} ms/run` : p.ms !== undefined ? `${p.ms} ms, cpu ${p.cpuMs} ms` : '';
       console.log(`  ${p.phase.padEnd(14)} ${fig.padEnd(30)} peak ${String(p.hwmMB).padStart(6)} MB  rss ${String(p.rssMB).padStart(6)}  heap ${p.heapUsedMB}/${p.heapTotalMB}  external ${p.externalMB}  wasm memories ${p.wasmMemoriesMB.join('+')} MB`);
