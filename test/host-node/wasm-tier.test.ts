@@ -54,3 +54,16 @@ describe('the wasm tier of the engine', () => {
     expect(out.before).toBe(null);
   });
 });
+
+describe('the CLI with a bad AGENT_WORKFLOW_WASM_TIER', () => {
+  it('prints the typed error and exits with the usage code', () => {
+    const cli = new URL('../../dist/hosts/node/cli/main.js', import.meta.url).pathname;
+    const template = new URL('../../examples/weekly-report/weekly-report.json', import.meta.url).pathname;
+    const dir = mkdtempSync(join(tmpdir(), 'wasm-tier-cli-'));
+    const r = spawnSync(process.execPath, [cli, 'validate', template], { cwd: dir, env: { ...process.env, AGENT_WORKFLOW_WASM_TIER: 'turbo' }, encoding: 'utf8' });
+    expect(r.status, r.stderr + r.stdout).toBe(2);
+    expect(r.stderr + r.stdout).toContain('host.bad-option');
+    const ok = spawnSync(process.execPath, [cli, 'validate', template], { cwd: dir, env: { ...process.env, AGENT_WORKFLOW_WASM_TIER: 'optimizing' }, encoding: 'utf8' });
+    expect(ok.status, ok.stderr + ok.stdout).toBe(0);
+  });
+});
