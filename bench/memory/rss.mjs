@@ -19,11 +19,18 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const configs = {
-  // The host as it ships: the engine compiled by Liftoff only (hosts/shared/component.ts).
+  // The host as it ships: the engine compiled by Liftoff only, the young generation kept at its
+  // initial size (hosts/shared/component.ts), SQLite's page cache 2 MiB (hosts/node/journal.ts).
   default: { flags: [], env: {} },
+  'young-grow': { flags: [], env: { AGENT_WORKFLOW_YOUNG_GEN: 'grow' } },
+  // Everything as before the memory work except the lazy undici: dynamic tiering, growing young
+  // generation, better-sqlite3's 16 MiB page cache.
+  'v8-defaults': { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing', AGENT_WORKFLOW_YOUNG_GEN: 'grow' }, open: { sqliteCacheKiB: 16384 } },
   // V8's dynamic tiering (Liftoff, then TurboFan for hot functions).
   optimizing: { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing' } },
+  'optimizing+young-grow': { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing', AGENT_WORKFLOW_YOUNG_GEN: 'grow' } },
   'optimizing+semi-2': { flags: ['--max-semi-space-size=2'], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing' } },
+  'cache-16m+young-grow': { flags: [], env: { AGENT_WORKFLOW_YOUNG_GEN: 'grow' }, open: { sqliteCacheKiB: 16384 } },
   // SQLite's page cache: the host's 2 MiB, the 16 MiB better-sqlite3 builds SQLite with, and 256 KiB.
   'cache-16m': { flags: [], env: {}, open: { sqliteCacheKiB: 16384 } },
   'cache-256k': { flags: [], env: {}, open: { sqliteCacheKiB: 256 } },
@@ -37,6 +44,7 @@ const configs = {
   'optimize-for-size': { flags: ['--optimize-for-size'], env: {} },
   // The same flag set at run time, as a library can (node:v8 setFlagsFromString before the host loads).
   'optimize-for-size-runtime': { flags: ['--import', 'data:text/javascript,import v8 from "node:v8"; v8.setFlagsFromString("--optimize-for-size");'], env: {} },
+  'semi-growth-1-runtime': { flags: ['--import', 'data:text/javascript,import v8 from "node:v8"; v8.setFlagsFromString("--semi-space-growth-factor=1");'], env: {} },
   // What docs/hosts.md suggests for a process that must stay small.
   small: { flags: ['--optimize-for-size', '--max-semi-space-size=2'], env: {} },
   // glibc malloc: fewer arenas, and freed memory given back sooner.

@@ -21,5 +21,5 @@ export async function serveMcp(...args: Parameters<typeof import('./mcp.js').ser
 }
 export { TriggerScheduler, TriggerError, triggerRunId, type TriggerSpec } from './triggers.js';
 export { PostgresJournalStore } from './pg-store.js';
-export { appliedWasmTier as engineWasmTier, wasmTierEnv, type WasmTier } from '../shared/component.js';
+export { appliedWasmTier as engineWasmTier, appliedYoungGen as engineYoungGen, wasmTierEnv, youngGenEnv, type WasmTier, type YoungGen } from '../shared/component.js';
 export { PgCatalogStorage } from './pg-catalog.js';
