@@ -4,11 +4,12 @@
 // only instantiation.
 //
 // Memory: V8's optimizing wasm tier (TurboFan) recompiles the hot functions of the guest (the
-// QuickJS interpreter loop above all) after a few thousand engine calls; its compiler zones and
-// the second copy of the code add 20–40 MB of resident memory that the process keeps. The host
-// therefore compiles the engine with Liftoff only (`--liftoff-only`, set before the first
-// module is compiled; it applies to the whole process). `AGENT_WORKFLOW_WASM_TIER=optimizing`
-// keeps V8's default dynamic tiering instead.
+// QuickJS interpreter loop above all) after a few hundred engine calls; its compiler memory and
+// the second copy of the code add 10–25 MB of resident memory that the process keeps (measured
+// with bench/memory/rss.mjs). The host therefore compiles the engine with Liftoff only
+// (`--liftoff-only`, set before the first module is compiled; it applies to every wasm module
+// the process compiles later, the script sandbox's included), at ~10–20 % more CPU on long runs.
+// `AGENT_WORKFLOW_WASM_TIER=optimizing` keeps V8's default dynamic tiering instead.
 //
 // V8 also grows the young generation up to 2 × 16 MiB under the allocation rate of a long run;
 // with the store's commits and the bindings' strings that is ~20 MB of the peak. The host keeps it
