@@ -12,6 +12,7 @@ import { migrations, schemaVersion } from './migrations.js';
 import { fencingRefusal } from './lease-rules.js';
 import { SqliteOwnership, runRecordOf, type RunRow } from './sqlite-ownership.js';
 import { SqliteDeliveries } from './sqlite-deliveries.js';
+import { sqliteLimits } from './limits.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export interface SqliteStoreOptions {
@@ -120,11 +121,13 @@ function checkSchemaOwner(db: Database, file: string): void {
  * Only a path that does not exist is created; an existing file must be one of our stores.
  */
 /** The page cache a store's connection gets unless told otherwise (KiB). */
-export const defaultSqliteCacheKiB = 2048;
+export const defaultSqliteCacheKiB = sqliteLimits.cacheKibDefault;
 
 function cacheKiBOf(options: SqliteStoreOptions): number {
   const kib = options.cacheKiB ?? defaultSqliteCacheKiB;
-  if (!Number.isInteger(kib) || kib < 64 || kib > 1048576) throw new StoreFileError('store.bad-option', `cacheKiB must be an integer from 64 to 1048576 (KiB), not ${String(kib)}`);
+  if (!Number.isInteger(kib) || kib < sqliteLimits.cacheKibMin || kib > sqliteLimits.cacheKibMax) {
+    throw new StoreFileError('store.bad-option', `cacheKiB must be an integer from ${sqliteLimits.cacheKibMin} to ${sqliteLimits.cacheKibMax} (KiB), not ${String(kib)}`);
+  }
   return kib;
 }
 
