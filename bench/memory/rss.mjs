@@ -6,8 +6,7 @@
 //
 //   node bench/memory/rss.mjs                     # the host's defaults
 //   node bench/memory/rss.mjs --items 2000        # a smaller foreach
-//   node bench/memory/rss.mjs --config default --config no-host-flags
-//   node bench/memory/rss.mjs --config default --config optimizing --config small   # the table in bench/README.md
+//   node bench/memory/rss.mjs --config default --config young-grow --config optimizing --config v8-defaults   # bench/README.md's table
 //   node bench/memory/rss.mjs --node-flags="--optimize-for-size" --label ofs
 //
 // A configuration is a label, extra Node flags and extra environment (see `configs`). Not part of
