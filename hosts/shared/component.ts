@@ -8,7 +8,7 @@
 // the second copy of the code add 10–25 MB of resident memory that the process keeps (measured
 // with bench/memory/rss.mjs). The host therefore compiles the engine with Liftoff only
 // (`--liftoff-only`, set before the first module is compiled; it applies to every wasm module
-// the process compiles later, the script sandbox's included), at ~10–20 % more CPU on long runs.
+// the process compiles later, the script sandbox's included), at 10–25 % more CPU on long runs.
 // `AGENT_WORKFLOW_WASM_TIER=optimizing` keeps V8's default dynamic tiering instead.
 //
 // V8 also grows the young generation up to 2 × 16 MiB under the allocation rate of a long run;
