@@ -269,9 +269,16 @@ export class Kernel {
     return new Promise((resolve, reject) => {
       let poll: ReturnType<typeof setTimeout> | undefined;
       const done = (status: string) => terminalStatuses.has(status) || (orPaused && status === 'paused' && !this.scheduler.has(runId) && !this.dispatcher.dispatchingFor(runId));
+      // A pending poll is cleared and forgotten: `polls` must not keep one timer per wait ever made.
+      const unpoll = () => {
+        if (!poll) return;
+        clearTimeout(poll);
+        this.polls.delete(poll);
+        poll = undefined;
+      };
       const finish = (outcome: RunOutcome) => {
         stop();
-        if (poll) clearTimeout(poll);
+        unpoll();
         resolve(outcome);
       };
       const unwatch = this.watch(runId, (s) => {
@@ -281,7 +288,7 @@ export class Kernel {
       // failure of the wait: the run's outcome here is unknown, and saying nothing would hang.
       const lost = (err: unknown) => {
         stop();
-        if (poll) clearTimeout(poll);
+        unpoll();
         reject(err);
       };
       let losses = this.lossListeners.get(runId);

@@ -21,6 +21,7 @@ export async function serveMcp(...args: Parameters<typeof import('./mcp.js').ser
 }
 export { TriggerScheduler, TriggerError, triggerRunId, type TriggerSpec } from './triggers.js';
 export { PostgresJournalStore } from './pg-store.js';
+export { appliedWasmTier as engineWasmTier, appliedYoungGen as engineYoungGen, wasmTierEnv, youngGenEnv, type WasmTier, type YoungGen } from '../shared/component.js';
 export { PgCatalogStorage } from './pg-catalog.js';
 export { BindingCatalog, BindingError, mapInput, parseBindingSpec, resolvePointer, type BindingSpec, type WorkflowBinding, type BindingSource, type BindingState, type DeliveryTarget, type InputField, type MisfirePolicy } from './bindings.js';
 export { TriggerPipeline, TriggerRejected, ingressRunId, type TriggerEvent, type Admission, type PipelineOptions } from './ingress.js';

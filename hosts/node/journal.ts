@@ -12,11 +12,18 @@ import { migrations, schemaVersion } from './migrations.js';
 import { fencingRefusal } from './lease-rules.js';
 import { SqliteOwnership, runRecordOf, type RunRow } from './sqlite-ownership.js';
 import { SqliteDeliveries } from './sqlite-deliveries.js';
+import { sqliteLimits } from './limits.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export interface SqliteStoreOptions {
   /** `full` fsyncs at every commit (the default); `normal` may lose the last commits on power loss. */
   durability?: 'full' | 'normal';
+  /**
+   * SQLite's page cache for this connection, in KiB (default 2048, SQLite's own default).
+   * better-sqlite3 builds SQLite with a 16 MiB default, which a long run fills and the process
+   * then keeps; the journal appends and reads recent pages, which the OS page cache serves.
+   */
+  cacheKiB?: number;
   now?: () => number;
 }
 
@@ -38,7 +45,7 @@ export function splitEvents(bytes: Uint8Array): Buffer[] {
 
 /** A store file this program cannot or must not use; the message names the file and the fix. */
 export class StoreFileError extends CodedError {
-  declare readonly code: 'store.not-a-store' | 'store.corrupt' | 'store.permission-denied' | 'store.full' | 'store.io';
+  declare readonly code: 'store.not-a-store' | 'store.corrupt' | 'store.permission-denied' | 'store.full' | 'store.io' | 'store.bad-option';
 
   constructor(code: StoreFileError['code'], message: string) {
     super(code, message);
@@ -113,7 +120,19 @@ function checkSchemaOwner(db: Database, file: string): void {
  * Opens (creating or upgrading) a store, applying pending migrations in one transaction each.
  * Only a path that does not exist is created; an existing file must be one of our stores.
  */
+/** The page cache a store's connection gets unless told otherwise (KiB). */
+export const defaultSqliteCacheKiB = sqliteLimits.cacheKibDefault;
+
+function cacheKiBOf(options: SqliteStoreOptions): number {
+  const kib = options.cacheKiB ?? defaultSqliteCacheKiB;
+  if (!Number.isInteger(kib) || kib < sqliteLimits.cacheKibMin || kib > sqliteLimits.cacheKibMax) {
+    throw new StoreFileError('store.bad-option', `cacheKiB must be an integer from ${sqliteLimits.cacheKibMin} to ${sqliteLimits.cacheKibMax} (KiB), not ${String(kib)}`);
+  }
+  return kib;
+}
+
 export function openDatabase(file: string, options: SqliteStoreOptions = {}): Database {
+  const cacheKiB = cacheKiBOf(options);
   if (file !== ':memory:') checkStoreFile(file);
   const existed = file !== ':memory:' && existsSync(file);
   let db: Database;
@@ -129,6 +148,7 @@ export function openDatabase(file: string, options: SqliteStoreOptions = {}): Da
     db.pragma(`synchronous = ${options.durability === 'normal' ? 'NORMAL' : 'FULL'}`);
     db.pragma('foreign_keys = ON');
     db.pragma('busy_timeout = 5000');
+    db.pragma(`cache_size = -${cacheKiB}`);
     migrate(db, file, existed);
     return db;
   } catch (err) {

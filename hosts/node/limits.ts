@@ -102,3 +102,14 @@ export const triggerLimits = {
   /** How long a DingTalk `approve` waits for the run's owner to apply the approval before replying. */
   dingtalkApproveWaitMs: 10_000,
 } as const;
+
+export const sqliteLimits = {
+  /**
+   * SQLite's page cache per connection when not configured (SQLite's own default; better-sqlite3
+   * builds SQLite with 16 MiB, which a long run fills and the process keeps).
+   */
+  cacheKibDefault: 2048,
+  /** The smallest and the largest configurable page cache. */
+  cacheKibMin: 64,
+  cacheKibMax: 1_048_576,
+} as const;

@@ -13,11 +13,11 @@ export function isPostgresLocation(location: string): boolean {
 }
 
 /** `postgres://…` / `postgresql://…` opens a `PostgresJournalStore`; anything else is a SQLite file path. */
-export async function openJournalStore(location: string, options: PostgresStoreOptions & { durability?: 'full' | 'normal' } = {}): Promise<JournalStore & { readonly ownership: RunOwnership }> {
+export async function openJournalStore(location: string, options: PostgresStoreOptions & { durability?: 'full' | 'normal'; sqliteCacheKiB?: number } = {}): Promise<JournalStore & { readonly ownership: RunOwnership }> {
   if (isPostgresLocation(location)) {
     // Loaded on demand: a SQLite deployment never loads the PostgreSQL client.
     const { PostgresJournalStore } = await import('./pg-store.js');
-    const { durability: _, ...pgOptions } = options;
+    const { durability: _, sqliteCacheKiB: _cache, ...pgOptions } = options;
     // `?schema=<name>` picks the PostgreSQL schema of the store (several stores in one database).
     const url = new URL(location);
     const schema = url.searchParams.get('schema');
@@ -26,5 +26,5 @@ export async function openJournalStore(location: string, options: PostgresStoreO
   }
   // A router's state directory is refused before SQLite creates workflow.db in it.
   if (location !== ':memory:') assertStateDirOf('node', dirname(resolve(location)));
-  return SqliteJournalStore.open(location, { ...(options.now ? { now: options.now } : {}), ...(options.durability ? { durability: options.durability } : {}) });
+  return SqliteJournalStore.open(location, { ...(options.now ? { now: options.now } : {}), ...(options.durability ? { durability: options.durability } : {}), ...(options.sqliteCacheKiB !== undefined ? { cacheKiB: options.sqliteCacheKiB } : {}) });
 }

@@ -53,6 +53,8 @@ export interface RuntimeOptions extends GatewayRegistry {
   pollMs?: number;
   /** `full` (default) fsyncs every commit. */
   durability?: 'full' | 'normal';
+  /** SQLite's page cache in KiB (default 2048; ignored on PostgreSQL). See docs/hosts.md, "Memory of the Node host". */
+  sqliteCacheKiB?: number;
   /** Who may do what; consulted at launch and again on every resume. Default: everything. */
   authorities?: AuthorityResolver | Authority;
   log?: HostLog;
@@ -151,7 +153,7 @@ function asError(err: unknown): WorkflowError {
 /** Where a runtime's journal lives. */
 function openStore(options: RuntimeOptions): Promise<JournalStore & { readonly ownership: RunOwnership }> {
   const location = options.store ?? join(resolvePath(options.dir ?? '.agent-workflow'), 'workflow.db');
-  return openJournalStore(location, { ...(options.durability ? { durability: options.durability } : {}), ...(options.now ? { now: options.now } : {}) });
+  return openJournalStore(location, { ...(options.durability ? { durability: options.durability } : {}), ...(options.sqliteCacheKiB !== undefined ? { sqliteCacheKiB: options.sqliteCacheKiB } : {}), ...(options.now ? { now: options.now } : {}) });
 }
 
 export class WorkflowRuntime {

@@ -1,14 +1,93 @@
 // Loads the transpiled engine component from dist/component/ in a Node process (the Node host and
-// the router host: same binary, same V8 flag). It imports nothing but Node built-ins. Compiled
+// the router host: same binary, same V8 flags). It imports nothing but Node built-ins. Compiled
 // core modules are cached per process, so a second instance (after a trap, or for replay) costs
 // only instantiation.
+//
+// Memory: V8's optimizing wasm tier (TurboFan) recompiles the hot functions of the guest (the
+// QuickJS interpreter loop above all) after a few hundred engine calls; its compiler memory and
+// the second copy of the code add 10–25 MB of resident memory that the process keeps (measured
+// with bench/memory/rss.mjs). The host therefore compiles the engine with Liftoff only
+// (`--liftoff-only`, set before the first module is compiled; it applies to every wasm module
+// the process compiles later, the script sandbox's included), at 10–25 % more CPU on long runs.
+// `AGENT_WORKFLOW_WASM_TIER=optimizing` keeps V8's default dynamic tiering instead.
+//
+// V8 also grows the young generation up to 2 × 16 MiB under the allocation rate of a long run;
+// with the store's commits and the bindings' strings that is ~20 MB of the peak. The host keeps it
+// at its initial size (`--semi-space-growth-factor=1`, process-wide, set with the wasm tier)
+// unless `AGENT_WORKFLOW_YOUNG_GEN=grow`, or unless the process was started with its own
+// `--max-semi-space-size` / `--semi-space-growth-factor`. See docs/hosts.md, "Memory of the
+// Node host", for what each costs.
 import { readFile } from 'node:fs/promises';
 import { setFlagsFromString } from 'node:v8';
 import type { ComponentLoader } from '../core/engine-instance.js';
+import { CodedError } from '../../engine/protocol/coded-error.js';
 
 // The QuickJS back-end uses the wasm extended-const proposal, which Node 20 ships behind a flag.
 // It must be set before the first module is compiled.
 setFlagsFromString('--experimental-wasm-extended-const');
+
+/** The environment variable that picks the wasm tier of the engine: `baseline` (default) or `optimizing`. */
+export const wasmTierEnv = 'AGENT_WORKFLOW_WASM_TIER';
+
+export type WasmTier = 'baseline' | 'optimizing';
+
+/** The tier `AGENT_WORKFLOW_WASM_TIER` asks for; an unknown value is a typed error. */
+export function wasmTierOf(env: NodeJS.ProcessEnv = process.env): WasmTier {
+  const value = env[wasmTierEnv];
+  if (value === undefined || value === '' || value === 'baseline') return 'baseline';
+  if (value === 'optimizing') return 'optimizing';
+  throw new CodedError('host.bad-option', `${wasmTierEnv} must be "baseline" or "optimizing", not ${JSON.stringify(value)}`);
+}
+
+/** The V8 flags set before the engine's first module is compiled, for a tier. */
+export function wasmTierFlags(tier: WasmTier): string[] {
+  return tier === 'baseline' ? ['--liftoff-only'] : [];
+}
+
+/** The environment variable that picks the young generation's policy: `fixed` (default) or `grow`. */
+export const youngGenEnv = 'AGENT_WORKFLOW_YOUNG_GEN';
+
+export type YoungGen = 'fixed' | 'grow';
+
+/** The policy `AGENT_WORKFLOW_YOUNG_GEN` asks for; an unknown value is a typed error. */
+export function youngGenOf(env: NodeJS.ProcessEnv = process.env): YoungGen {
+  const value = env[youngGenEnv];
+  if (value === undefined || value === '' || value === 'fixed') return 'fixed';
+  if (value === 'grow') return 'grow';
+  throw new CodedError('host.bad-option', `${youngGenEnv} must be "fixed" or "grow", not ${JSON.stringify(value)}`);
+}
+
+/** Whether the process was started with its own young-generation size (then the host leaves it). */
+export function youngGenSetByProcess(execArgv: readonly string[] = process.execArgv, nodeOptions: string = process.env.NODE_OPTIONS ?? ''): boolean {
+  return [...execArgv, ...nodeOptions.split(/\s+/)].some((a) => /^--(max-semi-space-size|semi-space-growth-factor|max_semi_space_size|semi_space_growth_factor)(=|$)/.test(a));
+}
+
+let tierApplied: WasmTier | undefined;
+let youngGenApplied: YoungGen | 'process' | undefined;
+
+/** Sets the memory flags once per process, before the first engine module is compiled. */
+function applyMemoryFlags(): void {
+  if (tierApplied !== undefined) return;
+  const tier = wasmTierOf();
+  const young = youngGenOf();
+  for (const flag of wasmTierFlags(tier)) setFlagsFromString(flag);
+  if (youngGenSetByProcess()) youngGenApplied = 'process';
+  else {
+    if (young === 'fixed') setFlagsFromString('--semi-space-growth-factor=1');
+    youngGenApplied = young;
+  }
+  tierApplied = tier;
+}
+
+/** The young-generation policy in force (`process`: the process's own flags), undefined before the first compile. */
+export function appliedYoungGen(): YoungGen | 'process' | undefined {
+  return youngGenApplied;
+}
+
+/** The tier the engine of this process was compiled with (undefined before the first compile). */
+export function appliedWasmTier(): WasmTier | undefined {
+  return tierApplied;
+}
 
 const componentDir = new URL('../../component/', import.meta.url);
 const modules = new Map<string, Promise<WebAssembly.Module>>();
@@ -22,6 +101,7 @@ export function nodeComponentLoader(): ComponentLoader {
     getCoreModule(path) {
       let m = modules.get(path);
       if (!m) {
+        applyMemoryFlags();
         m = readFile(new URL(path, componentDir)).then((bytes) => WebAssembly.compile(bytes));
         modules.set(path, m);
       }
