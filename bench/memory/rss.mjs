@@ -18,37 +18,40 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const configs = {
-  // The host as it ships: the engine compiled by Liftoff only, the young generation kept at its
-  // initial size (hosts/shared/component.ts), SQLite's page cache 2 MiB (hosts/node/journal.ts).
-  default: { flags: [], env: {} },
-  'young-grow': { flags: [], env: { AGENT_WORKFLOW_YOUNG_GEN: 'grow' } },
+  // The lean settings the agent-workflow processes use (an embedding process opts in): the engine
+  // compiled by Liftoff only, the young generation kept at its initial size
+  // (hosts/shared/component.ts), SQLite's page cache 2 MiB (hosts/node/journal.ts). Every
+  // configuration names both variables, so none depends on the SDK's own default
+  // (optimizing + grow, the configuration `optimizing+young-grow`).
+  default: { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
+  'young-grow': { flags: [], env: { AGENT_WORKFLOW_YOUNG_GEN: 'grow', AGENT_WORKFLOW_WASM_TIER: 'baseline' } },
   // Everything as before the memory work except the lazy undici: dynamic tiering, growing young
   // generation, better-sqlite3's 16 MiB page cache.
   'v8-defaults': { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing', AGENT_WORKFLOW_YOUNG_GEN: 'grow' }, open: { sqliteCacheKiB: 16384 } },
   // V8's dynamic tiering (Liftoff, then TurboFan for hot functions).
-  optimizing: { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing' } },
+  optimizing: { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
   'optimizing+young-grow': { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing', AGENT_WORKFLOW_YOUNG_GEN: 'grow' } },
-  'optimizing+semi-2': { flags: ['--max-semi-space-size=2'], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing' } },
-  'cache-16m+young-grow': { flags: [], env: { AGENT_WORKFLOW_YOUNG_GEN: 'grow' }, open: { sqliteCacheKiB: 16384 } },
+  'optimizing+semi-2': { flags: ['--max-semi-space-size=2'], env: { AGENT_WORKFLOW_WASM_TIER: 'optimizing', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
+  'cache-16m+young-grow': { flags: [], env: { AGENT_WORKFLOW_YOUNG_GEN: 'grow', AGENT_WORKFLOW_WASM_TIER: 'baseline' }, open: { sqliteCacheKiB: 16384 } },
   // SQLite's page cache: the host's 2 MiB, the 16 MiB better-sqlite3 builds SQLite with, and 256 KiB.
-  'cache-16m': { flags: [], env: {}, open: { sqliteCacheKiB: 16384 } },
-  'cache-256k': { flags: [], env: {}, open: { sqliteCacheKiB: 256 } },
-  'semi-2+cache-16m': { flags: ['--max-semi-space-size=2'], env: {}, open: { sqliteCacheKiB: 16384 } },
-  'eager-wasm': { flags: ['--no-wasm-lazy-compilation'], env: {} },
-  'semi-1': { flags: ['--max-semi-space-size=1'], env: {} },
-  'semi-2': { flags: ['--max-semi-space-size=2'], env: {} },
-  'semi-growth-1': { flags: ['--semi-space-growth-factor=1'], env: {} },
-  'heap-growing-20': { flags: ['--heap-growing-percent=20'], env: {} },
-  'semi-2+old-80': { flags: ['--max-semi-space-size=2', '--max-old-space-size=80'], env: {} },
-  'optimize-for-size': { flags: ['--optimize-for-size'], env: {} },
+  'cache-16m': { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' }, open: { sqliteCacheKiB: 16384 } },
+  'cache-256k': { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' }, open: { sqliteCacheKiB: 256 } },
+  'semi-2+cache-16m': { flags: ['--max-semi-space-size=2'], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' }, open: { sqliteCacheKiB: 16384 } },
+  'eager-wasm': { flags: ['--no-wasm-lazy-compilation'], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
+  'semi-1': { flags: ['--max-semi-space-size=1'], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
+  'semi-2': { flags: ['--max-semi-space-size=2'], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
+  'semi-growth-1': { flags: ['--semi-space-growth-factor=1'], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
+  'heap-growing-20': { flags: ['--heap-growing-percent=20'], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
+  'semi-2+old-80': { flags: ['--max-semi-space-size=2', '--max-old-space-size=80'], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
+  'optimize-for-size': { flags: ['--optimize-for-size'], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
   // The same flag set at run time, as a library can (node:v8 setFlagsFromString before the host loads).
-  'optimize-for-size-runtime': { flags: ['--import', 'data:text/javascript,import v8 from "node:v8"; v8.setFlagsFromString("--optimize-for-size");'], env: {} },
-  'semi-growth-1-runtime': { flags: ['--import', 'data:text/javascript,import v8 from "node:v8"; v8.setFlagsFromString("--semi-space-growth-factor=1");'], env: {} },
+  'optimize-for-size-runtime': { flags: ['--import', 'data:text/javascript,import v8 from "node:v8"; v8.setFlagsFromString("--optimize-for-size");'], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
+  'semi-growth-1-runtime': { flags: ['--import', 'data:text/javascript,import v8 from "node:v8"; v8.setFlagsFromString("--semi-space-growth-factor=1");'], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
   // What docs/hosts.md suggests for a process that must stay small.
-  small: { flags: ['--optimize-for-size', '--max-semi-space-size=2'], env: {} },
+  small: { flags: ['--optimize-for-size', '--max-semi-space-size=2'], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
   // glibc malloc: fewer arenas, and freed memory given back sooner.
-  'arena-2': { flags: [], env: { MALLOC_ARENA_MAX: '2' } },
-  'malloc-trim': { flags: [], env: { MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '131072', MALLOC_MMAP_THRESHOLD_: '131072' } },
+  'arena-2': { flags: [], env: { MALLOC_ARENA_MAX: '2', AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
+  'malloc-trim': { flags: [], env: { MALLOC_ARENA_MAX: '2', MALLOC_TRIM_THRESHOLD_: '131072', MALLOC_MMAP_THRESHOLD_: '131072', AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },
 };
 
 const mb = (bytes) => Math.round((bytes / 1048576) * 10) / 10;

@@ -6,17 +6,15 @@
 // Memory: V8's optimizing wasm tier (TurboFan) recompiles the hot functions of the guest (the
 // QuickJS interpreter loop above all) after a few hundred engine calls; its compiler memory and
 // the second copy of the code add 10–25 MB of resident memory that the process keeps (measured
-// with bench/memory/rss.mjs). The host therefore compiles the engine with Liftoff only
-// (`--liftoff-only`, set before the first module is compiled; it applies to every wasm module
-// the process compiles later, the script sandbox's included), at 10–25 % more CPU on long runs.
-// `AGENT_WORKFLOW_WASM_TIER=optimizing` keeps V8's default dynamic tiering instead.
-//
-// V8 also grows the young generation up to 2 × 16 MiB under the allocation rate of a long run;
-// with the store's commits and the bindings' strings that is ~20 MB of the peak. The host keeps it
-// at its initial size (`--semi-space-growth-factor=1`, process-wide, set with the wasm tier)
-// unless `AGENT_WORKFLOW_YOUNG_GEN=grow`, or unless the process was started with its own
-// `--max-semi-space-size` / `--semi-space-growth-factor`. See docs/hosts.md, "Memory of the
-// Node host", for what each costs.
+// with bench/memory/rss.mjs). Compiling with Liftoff only (`--liftoff-only`) saves that at 10–25 %
+// more CPU on long runs. V8 also grows the young generation up to 2 × 16 MiB under the allocation
+// rate of a long run (~20 MB of the peak); `--semi-space-growth-factor=1` keeps it at its initial
+// size. Both flags are process-wide: they would also slow every other wasm module and change the
+// garbage collection of the application that embeds the SDK. So an embedding process keeps V8's
+// defaults unless it asks (`AGENT_WORKFLOW_WASM_TIER=baseline`, `AGENT_WORKFLOW_YOUNG_GEN=fixed`),
+// and the `agent-workflow` processes (serve, run, ...), which are the product's own, ask for both.
+// A process started with its own semi-space flag is left alone. See docs/hosts.md, "Memory of the
+// Node host".
 import { readFile } from 'node:fs/promises';
 import { setFlagsFromString } from 'node:v8';
 import type { ComponentLoader } from '../core/engine-instance.js';
@@ -26,7 +24,7 @@ import { CodedError } from '../../engine/protocol/coded-error.js';
 // It must be set before the first module is compiled.
 setFlagsFromString('--experimental-wasm-extended-const');
 
-/** The environment variable that picks the wasm tier of the engine: `baseline` (default) or `optimizing`. */
+/** The environment variable that picks the wasm tier of the engine: `baseline` or `optimizing` (V8's default). */
 export const wasmTierEnv = 'AGENT_WORKFLOW_WASM_TIER';
 
 export type WasmTier = 'baseline' | 'optimizing';
@@ -34,8 +32,8 @@ export type WasmTier = 'baseline' | 'optimizing';
 /** The tier `AGENT_WORKFLOW_WASM_TIER` asks for; an unknown value is a typed error. */
 export function wasmTierOf(env: NodeJS.ProcessEnv = process.env): WasmTier {
   const value = env[wasmTierEnv];
-  if (value === undefined || value === '' || value === 'baseline') return 'baseline';
-  if (value === 'optimizing') return 'optimizing';
+  if (value === undefined || value === '' || value === 'optimizing') return 'optimizing';
+  if (value === 'baseline') return 'baseline';
   throw new CodedError('host.bad-option', `${wasmTierEnv} must be "baseline" or "optimizing", not ${JSON.stringify(value)}`);
 }
 
@@ -44,7 +42,7 @@ export function wasmTierFlags(tier: WasmTier): string[] {
   return tier === 'baseline' ? ['--liftoff-only'] : [];
 }
 
-/** The environment variable that picks the young generation's policy: `fixed` (default) or `grow`. */
+/** The environment variable that picks the young generation's policy: `fixed` or `grow` (V8's default). */
 export const youngGenEnv = 'AGENT_WORKFLOW_YOUNG_GEN';
 
 export type YoungGen = 'fixed' | 'grow';
@@ -52,8 +50,8 @@ export type YoungGen = 'fixed' | 'grow';
 /** The policy `AGENT_WORKFLOW_YOUNG_GEN` asks for; an unknown value is a typed error. */
 export function youngGenOf(env: NodeJS.ProcessEnv = process.env): YoungGen {
   const value = env[youngGenEnv];
-  if (value === undefined || value === '' || value === 'fixed') return 'fixed';
-  if (value === 'grow') return 'grow';
+  if (value === undefined || value === '' || value === 'grow') return 'grow';
+  if (value === 'fixed') return 'fixed';
   throw new CodedError('host.bad-option', `${youngGenEnv} must be "fixed" or "grow", not ${JSON.stringify(value)}`);
 }
 
@@ -108,4 +106,13 @@ export function nodeComponentLoader(): ComponentLoader {
       return m;
     },
   };
+}
+
+/**
+ * The memory settings of the product's own processes (`agent-workflow …`): Liftoff only and a
+ * fixed young generation, unless the environment already says otherwise.
+ */
+export function preferLeanMemory(env: NodeJS.ProcessEnv = process.env): void {
+  if (env[wasmTierEnv] === undefined || env[wasmTierEnv] === '') env[wasmTierEnv] = 'baseline';
+  if (env[youngGenEnv] === undefined || env[youngGenEnv] === '') env[youngGenEnv] = 'fixed';
 }

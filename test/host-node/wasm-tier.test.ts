@@ -1,10 +1,11 @@
-// The Node host's memory flags: the engine is compiled with V8's baseline wasm tier (Liftoff
-// only) unless AGENT_WORKFLOW_WASM_TIER=optimizing asks for V8's dynamic tiering, and the young
-// generation keeps its initial size unless AGENT_WORKFLOW_YOUNG_GEN=grow or the process was
-// started with its own semi-space flag. An unknown value is refused with a typed error before
-// anything is compiled. Each case is a fresh Node process, because these are process-wide V8
-// flags set once, before the first engine module is compiled.
-import { spawnSync } from 'node:child_process';
+// The Node host's memory flags. A process that embeds the SDK keeps V8's defaults (dynamic wasm
+// tiering, a young generation that grows) unless it asks for the lean settings
+// (AGENT_WORKFLOW_WASM_TIER=baseline: Liftoff only; AGENT_WORKFLOW_YOUNG_GEN=fixed); the product's
+// own `agent-workflow` processes ask for both. A process started with its own semi-space flag is
+// left alone. An unknown value is refused with a typed error before anything is compiled. Each
+// case is a fresh Node process, because these are process-wide V8 flags set once, before the
+// first engine module is compiled.
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -46,20 +47,20 @@ function runWith(env: Record<string, string | undefined>, flags: string[] = []):
 }
 
 describe('the wasm tier of the engine', () => {
-  it('is the baseline tier by default, set when the engine is first compiled', () => {
-    expect(runWith({})).toMatchObject({ before: null, tier: 'baseline', status: 'completed' });
+  it("is V8's dynamic tiering in an embedding process by default, set when the engine is first compiled", () => {
+    expect(runWith({})).toMatchObject({ before: null, tier: 'optimizing', status: 'completed' });
   });
 
-  it('is V8 dynamic tiering with AGENT_WORKFLOW_WASM_TIER=optimizing', () => {
-    expect(runWith({ AGENT_WORKFLOW_WASM_TIER: 'optimizing' })).toMatchObject({ before: null, tier: 'optimizing', status: 'completed' });
+  it('is the baseline tier (Liftoff only) with AGENT_WORKFLOW_WASM_TIER=baseline', () => {
+    expect(runWith({ AGENT_WORKFLOW_WASM_TIER: 'baseline' })).toMatchObject({ before: null, tier: 'baseline', status: 'completed' });
   });
 });
 
 describe('the young generation', () => {
-  it('is kept at its initial size by default; AGENT_WORKFLOW_YOUNG_GEN=grow leaves V8 to grow it', () => {
-    const fixed = runWith({});
+  it('is left to V8 by default; AGENT_WORKFLOW_YOUNG_GEN=fixed keeps it at its initial size', () => {
+    const fixed = runWith({ AGENT_WORKFLOW_YOUNG_GEN: 'fixed' });
     expect(fixed).toMatchObject({ young: 'fixed', status: 'completed' });
-    const grow = runWith({ AGENT_WORKFLOW_YOUNG_GEN: 'grow' });
+    const grow = runWith({});
     expect(grow).toMatchObject({ young: 'grow', status: 'completed' });
     // The same allocations grow new space only when V8 is left to grow it.
     expect(fixed.newSpace as number).toBeLessThan(grow.newSpace as number);
@@ -85,6 +86,33 @@ describe('an unknown wasm tier', () => {
     expect((out.error as { message: string }).message).toContain('AGENT_WORKFLOW_WASM_TIER');
     expect(out.before).toBe(null);
   });
+});
+
+describe('the agent-workflow processes', () => {
+  it('serve with the lean settings unless the environment picks others', async () => {
+    const cli = new URL('../../dist/hosts/node/cli/main.js', import.meta.url).pathname;
+    const serving = (env: Record<string, string>) => {
+      const dir = mkdtempSync(join(tmpdir(), 'wasm-tier-serve-'));
+      const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
+      if (!('AGENT_WORKFLOW_WASM_TIER' in env)) delete childEnv.AGENT_WORKFLOW_WASM_TIER;
+      if (!('AGENT_WORKFLOW_YOUNG_GEN' in env)) delete childEnv.AGENT_WORKFLOW_YOUNG_GEN;
+      return new Promise<Record<string, any>>((resolve, reject) => {
+        const child = spawn(process.execPath, [cli, 'serve', '--dir', dir], { cwd: dir, env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+        let out = '';
+        child.stdout!.on('data', (d) => {
+          out += d;
+          const line = out.split('\n').find((l) => l.includes('"Serving"'));
+          if (line) {
+            child.kill('SIGTERM');
+            resolve(JSON.parse(line));
+          }
+        });
+        child.on('exit', (code) => reject(new Error(`serve exited ${code} before serving: ${out}`)));
+      });
+    };
+    expect((await serving({})).memory).toEqual({ wasmTier: 'baseline', youngGen: 'fixed' });
+    expect((await serving({ AGENT_WORKFLOW_WASM_TIER: 'optimizing', AGENT_WORKFLOW_YOUNG_GEN: 'grow' })).memory).toEqual({ wasmTier: 'optimizing', youngGen: 'grow' });
+  }, 60_000);
 });
 
 describe('the CLI with a bad AGENT_WORKFLOW_WASM_TIER', () => {

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // agent-workflow: the command line of the Node host. Machine output is versioned JSON / JSONL on
 // stdout; progress for people goes to stderr. Exit codes are listed in `exitCodes`.
+import { appliedWasmTier, appliedYoungGen, preferLeanMemory } from '../../shared/component.js';
 import { readFileSync, existsSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -359,7 +360,7 @@ const commands: Record<string, CliCommand> = {
           const target = typeof t.template === 'string' ? { type: 'inline', template: readTemplate(resolve(host.configDir ?? '.', t.template)) } : (t.target ?? { type: 'inline', template: t.template });
           scheduler.add({ id: t.id, cron: t.cron, timezone: t.timezone, input: t.input, target });
         }
-        print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, triggers: scheduler.list().triggers, cronBindings: cronBindings.list(), deployment: triggers.deployment, ...(http ? { http: http.url, page: `${http.url}/page/` } : {}) });
+        print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, memory: { wasmTier: appliedWasmTier() ?? null, youngGen: appliedYoungGen() ?? null }, triggers: scheduler.list().triggers, cronBindings: cronBindings.list(), deployment: triggers.deployment, ...(http ? { http: http.url, page: `${http.url}/page/` } : {}) });
         const signal = await new Promise<string>((done) => {
           process.once('SIGINT', () => done('SIGINT'));
           process.once('SIGTERM', () => done('SIGTERM'));
@@ -524,6 +525,8 @@ function startedAsProgram(): boolean {
 }
 
 if (startedAsProgram()) {
+  // The product's own process: the lean memory settings, unless the environment picks others.
+  preferLeanMemory();
   // A reader that stops early (`trace … | head`) is not an error.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') process.exit(exitCodes.ok);
