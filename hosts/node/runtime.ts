@@ -593,7 +593,14 @@ export class WorkflowRuntime {
     const record = await this.record(runId);
     if (isTerminal(record) || record.status === 'queued') return this.handle(runId);
     await this.assertRunnable(runId);
-    await this.command(runId, { type: 'resume', by: options.by ?? 'sdk' });
+    try {
+      await this.command(runId, { type: 'resume', by: options.by ?? 'sdk' });
+    } catch (err) {
+      // The run ended between the check above and the command (its owner finished it): there is
+      // nothing left to resume, and its handle has the outcome.
+      if (isTerminal(await this.record(runId))) return this.handle(runId);
+      throw err;
+    }
     return this.handle(runId);
   }
 
