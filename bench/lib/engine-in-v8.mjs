@@ -2,6 +2,7 @@
 // WIT imports mapped to plain functions, driven exactly like the component (a 2-step run of
 // no-op tool calls, answered immediately). The difference to the component's figure is what the
 // WebAssembly boundary and the guest interpreter cost.
+import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,7 +30,7 @@ async function bundleEngine() {
           build.onResolve({ filter: /^gm-hz:workflow\// }, (args) => ({ path: args.path, namespace: 'wit' }));
           build.onLoad({ filter: /.*/, namespace: 'wit' }, (args) => {
             const iface = args.path.replace(/^gm-hz:workflow\//, '').replace(/@.*$/, '');
-            const names = { journal: ['load', 'commit'], gateway: ['request', 'cancel'], sandbox: ['evaluate', 'checkSyntax'], log: ['write'] }[iface];
+            const names = { journal: ['load', 'commit'], gateway: ['request', 'cancel'], sandbox: ['evaluate', 'checkSyntax'], digest: ['sha256'], log: ['write'] }[iface];
             return { contents: names.map((n) => `export function ${n}(...a) { return globalThis.__engineHost.${iface}.${n}(...a); }`).join('\n'), loader: 'js' };
           });
         },
@@ -47,6 +48,7 @@ export async function measureEngineInV8({ quick }) {
       journal: { load: () => undefined, commit: () => undefined },
       gateway: { request: (r) => requests.push(JSON.parse(r)), cancel: () => undefined },
       sandbox: { evaluate: () => ({ output: 'null', fuelUsed: 0 }), checkSyntax: () => undefined },
+      digest: { sha256: (text) => createHash('sha256').update(text).digest('hex') },
       log: { write: () => undefined },
     };
     const { engine } = await import(pathToFileURL(outfile).href);
