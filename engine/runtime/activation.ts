@@ -5,7 +5,7 @@ import type { Graph } from '../compiler/graph.js';
 import { canonicalDigest, derivedId, derivedIdV1, eventId } from '../hash.js';
 import type { Json } from '../json.js';
 import type { ScriptLimits } from '../limits.js';
-import type { ArtifactRef, EnvelopeFields, EventEnvelope, EventType, PayloadOf } from '../protocol/events.js';
+import type { ArtifactRef, EnvelopeFields, EventEnvelope, EventNode, EventType, PayloadOf } from '../protocol/events.js';
 import type { ActivationRequest, Fact } from '../protocol/facts.js';
 import type { GatewayRequest } from '../protocol/gateway.js';
 import type { ExecutionPlan } from '../protocol/plan.js';
@@ -125,10 +125,17 @@ export class Activation {
     let nodeJson = '';
     if (node) {
       const spec = this.graph.nodes.get(node.id);
-      event.node = { id: node.id, uses: spec ? spec.uses : 'unknown', attempt: node.attempt };
-      if (node.invocationId !== undefined) event.node.invocationId = node.invocationId;
-      if (node.item !== undefined) event.node.item = node.item;
-      nodeJson = `,"node":${JSON.stringify(event.node)}`;
+      const n: EventNode = (event.node = { id: node.id, uses: spec ? spec.uses : 'unknown', attempt: node.attempt });
+      if (node.invocationId !== undefined) n.invocationId = node.invocationId;
+      if (node.item !== undefined) n.item = node.item;
+      // The text `JSON.stringify(n)` would give, from the node's cached head: an attempt and an
+      // item are integers, whose JSON is their decimal text.
+      const head = spec ? this.graph.nodeJsonHead.get(node.id) : undefined;
+      if (head !== undefined && Number.isInteger(n.attempt) && (n.item === undefined || Number.isInteger(n.item))) {
+        nodeJson = `,"node":${head}${n.attempt}${n.invocationId !== undefined ? `,"invocationId":${JSON.stringify(n.invocationId)}` : ''}${n.item !== undefined ? `,"item":${n.item}` : ''}}`;
+      } else {
+        nodeJson = `,"node":${JSON.stringify(n)}`;
+      }
     }
     if (this.correlation !== undefined) event.correlation = this.correlation;
     // Key order is the envelope's declared order; the text is built from cached parts because
