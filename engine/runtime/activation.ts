@@ -2,7 +2,7 @@
 // gateway work it staged. `emit` is the only way state changes: it builds the event envelope and
 // applies it with `reduce`, so the journal and the state cannot disagree.
 import type { Graph } from '../compiler/graph.js';
-import { canonicalDigest, derivedId, derivedIdV1, eventId } from '../hash.js';
+import { canonicalDigest, derivedId, derivedIdV1, eventIdPrefix } from '../hash.js';
 import type { Json } from '../json.js';
 import type { ScriptLimits } from '../limits.js';
 import type { ArtifactRef, EnvelopeFields, EventEnvelope, EventNode, EventType, PayloadOf } from '../protocol/events.js';
@@ -66,7 +66,13 @@ export class Activation {
     this.number = (state?.activation ?? 0) + 1;
     const v2 = plan.flags.includes('ids-v2');
     this.deriveId = v2 ? derivedId : derivedIdV1;
-    this.eventIdOf = v2 ? eventId : (runId, seq) => derivedIdV1('ev', runId, seq);
+    if (v2) {
+      // One lookup of the run's prefix per activation, not one per event.
+      let prefix: string | undefined;
+      this.eventIdOf = (runId, seq) => `${(prefix ??= eventIdPrefix(runId))}${seq.toString(36)}`;
+    } else {
+      this.eventIdOf = (runId, seq) => derivedIdV1('ev', runId, seq);
+    }
     this.correlation = request.correlation ?? state?.correlation;
     const clock = state?.clock;
     this.now = clock !== undefined && request.now < clock && plan.flags.includes('clock-v2') ? clock : request.now;
@@ -105,7 +111,7 @@ export class Activation {
 
   /**
    * Journals one event and applies it to the state. A payload member that is `undefined` is
-   * left out of the journal's text and of the state.
+   * left out of the journal's text (and so of any state rebuilt from it).
    */
   emit<T extends EventType>(type: T, payload: PayloadOf<T>, node?: EventRef): EventEnvelope<T> {
     const seq = (this.state?.seq ?? 0) + 1;
@@ -120,7 +126,9 @@ export class Activation {
       occurredAt: parts.occurredAt,
       workflow: parts.workflow,
       origin: parts.origin,
-      payload: withoutUndefined(payload),
+      // A member that is `undefined` stays in the object and is left out of the text by
+      // `JSON.stringify`; `reduce` copies members one by one, never a whole payload.
+      payload,
     } as EnvelopeFields & { type: T; payload: PayloadOf<T> };
     let nodeJson = '';
     if (node) {
@@ -184,18 +192,6 @@ export function withoutPayloads(type: EventType, payload: Record<string, Json>):
   if (key === undefined || payload[key] === undefined) return payload;
   const { [key]: value, ...rest } = payload;
   return { ...rest, ...digestMembers(key, value) };
-}
-
-/** The payload itself when no member is `undefined` (the common case), else a copy without them. */
-function withoutUndefined<P extends object>(payload: P): P {
-  const members = payload as Record<string, unknown>;
-  for (const k in members) {
-    if (members[k] !== undefined) continue;
-    const out: Record<string, unknown> = {};
-    for (const m in members) if (members[m] !== undefined) out[m] = members[m];
-    return out as P;
-  }
-  return payload;
 }
 
 const workflows = new WeakMap<object, { workflow: EnvelopeFields['workflow']; workflowJson: string }>();
