@@ -77,13 +77,18 @@ export function derivedId(prefix: string, ...parts: (string | number)[]): string
 
 const runKeys = new Map<string, string>();
 
-/** Event ids: a per-run key (hashed once) and the seq. */
-export function eventId(runId: string, seq: number): string {
-  let key = runKeys.get(runId);
-  if (key === undefined) {
-    key = `e${hash53(runId, 3)}${hash53(runId, 4).slice(0, 8)}`;
+/** What every event id of a run starts with: a per-run key (hashed once) and `-`. */
+export function eventIdPrefix(runId: string): string {
+  let prefix = runKeys.get(runId);
+  if (prefix === undefined) {
+    prefix = `e${hash53(runId, 3)}${hash53(runId, 4).slice(0, 8)}-`;
     if (runKeys.size >= 1024) runKeys.delete(runKeys.keys().next().value as string);
-    runKeys.set(runId, key);
+    runKeys.set(runId, prefix);
   }
-  return `${key}-${seq.toString(36)}`;
+  return prefix;
+}
+
+/** Event ids: the run's prefix and the seq. */
+export function eventId(runId: string, seq: number): string {
+  return `${eventIdPrefix(runId)}${seq.toString(36)}`;
 }

@@ -29,8 +29,30 @@ export function isValidPointer(pointer: string): boolean {
   return pointer === '' || (pointer.startsWith('/') && !/~[^01]|~$/.test(pointer));
 }
 
+/**
+ * Whether a value is plain JSON within a depth bound: the walk of `jsonProblem` without the
+ * pointer texts it builds for its message (the common case, and the cheap one in the guest).
+ */
+function isPlainJson(v: unknown, depth: number, depthMax: number, seen: unknown[]): boolean {
+  if (depth > depthMax) return false;
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return true;
+  if (typeof v === 'number') return Number.isFinite(v);
+  if (typeof v !== 'object') return false;
+  if (seen.includes(v)) return false;
+  seen.push(v);
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) if (!isPlainJson(v[i], depth + 1, depthMax, seen)) return false;
+  } else {
+    const keys = Object.keys(v as object);
+    for (let i = 0; i < keys.length; i++) if (!isPlainJson((v as Record<string, unknown>)[keys[i]], depth + 1, depthMax, seen)) return false;
+  }
+  seen.pop();
+  return true;
+}
+
 /** Checks that a value is plain JSON within a depth bound; returns a reason when it is not. */
 export function jsonProblem(value: unknown, depthMax: number = limits.nodeOutputDepthMax): string | undefined {
+  if (isPlainJson(value, 0, depthMax, [])) return undefined;
   const seen: unknown[] = [];
   const walk = (v: unknown, depth: number, path: string): string | undefined => {
     if (depth > depthMax) return `nesting deeper than ${depthMax} at ${path || '/'}`;

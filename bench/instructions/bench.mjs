@@ -6,7 +6,13 @@
 // which cancels start-up and warm-up. Node runs with a fixed hash layout and on one thread so the
 // counts repeat; each pair is repeated and the median taken.
 //
+// The two counts differ by 600 runs (1,800 activations): V8 still tiers up and collects now and
+// then after the warm-up, and a one-time cost of ~100 M instructions that falls between the two
+// counts would add ~0.7 M per activation to a pair that differs by 150 activations only (the
+// earlier 10 / 60 runs gave 2.6–3.3 M for builds that cost 2.1 M over 1,800 activations).
+//
 //   node bench/instructions/bench.mjs [--pairs N] [--json]      (needs valgrind; `node build.mjs` first)
+//   ENGINE_DIR=<another dist/component> node bench/instructions/bench.mjs    (another build of the engine)
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -43,7 +49,7 @@ export async function runInstructionsBench(options = {}) {
   const quick = options.quick ?? process.env.BENCH_QUICK === '1';
   const pairs = options.pairs ?? (quick ? 1 : 3);
   const warmup = options.warmup ?? 100;
-  const [few, many] = options.runs ?? [10, 60];
+  const [few, many] = options.runs ?? [100, 700];
   const perActivation = [];
   const loadAtStart = load();
   for (let i = 0; i < pairs; i++) {

@@ -18,6 +18,11 @@ export interface Graph {
   /** Nodes without incoming edges (where a run begins). */
   roots: string[];
   startId: string;
+  /**
+   * The start of each node's `node` member in the journal's text, up to its attempt:
+   * `{"id":…,"uses":…,"attempt":` (what `JSON.stringify` writes for it), built once per plan.
+   */
+  nodeJsonHead: Map<string, string>;
 }
 
 export function buildGraph(template: WorkflowTemplate): Graph {
@@ -36,7 +41,8 @@ export function buildGraph(template: WorkflowTemplate): Graph {
   const start = template.spec.nodes.find((n) => nodeKinds.get(n.uses)?.role === 'start');
   const position = new Map(order.map((id, i) => [id, i]));
   const roots = order.filter((id) => incoming.get(id)!.length === 0);
-  return { template, nodes, incoming, outgoing, edges: template.spec.edges, order, position, roots, startId: start ? start.id : '' };
+  const nodeJsonHead = new Map(template.spec.nodes.map((n) => [n.id, `{"id":${JSON.stringify(n.id)},"uses":${JSON.stringify(n.uses)},"attempt":`]));
+  return { template, nodes, incoming, outgoing, edges: template.spec.edges, order, position, roots, startId: start ? start.id : '', nodeJsonHead };
 }
 
 /** Kahn's algorithm; `cycle` lists the nodes that could not be ordered. */

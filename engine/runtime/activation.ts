@@ -2,10 +2,10 @@
 // gateway work it staged. `emit` is the only way state changes: it builds the event envelope and
 // applies it with `reduce`, so the journal and the state cannot disagree.
 import type { Graph } from '../compiler/graph.js';
-import { canonicalDigest, derivedId, derivedIdV1, eventId } from '../hash.js';
+import { canonicalDigest, derivedId, derivedIdV1, eventIdPrefix } from '../hash.js';
 import type { Json } from '../json.js';
 import type { ScriptLimits } from '../limits.js';
-import type { ArtifactRef, EnvelopeFields, EventEnvelope, EventType, PayloadOf } from '../protocol/events.js';
+import type { ArtifactRef, EnvelopeFields, EventEnvelope, EventNode, EventType, PayloadOf } from '../protocol/events.js';
 import type { ActivationRequest, Fact } from '../protocol/facts.js';
 import type { GatewayRequest } from '../protocol/gateway.js';
 import type { ExecutionPlan } from '../protocol/plan.js';
@@ -66,7 +66,13 @@ export class Activation {
     this.number = (state?.activation ?? 0) + 1;
     const v2 = plan.flags.includes('ids-v2');
     this.deriveId = v2 ? derivedId : derivedIdV1;
-    this.eventIdOf = v2 ? eventId : (runId, seq) => derivedIdV1('ev', runId, seq);
+    if (v2) {
+      // One lookup of the run's prefix per activation, not one per event.
+      let prefix: string | undefined;
+      this.eventIdOf = (runId, seq) => `${(prefix ??= eventIdPrefix(runId))}${seq.toString(36)}`;
+    } else {
+      this.eventIdOf = (runId, seq) => derivedIdV1('ev', runId, seq);
+    }
     this.correlation = request.correlation ?? state?.correlation;
     const clock = state?.clock;
     this.now = clock !== undefined && request.now < clock && plan.flags.includes('clock-v2') ? clock : request.now;
@@ -105,7 +111,7 @@ export class Activation {
 
   /**
    * Journals one event and applies it to the state. A payload member that is `undefined` is
-   * left out of the journal's text and of the state.
+   * left out of the journal's text (and so of any state rebuilt from it).
    */
   emit<T extends EventType>(type: T, payload: PayloadOf<T>, node?: EventRef): EventEnvelope<T> {
     const seq = (this.state?.seq ?? 0) + 1;
@@ -120,15 +126,24 @@ export class Activation {
       occurredAt: parts.occurredAt,
       workflow: parts.workflow,
       origin: parts.origin,
-      payload: withoutUndefined(payload),
+      // A member that is `undefined` stays in the object and is left out of the text by
+      // `JSON.stringify`; `reduce` copies members one by one, never a whole payload.
+      payload,
     } as EnvelopeFields & { type: T; payload: PayloadOf<T> };
     let nodeJson = '';
     if (node) {
       const spec = this.graph.nodes.get(node.id);
-      event.node = { id: node.id, uses: spec ? spec.uses : 'unknown', attempt: node.attempt };
-      if (node.invocationId !== undefined) event.node.invocationId = node.invocationId;
-      if (node.item !== undefined) event.node.item = node.item;
-      nodeJson = `,"node":${JSON.stringify(event.node)}`;
+      const n: EventNode = (event.node = { id: node.id, uses: spec ? spec.uses : 'unknown', attempt: node.attempt });
+      if (node.invocationId !== undefined) n.invocationId = node.invocationId;
+      if (node.item !== undefined) n.item = node.item;
+      // The text `JSON.stringify(n)` would give, from the node's cached head: an attempt and an
+      // item are integers, whose JSON is their decimal text.
+      const head = spec ? this.graph.nodeJsonHead.get(node.id) : undefined;
+      if (head !== undefined && Number.isInteger(n.attempt) && (n.item === undefined || Number.isInteger(n.item))) {
+        nodeJson = `,"node":${head}${n.attempt}${n.invocationId !== undefined ? `,"invocationId":${JSON.stringify(n.invocationId)}` : ''}${n.item !== undefined ? `,"item":${n.item}` : ''}}`;
+      } else {
+        nodeJson = `,"node":${JSON.stringify(n)}`;
+      }
     }
     if (this.correlation !== undefined) event.correlation = this.correlation;
     // Key order is the envelope's declared order; the text is built from cached parts because
@@ -177,18 +192,6 @@ export function withoutPayloads(type: EventType, payload: Record<string, Json>):
   if (key === undefined || payload[key] === undefined) return payload;
   const { [key]: value, ...rest } = payload;
   return { ...rest, ...digestMembers(key, value) };
-}
-
-/** The payload itself when no member is `undefined` (the common case), else a copy without them. */
-function withoutUndefined<P extends object>(payload: P): P {
-  const members = payload as Record<string, unknown>;
-  for (const k in members) {
-    if (members[k] !== undefined) continue;
-    const out: Record<string, unknown> = {};
-    for (const m in members) if (members[m] !== undefined) out[m] = members[m];
-    return out as P;
-  }
-  return payload;
 }
 
 const workflows = new WeakMap<object, { workflow: EnvelopeFields['workflow']; workflowJson: string }>();

@@ -113,6 +113,44 @@ function errorWithPayload(payload: unknown): Error {
   return err;
 }
 
+/**
+ * The transpiled bindings (`--import-bindings hybrid`) ask an import for a canonical-ABI
+ * lowering of its own under this symbol, given the component's memory; they call it in place of
+ * their generic import path, which creates a task and a subtask around every call. An import is
+ * given one only when its parameters and results are strings, integers and their options and
+ * results, whose layout is fixed by the canonical ABI of wit/.
+ */
+const cabiLower = Symbol.for('cabiLower');
+
+type Realloc = (oldPtr: number, oldSize: number, align: number, newSize: number) => number;
+
+function withRawLowering<F extends (...args: any[]) => unknown>(fn: F, lower: (memory: WebAssembly.Memory, realloc: Realloc) => (...flat: number[]) => void): F {
+  return Object.assign(fn, { [cabiLower]: ({ memory, realloc }: { memory: WebAssembly.Memory; realloc: Realloc }) => lower(memory, realloc) });
+}
+
+/** A string result of a raw lowering: its UTF-8 in memory the component allocates; [pointer, length]. */
+function lowerString(memory: WebAssembly.Memory, realloc: Realloc, text: string): [number, number] {
+  const bytes = encoder.encode(text);
+  if (bytes.length === 0) return [1, 0];
+  const ptr = realloc(0, 0, 1, bytes.length);
+  new Uint8Array(memory.buffer, ptr, bytes.length).set(bytes);
+  return [ptr, bytes.length];
+}
+
+/** A string argument of a raw lowering: UTF-8 in the component's memory. */
+function utf8Text(memory: WebAssembly.Memory, ptr: number, len: number): string {
+  return decoder.decode(new Uint8Array(memory.buffer, ptr, len));
+}
+
+/**
+ * The bytes of a string argument, copied out of the component's memory. Its text comes from
+ * the engine's `JSON.stringify` (well-formed UTF-8), so these are the bytes that decoding and
+ * encoding it again would give.
+ */
+function utf8Bytes(memory: WebAssembly.Memory, ptr: number, len: number): Uint8Array {
+  return new Uint8Array(memory.buffer, ptr, len).slice();
+}
+
 export class EngineInstance {
   private exports: any;
   private staged: StagedWork = { commits: [], requests: [], cancels: [] };
@@ -202,40 +240,114 @@ export class EngineInstance {
   private versionedImports(): Record<string, unknown> {
     const host = this.host;
     const staged = () => this.staged;
+    const loadTail = (runId: string): { plan: string; checkpoint?: string; events: string; lastSeq: number } | undefined => {
+      try {
+        const tail = host.load(runId);
+        if (!tail) return undefined;
+        const planText = decoder.decode(tail.plan);
+        if (host.scripts && !host.scripts.loaded && needsScripts(planText)) throw new SandboxNotLoadedError(`run ${runId}`);
+        return { plan: planText, checkpoint: tail.checkpoint ? decoder.decode(tail.checkpoint) : undefined, events: decoder.decode(tail.events), lastSeq: tail.lastSeq };
+      } catch (err) {
+        const e = err as { code?: string; message?: string };
+        throw errorWithPayload({ code: typeof e.code === 'string' ? e.code : 'store.io', message: String(e.message ?? err) });
+      }
+    };
+    const stageCommit = (runId: string, expectedSeq: number, lastSeq: number, events: Uint8Array, checkpoint: Uint8Array | undefined, status: string) => {
+      const plan = expectedSeq === 0 ? this.newRunPlan : undefined;
+      staged().commits.push({
+        runId,
+        expectedSeq,
+        lastSeq,
+        events,
+        ...(checkpoint !== undefined ? { checkpoint } : {}),
+        ...(plan !== undefined ? { plan } : {}),
+        status,
+      });
+    };
     return {
       'gm-hz:workflow/journal@1.0.0': {
-        load(runId: string) {
-          try {
-            const tail = host.load(runId);
-            if (!tail) return undefined;
-            const planText = decoder.decode(tail.plan);
-            if (host.scripts && !host.scripts.loaded && needsScripts(planText)) throw new SandboxNotLoadedError(`run ${runId}`);
-            return { plan: planText, checkpoint: tail.checkpoint ? decoder.decode(tail.checkpoint) : undefined, events: decoder.decode(tail.events), lastSeq: tail.lastSeq };
-          } catch (err) {
-            const e = err as { code?: string; message?: string };
-            throw errorWithPayload({ code: typeof e.code === 'string' ? e.code : 'store.io', message: String(e.message ?? err) });
-          }
-        },
-        commit: (request: { runId: string; expectedSeq: number; lastSeq: number; events: string; checkpoint?: string; status: string }) => {
-          const plan = request.expectedSeq === 0 ? this.newRunPlan : undefined;
-          staged().commits.push({
-            runId: request.runId,
-            expectedSeq: request.expectedSeq,
-            lastSeq: request.lastSeq,
-            events: encoder.encode(request.events),
-            ...(request.checkpoint !== undefined ? { checkpoint: encoder.encode(request.checkpoint) } : {}),
-            ...(plan !== undefined ? { plan } : {}),
-            status: request.status,
-          });
-        },
+        load: withRawLowering(
+          loadTail,
+          // load(run-id) -> result<option<run-tail>, store-error>, written at `retPtr`: the result's
+          // case at +0; ok: the option's case at +4, then plan +8, checkpoint (option) +16,
+          // events +28, last-seq +36; err: code +4, message +12 (a string is its pointer and length).
+          (memory, realloc) => (runIdPtr: number, runIdLen: number, retPtr: number) => {
+            let tail: ReturnType<typeof loadTail>;
+            try {
+              tail = loadTail(utf8Text(memory, runIdPtr, runIdLen));
+            } catch (err) {
+              const payload = (err as { payload?: { code: string; message: string } }).payload;
+              if (!payload) throw err;
+              const code = lowerString(memory, realloc, payload.code);
+              const message = lowerString(memory, realloc, payload.message);
+              const view = new DataView(memory.buffer);
+              view.setUint8(retPtr, 1);
+              view.setUint32(retPtr + 4, code[0], true);
+              view.setUint32(retPtr + 8, code[1], true);
+              view.setUint32(retPtr + 12, message[0], true);
+              view.setUint32(retPtr + 16, message[1], true);
+              return;
+            }
+            if (tail === undefined) {
+              const view = new DataView(memory.buffer);
+              view.setUint8(retPtr, 0);
+              view.setUint8(retPtr + 4, 0);
+              return;
+            }
+            const plan = lowerString(memory, realloc, tail.plan);
+            const checkpoint = tail.checkpoint !== undefined ? lowerString(memory, realloc, tail.checkpoint) : undefined;
+            const events = lowerString(memory, realloc, tail.events);
+            const view = new DataView(memory.buffer);
+            view.setUint8(retPtr, 0);
+            view.setUint8(retPtr + 4, 1);
+            view.setUint32(retPtr + 8, plan[0], true);
+            view.setUint32(retPtr + 12, plan[1], true);
+            view.setUint8(retPtr + 16, checkpoint ? 1 : 0);
+            if (checkpoint) {
+              view.setUint32(retPtr + 20, checkpoint[0], true);
+              view.setUint32(retPtr + 24, checkpoint[1], true);
+            }
+            view.setUint32(retPtr + 28, events[0], true);
+            view.setUint32(retPtr + 32, events[1], true);
+            view.setUint32(retPtr + 36, tail.lastSeq >>> 0, true);
+          },
+        ),
+        commit: withRawLowering(
+          (request: { runId: string; expectedSeq: number; lastSeq: number; events: string; checkpoint?: string; status: string }) => {
+            stageCommit(request.runId, request.expectedSeq, request.lastSeq, encoder.encode(request.events), request.checkpoint !== undefined ? encoder.encode(request.checkpoint) : undefined, request.status);
+          },
+          // commit(request: commit-request), flattened: run-id, expected-seq, last-seq, events,
+          // checkpoint (option), status. The journal keeps the UTF-8 bytes the engine wrote.
+          (memory) => (runIdPtr: number, runIdLen: number, expectedSeq: number, lastSeq: number, eventsPtr: number, eventsLen: number, hasCheckpoint: number, checkpointPtr: number, checkpointLen: number, statusPtr: number, statusLen: number) => {
+            if (hasCheckpoint !== 0 && hasCheckpoint !== 1) throw new TypeError('invalid variant discriminant for option');
+            stageCommit(
+              utf8Text(memory, runIdPtr, runIdLen),
+              expectedSeq >>> 0,
+              lastSeq >>> 0,
+              utf8Bytes(memory, eventsPtr, eventsLen),
+              hasCheckpoint === 1 ? utf8Bytes(memory, checkpointPtr, checkpointLen) : undefined,
+              utf8Text(memory, statusPtr, statusLen),
+            );
+          },
+        ),
       },
       'gm-hz:workflow/gateway@1.0.0': {
-        request(json: string) {
-          staged().requests.push(JSON.parse(json) as GatewayRequest);
-        },
-        cancel(invocationId: string, reason: string) {
-          staged().cancels.push({ invocationId, reason });
-        },
+        request: withRawLowering(
+          (json: string) => {
+            staged().requests.push(JSON.parse(json) as GatewayRequest);
+          },
+          (memory) => (ptr: number, len: number) => {
+            staged().requests.push(JSON.parse(utf8Text(memory, ptr, len)) as GatewayRequest);
+          },
+        ),
+        cancel: withRawLowering(
+          (invocationId: string, reason: string) => {
+            staged().cancels.push({ invocationId, reason });
+          },
+          (memory) => (idPtr: number, idLen: number, reasonPtr: number, reasonLen: number) => {
+            staged().cancels.push({ invocationId: utf8Text(memory, idPtr, idLen), reason: utf8Text(memory, reasonPtr, reasonLen) });
+          },
+        ),
       },
       'gm-hz:workflow/sandbox@1.0.0': {
         evaluate(source: string, input: string, limits: ScriptLimits) {
