@@ -3,8 +3,9 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { RuntimeOptions } from '../runtime.js';
-import { UsageError } from './args.js';
+import type { DeliveryOptions, RuntimeOptions, WorkflowRuntime } from '../runtime.js';
+import { optionString, UsageError, type ParsedArgs } from './args.js';
+import { deliveryOptionsFromArgs } from './commands/deliveries.js';
 
 export interface HostModule extends RuntimeOptions {
   /** Where the config file lives; a relative `dir` is resolved against it. */
@@ -24,4 +25,30 @@ export async function loadHostModule(configPath: string | undefined): Promise<Ho
   const config = (mod.default ?? mod) as HostModule;
   if (config === null || typeof config !== 'object') throw new UsageError(`host module ${file} must export an object (default export or named exports)`);
   return { ...config, configDir: dirname(file) };
+}
+
+/**
+ * The runtime a command works on: the host module's options, then `--dir`, `--store` (or
+ * AGENT_WORKFLOW_STORE), the delivery options and `--otlp` (or OTEL_EXPORTER_OTLP_ENDPOINT).
+ */
+export async function openRuntime(args: ParsedArgs): Promise<WorkflowRuntime> {
+  const host = await loadHostModule(optionString(args, 'config'));
+  const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : undefined);
+  // Loaded on demand: the router's commands must not load better-sqlite3.
+  const { WorkflowRuntime } = await import('../runtime.js');
+  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
+  const delivery = deliveryOptionsFromArgs(args, host as { delivery?: DeliveryOptions });
+  // Spans of the runs this process commits go to a collector when one is named (see docs/observability.md).
+  const otlpUrl = optionString(args, 'otlp') ?? (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined);
+  return WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}), ...(delivery ? { delivery } : {}), ...(otlpUrl ? { telemetry: { ...(host as { telemetry?: object }).telemetry, otlpUrl } } : {}) });
+}
+
+/** Runs `fn` on the command's runtime and closes it, whatever `fn` does. */
+export async function withRuntime<T>(args: ParsedArgs, fn: (rt: WorkflowRuntime) => Promise<T> | T): Promise<T> {
+  const rt = await openRuntime(args);
+  try {
+    return await fn(rt);
+  } finally {
+    await rt.close();
+  }
 }

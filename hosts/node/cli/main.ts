@@ -7,16 +7,16 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { portableIdSource } from '../../../engine/protocol/ids.js';
 import { isTerminalStatus } from '../../../engine/protocol/statuses.js';
-import type { DeliveryOptions, WorkflowRuntime } from '../runtime.js';
+import type { WorkflowRuntime } from '../runtime.js';
 import { extraCommands } from './commands/index.js';
 import { resolveRunTarget, runPublished } from './commands/catalog.js';
-import { deliveryOptionsFromArgs, deliveryTargetFromArgs } from './commands/deliveries.js';
+import { deliveryTargetFromArgs } from './commands/deliveries.js';
 import { printQueued } from './queued.js';
 
 import { CliError as WorkflowError, type CliCommand } from './command.js';
 import { parseArgs, optionString, UsageError, type ParsedArgs } from './args.js';
 import { exitCodeForError, exitCodes } from './exit-codes.js';
-import { loadHostModule } from './host-module.js';
+import { loadHostModule, openRuntime, withRuntime } from './host-module.js';
 import { commandUsage, overviewUsage, usageTable } from './usage.js';
 
 export { exitCodes };
@@ -80,17 +80,6 @@ async function readDependencies(args: ParsedArgs): Promise<{ template: unknown; 
   return out;
 }
 
-async function openRuntime(args: ParsedArgs): Promise<WorkflowRuntime> {
-  const host = await loadHostModule(optionString(args, 'config'));
-  const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : undefined);
-  // Loaded on demand: the router's commands must not load better-sqlite3.
-  const { WorkflowRuntime } = await import('../runtime.js');
-  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
-  const delivery = deliveryOptionsFromArgs(args, host as { delivery?: DeliveryOptions });
-  // Spans of the runs this process commits go to a collector when one is named (see docs/observability.md).
-  const otlpUrl = optionString(args, 'otlp') ?? (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined);
-  return WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}), ...(delivery ? { delivery } : {}), ...(otlpUrl ? { telemetry: { ...(host as { telemetry?: object }).telemetry, otlpUrl } } : {}) });
-}
 
 /** The W3C trace context a launch joins: `--traceparent`, else the environment's `TRACEPARENT`. */
 function traceparentOf(args: ParsedArgs): string | undefined {
@@ -117,14 +106,6 @@ function need(args: ParsedArgs, count: number, what: string): string[] {
   return args.positional;
 }
 
-async function withRuntime<T>(args: ParsedArgs, fn: (rt: WorkflowRuntime) => Promise<T>): Promise<T> {
-  const rt = await openRuntime(args);
-  try {
-    return await fn(rt);
-  } finally {
-    await rt.close();
-  }
-}
 
 const commands: Record<string, CliCommand> = {
   validate: {

@@ -3,13 +3,12 @@
 // better-sqlite3 is loaded only when a command opens the runtime (the router must not load it).
 import { printQueued } from '../queued.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { parseRevisionRef } from '../../catalog.js';
 import type { DeliveryTarget, LaunchTarget, WorkflowRuntime } from '../../runtime.js';
 import { migrateTemplate } from '../../template-migration.js';
 import { optionString, UsageError, type ParsedArgs } from '../args.js';
 import { CliError, type CliCommand } from '../command.js';
-import { loadHostModule } from '../host-module.js';
+import { withRuntime } from '../host-module.js';
 
 const cliApiVersion = 'agent-workflow.cli/v1';
 const exit = { ok: 0, runFailed: 1, invalid: 3, paused: 4, cancelled: 5 } as const;
@@ -47,19 +46,6 @@ function integerOption(args: ParsedArgs, name: string, required: boolean): numbe
   return Number(text);
 }
 
-async function withRuntime<T>(args: ParsedArgs, fn: (rt: WorkflowRuntime) => Promise<T> | T): Promise<T> {
-  const host = await loadHostModule(optionString(args, 'config'));
-  const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : undefined);
-  const { WorkflowRuntime } = await import('../../runtime.js');
-  // The catalog lives in the journal's store, SQLite or PostgreSQL: the same --store as `run`.
-  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
-  const rt = await WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}) });
-  try {
-    return await fn(rt);
-  } finally {
-    await rt.close();
-  }
-}
 
 const by = (args: ParsedArgs) => optionString(args, 'by') ?? process.env.USER ?? 'cli';
 

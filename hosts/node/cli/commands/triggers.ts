@@ -2,7 +2,6 @@
 // the trigger pipeline `serve` runs (its deployment, and fault injection for crash tests).
 // better-sqlite3 is loaded only when a command opens the runtime (the router must not load it).
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import type { BindingSource, BindingState } from '../../bindings.js';
 import type { TriggerPipeline } from '../../ingress.js';
 import { parseRevisionRef } from '../../catalog.js';
@@ -11,7 +10,7 @@ import type { WorkflowRuntime } from '../../runtime.js';
 import type { IngressStatus } from '../../trigger-storage.js';
 import { optionString, UsageError, type ParsedArgs } from '../args.js';
 import { CliError, type CliCommand } from '../command.js';
-import { loadHostModule } from '../host-module.js';
+import { withRuntime } from '../host-module.js';
 
 const cliApiVersion = 'agent-workflow.cli/v1';
 
@@ -32,18 +31,6 @@ function progress(message: string): void {
   process.stderr.write(`${message}\n`);
 }
 
-async function withRuntime<T>(args: ParsedArgs, fn: (rt: WorkflowRuntime) => Promise<T> | T): Promise<T> {
-  const host = await loadHostModule(optionString(args, 'config'));
-  const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : undefined);
-  const { WorkflowRuntime } = await import('../../runtime.js');
-  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
-  const rt = await WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}) });
-  try {
-    return await fn(rt);
-  } finally {
-    await rt.close();
-  }
-}
 
 const by = (args: ParsedArgs) => optionString(args, 'by') ?? process.env.USER ?? 'cli';
 
