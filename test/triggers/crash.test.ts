@@ -3,22 +3,13 @@
 // the commit) or right after the commit. On SQLite and on PostgreSQL the store then holds either
 // nothing (the sender's retry launches the run) or both the `launched` record and its run (the
 // retry is a duplicate, and a worker runs it).
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { pgUrl, testSchema } from '../helpers/postgres.js';
 import { cliOk, echo, postHook, publishBinding, publishTemplate, serve, until, world, type World } from './helpers.js';
 
 const secret = 'crash-secret';
-const schema = `adw_trig_crash_${randomBytes(4).toString('hex')}`;
+const schema = testSchema('adw_trig_crash');
 
-beforeAll(async () => assertPostgresReachable());
-afterAll(async () => {
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  await client.end();
-});
 
 const stores: [string, Record<string, string>][] = [
   ['SQLite', {}],

@@ -1,28 +1,19 @@
 // Bindings and the trigger pipeline against the built host, on SQLite (a real file) and on
 // PostgreSQL (a schema of its own): the binding states, the mapping checked at publish, every
 // step's record in the ingress journal, and one run per event under concurrent admissions.
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TriggerPipeline, WorkflowRuntime, ingressRunId } from '../../dist/hosts/node/index.js';
-import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
+import { pgUrl, testSchema } from '../helpers/postgres.js';
 import { tempDir } from '../helpers/node-host.js';
 import { WebhookReceiver } from '../helpers/webhook-receiver.js';
 import { echo } from './helpers.js';
 
-const schema = `adw_trig_${randomBytes(4).toString('hex')}`;
+const schema = testSchema('adw_trig');
 const stores: [string, () => string][] = [
   ['SQLite', () => `${tempDir('adw-trig-')}/workflow.db`],
   ['PostgreSQL', () => `${pgUrl}?schema=${schema}`],
 ];
 
-beforeAll(async () => assertPostgresReachable());
-afterAll(async () => {
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  await client.end();
-});
 
 async function open(store: string): Promise<WorkflowRuntime> {
   return WorkflowRuntime.open({ store, log: () => undefined, tools: { echo: (i: { text: string }) => ({ text: i.text }) } });

@@ -1,25 +1,16 @@
 // The webhook adapter over real HTTP on loopback: two `agent-workflow serve --http` processes on
 // one store (a SQLite file; a PostgreSQL schema). Every refusal is answered with its status and code and recorded in the ingress
 // journal; one event delivered 1,000 times at once to two processes makes exactly one run.
-import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
+import { pgUrl, testSchema } from '../helpers/postgres.js';
 import { cliOk, echo, postHook, publishBinding, publishTemplate, serve, until, world, type Server, type World } from './helpers.js';
 
 const secret = 'whsec-test-1234567890';
 const env = { HOOK_SECRET: secret };
 const opensslHex = '49f24e537407743fa4a0242bb63b94b9a47ee99cbbe071ccd8a22550ae411686';
 
-const schema = `adw_trig_hook_${randomBytes(4).toString('hex')}`;
-beforeAll(async () => assertPostgresReachable());
-afterAll(async () => {
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  await client.end();
-});
+const schema = testSchema('adw_trig_hook');
 
 const stores: [string, Record<string, string>][] = [
   ['SQLite', {}],
