@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { cgroupMemory, childMemoryCgroup, tempDir } from './helpers.js';
+import { cgroupMemory, childMemoryCgroup, spawnInCgroup, tempDir } from './helpers.js';
 
 const { FileJournalStore } = await import('../../dist/hosts/router/index.js');
 
@@ -58,7 +58,7 @@ describe('router compaction memory', () => {
     try {
       const command = [process.execPath, ...memoryFlags, script, dir];
       const child = cgroup.dir
-        ? spawn('/bin/sh', ['-c', 'echo $$ > "$CG/cgroup.procs" && exec "$@"', 'sh', ...command], { env: { ...process.env, CG: cgroup.dir }, stdio: ['ignore', 'pipe', 'inherit'] })
+        ? spawnInCgroup(cgroup.dir, command, ['ignore', 'pipe', 'inherit'])
         : spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'inherit'] });
       let stdout = '';
       child.stdout!.on('data', (c) => (stdout += c));

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { CommitEntry } from '../../hosts/core/store.js';
 
@@ -111,4 +111,22 @@ export function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Starts `command` inside the memory cgroup `dir` from its first byte: a shell puts itself into
+ * the group, then execs the command (a re-executed router child included).
+ */
+export function spawnInCgroup(dir: string, command: string[], stdio: StdioOptions = ['ignore', 'pipe', 'pipe']): ChildProcess {
+  return spawn('/bin/sh', ['-c', 'echo $$ > "$CG/cgroup.procs" && exec "$@"', 'sh', ...command], { env: { ...process.env, CG: dir }, stdio });
+}
+
+/** Runs `command` inside the memory cgroup `dir` to its exit; its exit code and output. */
+export function runInCgroup(dir: string, command: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawnInCgroup(dir, command);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c) => (stdout += c));
+  child.stderr!.on('data', (c) => (stderr += c));
+  return new Promise((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
 }

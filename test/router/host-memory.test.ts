@@ -3,38 +3,18 @@
 // profile. Asserts: every run completed, no OOM kill. Prints: cgroup memory peak, process peak
 // RSS, p95 of the journal commit latency. Skipped, with the reason printed, only where a child
 // memory cgroup cannot be created.
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from './helpers.js';
+import { childMemoryCgroup, runInCgroup, tempDir } from './helpers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const cliJs = path.join(root, 'dist/hosts/router/cli.js');
 const fixtures = path.join(root, 'test/router/fixtures');
 const limitBytes = 128 * 1024 * 1024;
 
-function childCgroup(): { dir?: string; reason?: string } {
-  const line = fs.readFileSync('/proc/self/cgroup', 'utf8').split('\n').find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
-  if (!line) return { reason: 'no cgroup v1 memory controller in /proc/self/cgroup' };
-  const own = line.slice(line.indexOf(':', line.indexOf(':') + 1) + 1);
-  const dir = path.join('/sys/fs/cgroup/memory', own, `router-test-${process.pid}`);
-  try {
-    fs.mkdirSync(dir);
-    fs.writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(limitBytes));
-    return { dir };
-  } catch (err) {
-    try {
-      fs.rmdirSync(dir);
-    } catch {
-      // never created
-    }
-    return { reason: `cannot create a child memory cgroup at ${dir}: ${(err as Error).message}` };
-  }
-}
-
-const cgroup = childCgroup();
+const cgroup = childMemoryCgroup('router-test', limitBytes);
 if (cgroup.reason) console.log(`router memory test skipped: ${cgroup.reason}`);
 
 describe('router host in a 128 MiB memory cgroup', () => {
@@ -44,15 +24,7 @@ describe('router host in a 128 MiB memory cgroup', () => {
     try {
       // The shell puts itself into the cgroup, then execs node: everything the router starts
       // (the re-executed child with the memory flags included) is inside from its first byte.
-      const child = spawn('/bin/sh', ['-c', 'echo $$ > "$CG/cgroup.procs" && exec "$@"', 'sh', process.execPath, cliJs, 'start', '--dir', state, '--profile', 'edge', '--config', path.join(fixtures, 'examples-host.mjs'), '--runs', path.join(fixtures, 'examples-runs.json'), '--cadence-ms', '2', '--until-idle'], {
-        env: { ...process.env, CG: cg },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout!.on('data', (c) => (stdout += c));
-      child.stderr!.on('data', (c) => (stderr += c));
-      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      const { code, stdout, stderr } = await runInCgroup(cg, [process.execPath, cliJs, 'start', '--dir', state, '--profile', 'edge', '--config', path.join(fixtures, 'examples-host.mjs'), '--runs', path.join(fixtures, 'examples-runs.json'), '--cadence-ms', '2', '--until-idle']);
       const read = (name: string) => fs.readFileSync(path.join(cg, name), 'utf8').trim();
       const oom = Object.fromEntries(read('memory.oom_control').split('\n').map((l) => l.split(' ')).map(([k, v]) => [k, Number(v)]));
       const peak = Number(read('memory.max_usage_in_bytes'));

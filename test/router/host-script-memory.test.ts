@@ -4,12 +4,11 @@
 // more than the profile's `scriptMemoryBytesMax` is refused at launch (`router.script-budget`),
 // alone, before it can grow the process past the cgroup. Skipped, with the reason printed, only
 // where a child memory cgroup cannot be created.
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { cgroupMemory, childMemoryCgroup, tempDir } from './helpers.js';
+import { cgroupMemory, childMemoryCgroup, runInCgroup, tempDir } from './helpers.js';
 
 const { FileJournalStore } = await import('../../dist/hosts/router/index.js');
 
@@ -38,15 +37,7 @@ describe('router scripts in a 128 MiB memory cgroup', () => {
       write('fill-each.json', template('fill-each', { uses: 'core.foreach@1', config: { maxConcurrency: 2, failurePolicy: 'continue', body: { uses: 'core.script@1', config: { limits: { fuel: 100_000 }, source: fill } } }, inputs: { items: { source: 'input', path: '/items' } } }));
       write('runs.json', [{ template: 'fill.json' }, { template: 'greedy.json' }, { template: 'fill-each.json', input: { items: [1, 2, 3, 4] } }]);
       const state = path.join(work, 'state');
-      // The shell puts itself into the cgroup, then execs node: the re-executed router is inside from its first byte.
-      const child = spawn('/bin/sh', ['-c', 'echo $$ > "$CG/cgroup.procs" && exec "$@"', 'sh', process.execPath, cliJs, 'start', '--dir', state, '--profile', 'edge', '--runs', path.join(work, 'runs.json'), '--cadence-ms', '2', '--until-idle'], {
-        env: { ...process.env, CG: cg },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      child.stdout!.on('data', (c) => (stdout += c));
-      child.stderr!.on('data', () => undefined);
-      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      const { code, stdout } = await runInCgroup(cg, [process.execPath, cliJs, 'start', '--dir', state, '--profile', 'edge', '--runs', path.join(work, 'runs.json'), '--cadence-ms', '2', '--until-idle']);
       const memory = cgroupMemory(cg);
       const lines = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
       const summary = lines.find((l) => l.kind === 'RouterSummary');
@@ -97,15 +88,7 @@ describe('router scripts in a 128 MiB memory cgroup', () => {
       fs.writeFileSync(path.join(work, 'runs.json'), JSON.stringify([{ template: 'oom.json' }]));
       const state = path.join(work, 'state');
       const start = async (extra: string[]) => {
-        const child = spawn('/bin/sh', ['-c', 'echo $$ > "$CG/cgroup.procs" && exec "$@"', 'sh', process.execPath, cliJs, 'start', '--dir', state, '--profile', 'edge', '--config', path.join(work, 'host.mjs'), '--cadence-ms', '2', '--until-idle', ...extra], {
-          env: { ...process.env, CG: cg },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let stdout = '';
-        let stderr = '';
-        child.stdout!.on('data', (c) => (stdout += c));
-        child.stderr!.on('data', (c) => (stderr += c));
-        const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+        const { code, stdout, stderr } = await runInCgroup(cg, [process.execPath, cliJs, 'start', '--dir', state, '--profile', 'edge', '--config', path.join(work, 'host.mjs'), '--cadence-ms', '2', '--until-idle', ...extra]);
         return { code, stderr, lines: stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)) };
       };
       const first = await start(['--runs', path.join(work, 'runs.json')]);
