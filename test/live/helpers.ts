@@ -4,7 +4,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { run, start, type World } from '../ownership/helpers.js';
 
+import { template } from '../ownership/helpers.js';
 export { template, until, writeTemplate } from '../ownership/helpers.js';
+
+/** A run that pauses for an approval of `gate`, then calls the echo tool and ends. */
+export function gatedTemplate(id: string) {
+  return template(
+    id,
+    [
+      { id: 'gate', uses: 'human.approval@1', config: { prompt: 'go?' } },
+      { id: 'after', uses: 'tool.call@1', config: { tool: 'echo' } },
+    ],
+    [
+      ['start', 'gate'],
+      ['gate', 'after'],
+      ['after', 'end'],
+    ],
+    { requires: ['approval', 'tool:echo'] },
+  );
+}
 
 const hostModule = new URL('./fixtures/host.mjs', import.meta.url).pathname;
 

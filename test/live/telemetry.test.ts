@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
-import { jsonLines, liveWorld, runCli, template, writeTemplate } from './helpers.js';
+import { gatedTemplate, jsonLines, liveWorld, runCli, writeTemplate } from './helpers.js';
 import { receiver, type ReceivedSpan } from './otlp-receiver.js';
 
 /** A loopback port nothing listens on (bound, then released). */
@@ -172,19 +172,7 @@ describe('OpenTelemetry export', () => {
     const otlp = await receiver();
     closers.push(otlp.close);
     const w = liveWorld();
-    const gated = template(
-      'cli-gated',
-      [
-        { id: 'gate', uses: 'human.approval@1', config: { prompt: 'go?' } },
-        { id: 'after', uses: 'tool.call@1', config: { tool: 'echo' } },
-      ],
-      [
-        ['start', 'gate'],
-        ['gate', 'after'],
-        ['after', 'end'],
-      ],
-      { requires: ['approval', 'tool:echo'] },
-    );
+    const gated = gatedTemplate('cli-gated');
     const launched = await runCli(w, ['run', writeTemplate(w, 'cli-gated', gated), '--otlp', otlp.url, '--traceparent', traceparent]);
     expect(launched.code).toBe(4);
     const runId = jsonLines(launched.stdout).at(-1).runId as string;

@@ -1,21 +1,9 @@
 // `trace --follow` in its own process on a run that pauses for approval: another CLI process
 // approves it, and the trace prints the approval and the end, then exits as `run` would.
 import { describe, expect, it } from 'vitest';
-import { jsonLines, liveWorld, runCli, startCli, template, until, writeTemplate } from './helpers.js';
+import { gatedTemplate, jsonLines, liveWorld, runCli, startCli, until, writeTemplate } from './helpers.js';
 
-const gated = template(
-  'gated',
-  [
-    { id: 'gate', uses: 'human.approval@1', config: { prompt: 'go?' } },
-    { id: 'after', uses: 'tool.call@1', config: { tool: 'echo' } },
-  ],
-  [
-    ['start', 'gate'],
-    ['gate', 'after'],
-    ['after', 'end'],
-  ],
-  { requires: ['approval', 'tool:echo'] },
-);
+const gated = gatedTemplate('gated');
 
 describe('trace --follow', () => {
   it('prints the approval from another process and the end, and exits with the completed code', async () => {
