@@ -23,6 +23,15 @@ export function launchChromium(): Promise<Browser> {
   });
 }
 
+/** A new page on the replay page at `url`, watched (`watchPage`), once the page is ready. */
+export async function openReplayPage(browser: Browser, url: string, viewport?: { width: number; height: number }): Promise<{ page: Page; problems: string[] }> {
+  const page = await browser.newPage(viewport ? { viewport } : {});
+  const problems = watchPage(page);
+  await page.goto(url);
+  await page.waitForSelector('body[data-ready=idle]', { timeout: 30_000 });
+  return { page, problems };
+}
+
 /** Page errors and failed requests, so a test can require that there were none. */
 export function watchPage(page: Page): string[] {
   const problems: string[] = [];

@@ -9,7 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveReplay, type ReplayServer } from '../../dist/hosts/browser/serve.js';
 import { chain, openRuntime } from '../helpers/node-host.js';
-import { launchChromium, openFile, replayInPage, watchPage, writeJson } from './page-driver.js';
+import { openReplayPage, launchChromium, openFile, replayInPage, writeJson } from './page-driver.js';
 
 const chargeId = 'charge-the-customer-card-for-order';
 
@@ -61,10 +61,7 @@ beforeAll(async () => {
   [browser, server] = await Promise.all([launchChromium(), serveReplay()]);
   attention = await needsAttentionExport();
   tampered = await tamperedExport();
-  page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  problems = watchPage(page);
-  await page.goto(server.url);
-  await page.waitForSelector('body[data-ready=idle]', { timeout: 30_000 });
+  ({ page, problems } = await openReplayPage(browser, server.url, { width: 1400, height: 1000 }));
 }, 90_000);
 
 afterAll(async () => {

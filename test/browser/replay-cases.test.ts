@@ -10,7 +10,7 @@ import { serveReplay, type ReplayServer } from '../../dist/hosts/browser/serve.j
 import { parseExport, replayExport } from '../../dist/hosts/node/export.js';
 import { caseNames, loadCase } from '../helpers/cases.js';
 import { openRuntime } from '../helpers/node-host.js';
-import { launchChromium, openFile, replayInPage, root, watchPage, writeJson } from './page-driver.js';
+import { openReplayPage, launchChromium, openFile, replayInPage, root, writeJson } from './page-driver.js';
 
 const names = existsSync(join(root, 'test', 'cases')) ? caseNames() : [];
 
@@ -40,10 +40,7 @@ describe.runIf(names.length > 0)('browser replay page: test/cases', () => {
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'adw-browser-cases-'));
     [browser, server] = await Promise.all([launchChromium(), serveReplay()]);
-    page = await browser.newPage();
-    problems = watchPage(page);
-    await page.goto(server.url);
-    await page.waitForSelector('body[data-ready=idle]', { timeout: 30_000 });
+    ({ page, problems } = await openReplayPage(browser, server.url));
   }, 60_000);
 
   afterAll(async () => {

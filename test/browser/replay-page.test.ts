@@ -8,7 +8,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveReplay, type ReplayServer } from '../../dist/hosts/browser/serve.js';
 import { parseExport, replayExport } from '../../dist/hosts/node/export.js';
-import { drawnStates, launchChromium, lineOfPageReport, nodeReplayLine, openFile, replayInPage, reportOfLine, root, runExample, watchPage, writeJson, type ExampleRun } from './page-driver.js';
+import { openReplayPage, drawnStates, launchChromium, lineOfPageReport, nodeReplayLine, openFile, replayInPage, reportOfLine, root, runExample, watchPage, writeJson, type ExampleRun } from './page-driver.js';
 
 const examples = ['weekly-report', 'echo', 'risk-branch', 'contracts-batch'];
 const outputDir = join(root, 'test-output', 'browser');
@@ -29,10 +29,7 @@ beforeAll(async () => {
   browser = b;
   server = s;
   for (const r of made) runs.set(r.name, r);
-  page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  problems = watchPage(page);
-  await page.goto(server.url);
-  await page.waitForSelector('body[data-ready=idle]', { timeout: 30_000 });
+  ({ page, problems } = await openReplayPage(browser, server.url, { width: 1400, height: 1000 }));
 }, 90_000);
 
 afterAll(async () => {
