@@ -10,28 +10,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
+import { arg, echoSweep } from './sweep.mjs';
 
-const arg = (name, dflt) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] : dflt);
 const items = Number(arg('items', 1000));
 const rounds = Number(arg('rounds', 5));
 
-const template = {
-  apiVersion: 'workflow.gm-hz.dev/v1alpha1',
-  kind: 'WorkflowTemplate',
-  metadata: { id: 'bench-otel' },
-  spec: {
-    requires: ['tool:echo'],
-    nodes: [
-      { id: 'start', uses: 'core.start@1' },
-      { id: 'each', uses: 'core.foreach@1', config: { maxConcurrency: 16, maxItems: 10_000, body: { uses: 'tool.call@1', config: { tool: 'echo', idempotent: true } } }, inputs: { items: { source: 'input', path: '/items' } } },
-      { id: 'end', uses: 'core.end@1' },
-    ],
-    edges: [
-      { from: 'start', to: 'each' },
-      { from: 'each', to: 'end' },
-    ],
-  },
-};
+const template = echoSweep('bench-otel');
 
 let received = 0;
 const receiver = createServer((req, res) => {
