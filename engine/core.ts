@@ -126,13 +126,13 @@ export class EngineCore {
       runId: request.runId,
       seq: state.seq,
       activation: state.activation,
-      events: activation.events.length,
+      events: activation.eventCount,
       ...projectRun(state, graph),
     };
     if (state.capture === 'metadata') summary.payloadsKept = false;
-    if (activation.events.length === 0) return summary;
+    if (activation.eventCount === 0) return summary;
 
-    const expectedSeq = activation.events[0].seq - 1;
+    const expectedSeq = activation.seqBefore;
     const terminal = isTerminalStatus(state.status);
     let checkpoint: string | undefined;
     // A checkpoint when the run comes to rest (paused or ended) and after every
@@ -143,7 +143,7 @@ export class EngineCore {
       checkpoint = JSON.stringify(activation.run.capture === 'metadata' ? checkpointWithoutPayloads(activation.run) : activation.run);
     }
     summary.seq = activation.run.seq;
-    summary.events = activation.events.length;
+    summary.events = activation.eventCount;
     this.host.commit({
       runId: request.runId,
       expectedSeq,

@@ -1,10 +1,13 @@
 #!/usr/bin/env node
-// The router's memory table: each row is one fresh router process (through its entry, so the
-// memory flags apply) inside a fresh child cgroup v1 memory group of 128 MiB, run to idle
+// The router's memory table: each row is one fresh router process, started the way docs/router.md
+// tells operators to (the `agent-workflow-router` launcher, which execs Node with the memory
+// flags; the `-reexec` rows start `agent-workflow router start`, which re-executes itself with
+// them and keeps its wrapper process in the group) inside a fresh child cgroup v1 memory group of 128 MiB, run to idle
 // (`--until-idle`). Prints per row the cgroup peak (`memory.max_usage_in_bytes`, page cache
 // included), the process peak RSS, failcnt, OOM kills and the wall time. Never fails a build.
 //
-//   node bench/router/memory-table.mjs [row …]      rows: edge-16 standalone-16 edge-1000 standalone-1000 edge-foreach-5000 standalone-foreach-5000
+//   node bench/router/memory-table.mjs [row …]      rows: edge-16 standalone-16 edge-1000 standalone-1000
+//                                                   edge-foreach-5000 standalone-foreach-5000 edge-foreach-5000-reexec
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -12,7 +15,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const cliJs = join(root, 'dist/hosts/router/cli.js');
+const launcher = join(root, 'dist/hosts/router/agent-workflow-router');
+const mainJs = join(root, 'dist/hosts/node/cli/main.js');
 const fixtures = join(root, 'test/router/fixtures');
 const limitBytes = 128 * 2 ** 20;
 
@@ -63,7 +67,7 @@ async function runRow(row, parent) {
   mkdirSync(cg);
   writeFileSync(join(cg, 'memory.limit_in_bytes'), String(limitBytes));
   const t0 = performance.now();
-  const child = spawn('/bin/sh', ['-c', 'echo $$ > "$CG/cgroup.procs" && exec "$@"', 'sh', process.execPath, cliJs, 'start', '--dir', join(work, 'state'), '--profile', row.profile, '--config', join(fixtures, 'examples-host.mjs'), '--runs', manifestFor(work, row), '--cadence-ms', '2', '--until-idle'], {
+  const child = spawn('/bin/sh', ['-c', 'echo $$ > "$CG/cgroup.procs" && exec "$@"', 'sh', ...(row.reexec ? [process.execPath, mainJs, 'router'] : [launcher]), 'start', '--dir', join(work, 'state'), '--profile', row.profile, '--config', join(fixtures, 'examples-host.mjs'), '--runs', manifestFor(work, row), '--cadence-ms', '2', '--until-idle'], {
     env: { ...process.env, CG: cg },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -96,6 +100,7 @@ const rows = [
   { name: 'standalone-1000', profile: 'standalone', runs: 1000 },
   { name: 'edge-foreach-5000', profile: 'edge', foreach: 5000 },
   { name: 'standalone-foreach-5000', profile: 'standalone', foreach: 5000 },
+  { name: 'edge-foreach-5000-reexec', profile: 'edge', foreach: 5000, reexec: true },
 ];
 
 const parent = cgroupDir();

@@ -2,11 +2,12 @@
  * Node flags that keep a router inside its memory budget, and the re-execution that applies
  * them when the process was started without. Measured (docs/router.md): V8's optimizing wasm
  * tier pushes the peak RSS to 150–170 MB after thousands of engine calls; Liftoff only keeps it
- * near 100 MB. A small young generation and a capped old space bound the JS heap.
+ * near 100 MB. A small young generation and a capped old space bound the JS heap; `--expose-gc`
+ * lets the router collect the buffers its commits leave before V8 would (external-memory.ts).
  */
 import { spawn } from 'node:child_process';
 
-export const routerNodeFlags: readonly string[] = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'];
+export const routerNodeFlags: readonly string[] = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80', '--expose-gc'];
 
 /** Set in the re-executed child so that it never re-executes again, whatever its flags. */
 export const reexecEnv = 'AGENT_WORKFLOW_ROUTER_REEXEC';

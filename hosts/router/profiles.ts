@@ -30,6 +30,12 @@ export interface RouterProfile {
    * grows to 16 MiB + 32 MiB); the same router in a 72 MiB cgroup is OOM-killed.
    */
   scriptMemoryBytesMax: number;
+  /**
+   * Growth of the memory V8 keeps outside its heap (commit buffers, wasm memories) after which
+   * the router asks for a full garbage collection (external-memory.ts). Measured on a 5,000-item
+   * foreach in a 128 MiB cgroup (docs/router.md, memory table).
+   */
+  collectAfterExternalBytes: number;
 }
 
 export const profiles: Readonly<Record<RouterProfile['name'], RouterProfile>> = {
@@ -43,6 +49,7 @@ export const profiles: Readonly<Record<RouterProfile['name'], RouterProfile>> = 
     attemptsInFlightMax: 2,
     cadenceMs: 50,
     scriptMemoryBytesMax: 32 * 1024 * 1024,
+    collectAfterExternalBytes: 8 * 1024 * 1024,
   },
   standalone: {
     name: 'standalone',
@@ -54,6 +61,7 @@ export const profiles: Readonly<Record<RouterProfile['name'], RouterProfile>> = 
     attemptsInFlightMax: 16,
     cadenceMs: 10,
     scriptMemoryBytesMax: 32 * 1024 * 1024,
+    collectAfterExternalBytes: 8 * 1024 * 1024,
   },
 };
 

@@ -16,6 +16,7 @@
  * Call order: `open` (recovers what a previous process left) -> `launch`/`cancel`/`getRun` ...
  * -> `stop` (freeze admission, drain execution, settle, close storage).
  */
+import { ExternalMemoryCollector } from './external-memory.js';
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
@@ -130,6 +131,8 @@ export interface RouterStats {
   idleCycles: number;
   /** Delay before the next cycle now. */
   nextCycleDelayMs: number;
+  /** Full collections the router asked for (external-memory.ts; 0 without `--expose-gc`). */
+  memoryCollections: number;
 }
 
 export class RouterError extends HostError {
@@ -207,6 +210,7 @@ export class RouterHost {
     private readonly disposeScripts: () => void,
     readonly recovery: RecoveryReport,
     private readonly crashes: CrashLedger,
+    private readonly externalMemory: ExternalMemoryCollector,
   ) {
     this.delayMs = cadenceMs;
   }
@@ -225,7 +229,16 @@ export class RouterHost {
     mapErrors(RouterError, () => assertCaptureOptions(options.capture));
     const commitLatency = new LatencyRing();
     const acceptLoss = options.acceptLoss ?? false;
-    const store = FileJournalStore.open(dir, { observeCommit: (ms) => commitLatency.add(ms), acceptLoss });
+    // Checked after every group commit: a foreach of scripts commits thousands of times within
+    // one cadence cycle, and the buffers of each commit are garbage once it returns.
+    const externalMemory = new ExternalMemoryCollector(profile.collectAfterExternalBytes);
+    const store = FileJournalStore.open(dir, {
+      observeCommit: (ms) => {
+        commitLatency.add(ms);
+        externalMemory.check();
+      },
+      acceptLoss,
+    });
     const closers: (() => void)[] = [() => store.close()];
     try {
       const receipts = ReceiptLog.open(dir, Date.now, { acceptLoss });
@@ -264,7 +277,7 @@ export class RouterHost {
         queued: () => host?.nudge(),
       });
       const recovery: RecoveryReport = { runs: 0, settledFromReceipts: 0, rerun: 0, unknown: 0, orphansStopped: 0, receiptsRetired: 0, parked: 0 };
-      host = new RouterHost(profile, kernel, engine, store, commitLatency, receipts, gateway, localTools, resolveAuthority, log, options.cadenceMs ?? profile.cadenceMs, stopGraceMs, () => scripts.evaluator.dispose(), recovery, crashes);
+      host = new RouterHost(profile, kernel, engine, store, commitLatency, receipts, gateway, localTools, resolveAuthority, log, options.cadenceMs ?? profile.cadenceMs, stopGraceMs, () => scripts.evaluator.dispose(), recovery, crashes, externalMemory);
       await host.deriveProjections();
       host.recover();
       host.arm();
@@ -682,6 +695,7 @@ export class RouterHost {
       parked: this.crashes.parkedRuns().size,
       idleCycles: this.idleCycles,
       nextCycleDelayMs: this.delayMs,
+      memoryCollections: this.externalMemory.stats().collections,
     };
   }
 

@@ -8,13 +8,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { cgroupMemory, childMemoryCgroup, spawnInCgroup, tempDir } from './helpers.js';
+import { cgroupMemory, childMemoryCgroup, spawnInCgroup, tempDir, memoryFlags } from './helpers.js';
 
 const { FileJournalStore } = await import('../../dist/hosts/router/index.js');
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const script = path.join(root, 'test/router/fixtures/compact-journal.mjs');
-const memoryFlags = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'];
 const MiB = 2 ** 20;
 
 /** A journal of about `bytes`: runs of 200 events (300-byte payloads) in commits of 10, many runs per group commit. */

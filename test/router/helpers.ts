@@ -4,6 +4,10 @@ import * as path from 'node:path';
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { CommitEntry } from '../../hosts/core/store.js';
+import { routerNodeFlags } from '../../dist/hosts/router/memory-flags.js';
+
+/** The Node flags a router runs with (hosts/router/memory-flags.ts): started with them, it runs in place. */
+export const memoryFlags: readonly string[] = routerNodeFlags;
 
 export function tempDir(prefix = 'router-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));

@@ -6,14 +6,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { fileLines, tempDir, until } from './helpers.js';
+import { fileLines, tempDir, until, memoryFlags } from './helpers.js';
 
 const { RouterHost } = await import('../../dist/hosts/router/index.js');
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const cliJs = path.join(root, 'dist/hosts/router/cli.js');
 const fixtures = path.join(root, 'test/router/fixtures');
-const memoryFlags = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'];
 
 /** A non-idempotent local tool that appends its invocation id to `side` when it starts, then sleeps. */
 function slowTool(work: string, side: string, sleepSeconds: number) {

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from './helpers.js';
+import { tempDir, memoryFlags } from './helpers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const mainJs = path.join(root, 'dist/hosts/node/cli/main.js');
@@ -45,7 +45,7 @@ describe('router entry', () => {
     const started = out.lines.find((l) => l.kind === 'RouterStarted');
     // Re-executed: the router runs in a child of the process that was started, with the flags.
     expect(started.pid).not.toBe(out.pid);
-    expect(started.execArgv).toEqual(expect.arrayContaining(['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80']));
+    expect(started.execArgv).toEqual(expect.arrayContaining([...memoryFlags]));
     const summary = out.lines.find((l) => l.kind === 'RouterSummary');
     expect(summary.runs).toHaveLength(16);
     expect(summary.runs.every((r: any) => r.status === 'completed')).toBe(true);

@@ -7,13 +7,12 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { fileLines, tempDir, until } from './helpers.js';
+import { fileLines, tempDir, until, memoryFlags } from './helpers.js';
 
 const { RouterHost } = await import('../../dist/hosts/router/index.js');
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const cliJs = path.join(root, 'dist/hosts/router/cli.js');
-const memoryFlags = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'];
 
 const lines = fileLines;
 

@@ -6,14 +6,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir, until, operatorCli, alive } from './helpers.js';
+import { tempDir, until, operatorCli, alive, memoryFlags } from './helpers.js';
 
 const { FileJournalStore } = await import('../../dist/hosts/router/index.js');
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const mainJs = path.join(root, 'dist/hosts/node/cli/main.js');
 const cliJs = path.join(root, 'dist/hosts/router/cli.js');
-const memoryFlags = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'];
 
 
 const children: ChildProcess[] = [];

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from './helpers.js';
+import { tempDir, memoryFlags } from './helpers.js';
 
 const { RouterHost } = await import('../../dist/hosts/router/index.js');
 
@@ -18,7 +18,6 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const cliJs = path.join(root, 'dist/hosts/router/cli.js');
 const fixtures = path.join(root, 'test/router/fixtures');
 const iterations = 16;
-const memoryFlags = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'];
 
 function mulberry32(seed: number): () => number {
   let a = seed >>> 0;

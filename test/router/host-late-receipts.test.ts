@@ -8,11 +8,10 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fileLines, tempDir, until, operatorCli } from './helpers.js';
+import { fileLines, tempDir, until, operatorCli, memoryFlags } from './helpers.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const mainJs = path.join(root, 'dist/hosts/node/cli/main.js');
-const memoryFlags = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'];
 
 
 const routers: ChildProcess[] = [];

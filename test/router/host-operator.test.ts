@@ -8,14 +8,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { tempDir, until } from './helpers.js';
+import { tempDir, until, memoryFlags } from './helpers.js';
 
 const { parseExport } = await import('../../dist/hosts/core/export-format.js');
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const mainJs = path.join(root, 'dist/hosts/node/cli/main.js');
 const cases = path.join(root, 'test/cases');
-const memoryFlags = ['--liftoff-only', '--max-semi-space-size=2', '--max-old-space-size=80'];
 
 interface Done {
   code: number | null;
