@@ -8,11 +8,12 @@
 //
 //   node bench/router/memory-table.mjs [row …]      rows: edge-16 standalone-16 edge-1000 standalone-1000
 //                                                   edge-foreach-5000 standalone-foreach-5000 edge-foreach-5000-reexec
+//                                                   compaction-57mb (the store alone: a 57 MB journal opened and compacted with the router's flags)
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const launcher = join(root, 'dist/hosts/router/agent-workflow-router');
@@ -61,13 +62,26 @@ function manifestFor(work, row) {
   return file;
 }
 
+/** The command of a row: a router run to idle, or (`compactBytes`) a journal of that size compacted by the store alone. */
+async function commandFor(work, row) {
+  if (row.compactBytes) {
+    const { writeJournal } = await import(pathToFileURL(join(fixtures, 'write-journal.mjs')).href);
+    writeJournal(join(work, 'state'), row.compactBytes);
+    const { routerNodeFlags } = await import(pathToFileURL(join(root, 'dist/hosts/router/memory-flags.js')).href);
+    return [process.execPath, ...routerNodeFlags, join(fixtures, 'compact-journal.mjs'), join(work, 'state')];
+  }
+  const entry = row.reexec ? [process.execPath, mainJs, 'router'] : [launcher];
+  return [...entry, 'start', '--dir', join(work, 'state'), '--profile', row.profile, '--config', join(fixtures, 'examples-host.mjs'), '--runs', manifestFor(work, row), '--cadence-ms', '2', '--until-idle'];
+}
+
 async function runRow(row, parent) {
   const work = mkdtempSync(join(tmpdir(), `router-memory-${row.name}-`));
+  const command = await commandFor(work, row);
   const cg = join(parent, `router-memory-bench-${process.pid}-${row.name}`);
   mkdirSync(cg);
   writeFileSync(join(cg, 'memory.limit_in_bytes'), String(limitBytes));
   const t0 = performance.now();
-  const child = spawn('/bin/sh', ['-c', 'echo $$ > "$CG/cgroup.procs" && exec "$@"', 'sh', ...(row.reexec ? [process.execPath, mainJs, 'router'] : [launcher]), 'start', '--dir', join(work, 'state'), '--profile', row.profile, '--config', join(fixtures, 'examples-host.mjs'), '--runs', manifestFor(work, row), '--cadence-ms', '2', '--until-idle'], {
+  const child = spawn('/bin/sh', ['-c', 'echo $$ > "$CG/cgroup.procs" && exec "$@"', 'sh', ...command], {
     env: { ...process.env, CG: cg },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -77,13 +91,15 @@ async function runRow(row, parent) {
   const wallMs = performance.now() - t0;
   const read = (name) => readFileSync(join(cg, name), 'utf8').trim();
   const oom = Object.fromEntries(read('memory.oom_control').split('\n').map((l) => l.split(' ')));
-  const summary = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((l) => l.kind === 'RouterSummary');
+  const lines = stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const summary = lines.find((l) => l.kind === 'RouterSummary');
+  const compacted = row.compactBytes ? lines[0] : undefined;
   const out = {
     row: row.name,
     exit: code,
-    completed: summary ? `${summary.runs.filter((r) => r.status === 'completed').length}/${summary.runs.length}` : '-',
+    completed: summary ? `${summary.runs.filter((r) => r.status === 'completed').length}/${summary.runs.length}` : compacted ? `${(compacted.report.bytesBefore / 1e6).toFixed(0)} MB -> ${(compacted.report.bytesAfter / 1e6).toFixed(0)} MB` : '-',
     cgroupPeakMiB: +(Number(read('memory.max_usage_in_bytes')) / 2 ** 20).toFixed(1),
-    peakRssMiB: summary ? +(summary.peakRssBytes / 2 ** 20).toFixed(1) : undefined,
+    peakRssMiB: summary ? +(summary.peakRssBytes / 2 ** 20).toFixed(1) : compacted ? +(compacted.compactedRss / 2 ** 20).toFixed(1) : undefined,
     failcnt: Number(read('memory.failcnt')),
     oomKill: oom.oom_kill ?? 'n/a',
     wallS: +(wallMs / 1000).toFixed(1),
@@ -101,6 +117,7 @@ const rows = [
   { name: 'edge-foreach-5000', profile: 'edge', foreach: 5000 },
   { name: 'standalone-foreach-5000', profile: 'standalone', foreach: 5000 },
   { name: 'edge-foreach-5000-reexec', profile: 'edge', foreach: 5000, reexec: true },
+  { name: 'compaction-57mb', compactBytes: 57e6 },
 ];
 
 const parent = cgroupDir();

@@ -11,42 +11,11 @@ import { describe, expect, it } from 'vitest';
 import { cgroupMemory, childMemoryCgroup, spawnInCgroup, tempDir, memoryFlags } from './helpers.js';
 
 const { FileJournalStore } = await import('../../dist/hosts/router/index.js');
+const { writeJournal } = (await import('./fixtures/write-journal.mjs')) as { writeJournal: (dir: string, bytes: number) => number };
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const script = path.join(root, 'test/router/fixtures/compact-journal.mjs');
 const MiB = 2 ** 20;
-
-/** A journal of about `bytes`: runs of 200 events (300-byte payloads) in commits of 10, many runs per group commit. */
-function writeJournal(dir: string, bytes: number): number {
-  const store = FileJournalStore.open(dir);
-  const payload = 'x'.repeat(300);
-  let runs = 0;
-  try {
-    while (store.fileBytes < bytes) {
-      const group: any[] = [];
-      for (let r = 0; r < 20; r++, runs++) {
-        const runId = `run-${runs}`;
-        for (let seq = 0; seq < 200; seq += 10) {
-          const lines = [];
-          for (let i = seq + 1; i <= seq + 10; i++) lines.push(JSON.stringify({ runId, seq: i, type: 'node.completed', payload }));
-          group.push({
-            runId,
-            expectedSeq: seq,
-            lastSeq: seq + 10,
-            events: Buffer.from(lines.join('\n')),
-            status: seq === 190 ? 'completed' : 'running',
-            checkpoint: Buffer.from(JSON.stringify({ at: seq, pad: 'c'.repeat(2000) })),
-            ...(seq === 0 ? { plan: Buffer.from(JSON.stringify({ plan: runId, pad: 'p'.repeat(4000) })) } : {}),
-          });
-        }
-      }
-      store.commit(group);
-    }
-  } finally {
-    store.close();
-  }
-  return runs;
-}
 
 describe('router compaction memory', () => {
   it('compacts a ~24 MB journal for a few MiB over what opening it takes', async () => {
