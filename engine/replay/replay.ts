@@ -167,7 +167,12 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
   const plan = request.editedPlan ?? request.plan;
   const edited = request.editedPlan !== undefined && request.editedPlan.planHash !== request.plan.planHash;
   loadPlan(plan);
-  const produced: EventEnvelope[] = [];
+  // The replayed events are kept as the text the engine wrote; one is parsed only where the
+  // comparison with its recorded event needs it (a divergence, an older field order, an edited plan).
+  const produced: string[] = [];
+  const parsed: EventEnvelope[] = [];
+  const producedEvent = (i: number): EventEnvelope => (parsed[i] ??= JSON.parse(produced[i]) as EventEnvelope);
+  let producedSeq = 0;
   const requested = new Set<string>();
   const gatewayCalls: GatewayRequest[] = [];
   const core = new EngineCore({
@@ -175,9 +180,10 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
     checkSyntax: (source) => scripts.checkSyntax(source),
     // A run that ended is dropped from the hot set; evidence recorded after its end (a late
     // completion) activates it cold again, from the events replayed so far.
-    load: () => (produced.length === 0 ? undefined : { plan: JSON.stringify(plan), events: produced.map((e) => JSON.stringify(e)), lastSeq: produced[produced.length - 1].seq }),
+    load: () => (produced.length === 0 ? undefined : { plan: JSON.stringify(plan), events: produced, lastSeq: producedSeq }),
     commit: (c: CommitData) => {
-      for (const line of c.events) produced.push(JSON.parse(line) as EventEnvelope);
+      for (const line of c.events) produced.push(line);
+      producedSeq = c.lastSeq;
     },
     request: (r) => {
       requested.add(r.invocationId);
@@ -222,8 +228,10 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
   const n = Math.max(produced.length, events.length);
   for (let i = 0; i < n; i++) {
     const a = events[i];
-    const b = produced[i];
-    if (a && b && comparable(a, !edited) === comparable(b, !edited)) continue;
+    // The same text in the envelope's declared order is the same event; anything else is compared
+    // field by field.
+    if (a && i < produced.length && ((!edited && JSON.stringify(a) === produced[i]) || comparable(a, !edited) === comparable(producedEvent(i), !edited))) continue;
+    const b = i < produced.length ? producedEvent(i) : undefined;
     firstDivergence = {
       seq: i + 1,
       nodeId: (a?.node?.id ?? b?.node?.id ?? null) as Json,
@@ -234,8 +242,9 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
   }
   let recordedState: RunState | undefined;
   for (const e of events) recordedState = reduce(recordedState, e);
-  let replayedState: RunState | undefined;
-  for (const e of produced) replayedState = reduce(replayedState, e);
+  // Identical events against the same plan fold to the same state: folded once.
+  let replayedState: RunState | undefined = firstDivergence === null && !edited ? recordedState : undefined;
+  if (replayedState === undefined) for (let i = 0; i < produced.length; i++) replayedState = reduce(replayedState, producedEvent(i));
   const changedNodes: Json[] = [];
   const recordedNodes = nodesView(recordedState);
   const replayedNodes = nodesView(replayedState);
