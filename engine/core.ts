@@ -80,7 +80,14 @@ export function cachedPlan(planHash: string): LoadedPlan {
 export class EngineCore {
   private readonly hot = new Map<string, HotRun>();
 
-  constructor(private readonly host: CoreHost) {}
+  /**
+   * `checkpointTexts: false` (recorded replay): the `checkpoint.committed` events are emitted as
+   * always, but the state is not serialised for them; the host discards checkpoints anyway.
+   */
+  constructor(
+    private readonly host: CoreHost,
+    private readonly options: { checkpointTexts?: boolean } = {},
+  ) {}
 
   evict(runId: string): void {
     this.hot.delete(runId);
@@ -140,7 +147,7 @@ export class EngineCore {
     const cameToRest = (terminal || state.status === 'paused') && `${state.status}/${state.pausedReason ?? ''}` !== statusBefore;
     if (cameToRest || state.seq + 1 - state.lastCheckpointSeq >= limits.checkpointEveryEvents) {
       activation.emit('checkpoint.committed', { checkpointVersion: checkpointSchemaVersion });
-      checkpoint = JSON.stringify(activation.run.capture === 'metadata' ? checkpointWithoutPayloads(activation.run) : activation.run);
+      if (this.options.checkpointTexts !== false) checkpoint = JSON.stringify(activation.run.capture === 'metadata' ? checkpointWithoutPayloads(activation.run) : activation.run);
     }
     summary.seq = activation.run.seq;
     summary.events = activation.eventCount;

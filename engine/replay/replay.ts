@@ -190,7 +190,7 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
       gatewayCalls.push(r);
     },
     cancel: () => undefined,
-  });
+  }, { checkpointTexts: false });
 
   const groups: EventEnvelope[][] = [];
   for (const e of events) {
