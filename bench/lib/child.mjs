@@ -18,7 +18,8 @@ try {
     const t0 = performance.now();
     const r = await fn(ctx);
     const wall = performance.now() - t0;
-    out = { ms: r?.ms ?? wall, wallMs: wall, sinceProcessStartMs: performance.now(), extra: r?.extra };
+    const cpu = process.cpuUsage();
+    out = { ms: r?.ms ?? wall, wallMs: wall, sinceProcessStartMs: performance.now(), cpuMs: (cpu.user + cpu.system) / 1000, extra: r?.extra };
   } else {
     await mod.setup(ctx);
     const rssAfterSetupMB = mb(process.memoryUsage().rss / 1024);

@@ -19,7 +19,6 @@ import type { CommitEntry, RunTail } from './store.js';
 import type { ScriptLimits } from '../../engine/limits.js';
 import type { ActivationSummary, ExecutionPlan, GatewayRequest, HostLog, ValidationReport } from './types.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
-import { sha256 } from '@noble/hashes/sha256';
 
 export type { ScriptLimits };
 
@@ -102,9 +101,14 @@ function encodeRequest(name: string, request: unknown): string {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** The `digest` import where the host has no native SHA-256 of its own (a page). */
-function portableSha256Hex(text: string): string {
-  return Array.from(sha256(encoder.encode(text)), (b) => b.toString(16).padStart(2, '0')).join('');
+/**
+ * The `digest` import where the host has no native SHA-256 of its own (a page). @noble/hashes is
+ * loaded by the first instance that needs it, not with this module: a Node process passes
+ * `node:crypto`'s and never loads it.
+ */
+async function portableSha256Hex(): Promise<(text: string) => string> {
+  const { sha256 } = await import('@noble/hashes/sha256');
+  return (text) => Array.from(sha256(encoder.encode(text)), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
 function errorWithPayload(payload: unknown): Error {
@@ -163,6 +167,8 @@ export class EngineInstance {
   private newRunPlan: Uint8Array | undefined;
   /** Hashes of plans that name a script node (checked once per plan text). */
   private readonly scriptPlans = new Map<string, boolean>();
+  /** The `digest` import: the host's SHA-256, or the portable one (set before the first instantiation). */
+  private sha256Hex: ((text: string) => string) | undefined;
 
   private constructor(
     private readonly loader: ComponentLoader,
@@ -224,6 +230,7 @@ export class EngineInstance {
   private async instantiate(): Promise<void> {
     if (this.instantiations > 0) this.host.log('warn', 'engine: re-instantiating the component after a trap; hot runs will be reloaded from the journal');
     this.plans.clear();
+    this.sha256Hex ??= this.host.sha256Hex ?? (await portableSha256Hex());
     const root = await this.loader.instantiate((p) => this.loader.getCoreModule(p), this.imports());
     this.exports = root.engine ?? root['gm-hz:workflow/engine@1.0.0'];
     this.instantiations += 1;
@@ -370,7 +377,7 @@ export class EngineInstance {
         },
       },
       'gm-hz:workflow/digest@1.0.0': {
-        sha256: host.sha256Hex ?? portableSha256Hex,
+        sha256: this.sha256Hex,
       },
       'gm-hz:workflow/log@1.0.0': {
         write(level: 'debug' | 'info' | 'warn' | 'error', message: string) {

@@ -7,6 +7,7 @@ import type { ExecutionPlan } from '../core/types.js';
 import { nodeComponentLoader } from './component.js';
 import { stderrLog } from './log.js';
 import { createScriptImports } from './sandbox.js';
+import { sha256Hex } from '../shared/digest.js';
 
 export { exportFormat, ExportError, parseExport, type RunExport } from '../core/export-format.js';
 
@@ -14,7 +15,7 @@ export { exportFormat, ExportError, parseExport, type RunExport } from '../core/
 export async function replayExport(exported: RunExport, options: { mode: 'inspect' | 'recorded'; editedPlan?: ExecutionPlan }): Promise<Record<string, unknown>> {
   const scripts = await createScriptImports();
   try {
-    const engine = await EngineInstance.create(nodeComponentLoader(), { load: () => undefined, ...scripts, log: stderrLog() });
+    const engine = await EngineInstance.create(nodeComponentLoader(), { load: () => undefined, ...scripts, sha256Hex, log: stderrLog() });
     return engine.replay({ mode: options.mode, plan: exported.plan, ...(options.editedPlan ? { editedPlan: options.editedPlan } : {}), events: exported.events, artifacts: artifactTexts(exported) });
   } finally {
     scripts.evaluator.dispose();

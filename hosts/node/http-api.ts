@@ -27,7 +27,7 @@
  *   POST /v1/hooks/:bindingId      a webhook event (webhook.ts): 202 { runId, deduplicated }
  *   POST /v1/dingtalk/:bindingId   a DingTalk robot callback (dingtalk.ts): a DingTalk text reply
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { bearerMatches, isLoopback, readTokenFile } from '../../sandbox/service/auth.js';
 import { handleDingtalk } from './dingtalk.js';
@@ -278,6 +278,8 @@ export async function startHttpApi(rt: WorkflowRuntime, options: HttpApiOptions)
     }
   }
 
+  // node:http (and net, streams) loads with the first server, not with the package.
+  const { createServer } = await import('node:http');
   const server: Server = createServer((req, res) => {
     route(req, res).catch((err) => {
       const e = asHttpError(err);

@@ -1,13 +1,27 @@
 // JSON Schema checks of the trigger pipeline (ajv, as the engine validates a run's input): a
 // binding's literals at publish, and a mapped input before its run is created, so that a bad
 // event is refused with 422 instead of becoming a run that fails at start.
-import AjvModule, { type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type AjvModule from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import { canonicalDigest } from './catalog.js';
 
-// ajv is CommonJS; its default export is the class under `.default` in ESM interop.
-const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;
-// `useDefaults` as the engine applies the input schema's defaults: only ever given a copy.
-const ajv = new Ajv({ allErrors: true, strict: false, logger: false, validateFormats: false, useDefaults: true });
+// ajv is loaded by the first check, not when the package is imported: loading it is about a
+// third of the CPU of importing the package (bench/cold/README.md), and a process that runs
+// workflows without triggers never checks a schema here.
+const requireFromHere = createRequire(import.meta.url);
+type Ajv = InstanceType<typeof AjvModule.default>;
+let ajvInstance: Ajv | undefined;
+
+function ajv(): Ajv {
+  if (ajvInstance) return ajvInstance;
+  // ajv is CommonJS; the class is also its `default` export.
+  const { default: AjvClass } = requireFromHere('ajv') as typeof AjvModule;
+  // `useDefaults` as the engine applies the input schema's defaults: only ever given a copy.
+  ajvInstance = new AjvClass({ allErrors: true, strict: false, logger: false, validateFormats: false, useDefaults: true });
+  return ajvInstance;
+}
+
 const cache = new Map<string, ValidateFunction>();
 const cacheEntriesMax = 256;
 
@@ -22,7 +36,7 @@ export function schemaProblems(schema: unknown, value: unknown): SchemaProblem[]
   let validate: ValidateFunction;
   try {
     const key = canonicalDigest(schema);
-    validate = cache.get(key) ?? ajv.compile(schema as object);
+    validate = cache.get(key) ?? ajv().compile(schema as object);
     if (!cache.has(key)) {
       if (cache.size >= cacheEntriesMax) cache.delete(cache.keys().next().value as string);
       cache.set(key, validate);

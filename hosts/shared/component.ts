@@ -19,6 +19,7 @@ import { readFile } from 'node:fs/promises';
 import { setFlagsFromString } from 'node:v8';
 import type { ComponentLoader } from '../core/engine-instance.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
+import { withLoopAlive } from './loop-alive.js';
 
 // The QuickJS back-end uses the wasm extended-const proposal, which Node 20 ships behind a flag.
 // It must be set before the first module is compiled.
@@ -93,8 +94,11 @@ const modules = new Map<string, Promise<WebAssembly.Module>>();
 export function nodeComponentLoader(): ComponentLoader {
   return {
     async instantiate(getCoreModule, imports) {
-      const { instantiate } = await import(new URL('engine.js', componentDir).href);
-      return instantiate(getCoreModule, imports);
+      // The core modules compile inside `instantiate` (it awaits `getCoreModule`).
+      return withLoopAlive(async () => {
+        const { instantiate } = await import(new URL('engine.js', componentDir).href);
+        return instantiate(getCoreModule, imports);
+      });
     },
     getCoreModule(path) {
       let m = modules.get(path);

@@ -3,13 +3,16 @@
 import type { ScriptEvaluator } from '../../sandbox/index.js';
 import type { EngineHostImports } from '../core/engine-instance.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
+import { withLoopAlive } from './loop-alive.js';
 
 export type ScriptImports = Pick<EngineHostImports, 'evaluateScript' | 'checkScriptSyntax'>;
 
-/** QuickJS and the evaluator load with the first sandbox a process creates. */
+/** QuickJS and the evaluator load with the first sandbox a process creates (its wasm compiles with the loop held, see loop-alive.ts). */
 async function createEvaluator(): Promise<ScriptEvaluator> {
-  const { ScriptEvaluator } = await import('../../sandbox/index.js');
-  return ScriptEvaluator.create();
+  return withLoopAlive(async () => {
+    const { ScriptEvaluator } = await import('../../sandbox/index.js');
+    return ScriptEvaluator.create();
+  });
 }
 
 export async function createScriptImports(): Promise<ScriptImports & { evaluator: ScriptEvaluator }> {

@@ -1,8 +1,9 @@
 // What a Node process loads to run workflows: the package entry, a runtime on SQLite and a run of
 // a tool never load the HTTP client used for result deliveries (undici, ~15 MB of resident
-// memory), the PostgreSQL driver, the MCP SDK or the script sandbox; a delivery loads undici when
-// it is sent. Each case is a fresh Node process whose module resolutions are recorded by a
-// resolve hook.
+// memory), the PostgreSQL driver, the MCP SDK or the script sandbox, nor what only triggers, the
+// HTTP API or a page need (ajv, node:http, @noble/hashes), which a cold start would pay for
+// (bench/cold/README.md); a delivery loads undici when it is sent. Each case is a fresh Node
+// process whose module resolutions are recorded by a resolve hook.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,9 @@ const entry = new URL('../../dist/hosts/node/index.js', import.meta.url).href;
 const sendModule = new URL('../../dist/hosts/node/delivery-send.js', import.meta.url).href;
 
 const hooks = `data:text/javascript,${encodeURIComponent("export async function resolve(s, c, next) { const r = await next(s, c); process.stderr.write('resolved ' + r.url + '\\n'); return r; }")}`;
-const register = `data:text/javascript,${encodeURIComponent(`import { register } from 'node:module'; register(${JSON.stringify(hooks)});`)}`;
+// A resolve hook does not see `require` (pg and ajv load through createRequire): what CommonJS
+// loaded is read from the module cache at exit.
+const register = `data:text/javascript,${encodeURIComponent(`import { createRequire, register } from 'node:module'; import { pathToFileURL } from 'node:url'; register(${JSON.stringify(hooks)}); process.on('exit', () => { for (const f of Object.keys(createRequire(process.cwd() + '/').cache)) process.stderr.write('resolved ' + pathToFileURL(f).href + '\\n'); });`)}`;
 
 function resolvedBy(script: string): string[] {
   const dir = mkdtempSync(join(tmpdir(), 'lazy-imports-'));
@@ -26,7 +29,7 @@ function resolvedBy(script: string): string[] {
 const packageOf = (url: string) => /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1];
 
 describe('modules a Node process loads on first need', () => {
-  it('a runtime on SQLite running a tool loads neither undici, pg, the MCP SDK nor QuickJS', () => {
+  it('a runtime on SQLite running a tool loads neither undici, pg, the MCP SDK, QuickJS, ajv, node:http nor @noble/hashes', () => {
     const urls = resolvedBy(`
       const { WorkflowRuntime } = await import(${JSON.stringify(entry)});
       const api = 'workflow.gm-hz.dev/v1alpha1';
@@ -40,7 +43,18 @@ describe('modules a Node process loads on first need', () => {
     `);
     const packages = new Set(urls.map(packageOf).filter((p) => p !== undefined));
     expect(packages.has('better-sqlite3')).toBe(true);
-    for (const p of ['undici', 'pg', '@modelcontextprotocol/sdk', 'quickjs-emscripten', 'quickjs-emscripten-core']) expect(packages.has(p), p).toBe(false);
+    for (const p of ['undici', 'pg', '@modelcontextprotocol/sdk', 'quickjs-emscripten', 'quickjs-emscripten-core', 'ajv', '@noble/hashes']) expect(packages.has(p), p).toBe(false);
+    for (const builtin of ['node:http', 'node:https', 'node:net']) expect(urls, builtin).not.toContain(builtin);
+  });
+
+  it('a trigger input check loads ajv when it runs', () => {
+    const urls = resolvedBy(`
+      const { schemaProblems } = await import(${JSON.stringify(new URL('../../dist/hosts/node/input-schema.js', import.meta.url).href)});
+      const problems = schemaProblems({ type: 'object', required: ['a'] }, {});
+      if (problems.length !== 1) throw new Error(JSON.stringify(problems));
+      console.log('done');
+    `);
+    expect(urls.some((u) => packageOf(u) === 'ajv')).toBe(true);
   });
 
   it('a delivery loads undici when it is sent', () => {

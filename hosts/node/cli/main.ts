@@ -293,8 +293,9 @@ const commands: Record<string, CliCommand> = {
           const { EngineInstance } = await import('../../core/engine-instance.js');
           const { nodeComponentLoader } = await import('../component.js');
           const { createScriptImports } = await import('../sandbox.js');
+          const { sha256Hex } = await import('../../shared/digest.js');
           const scripts = await createScriptImports();
-          const engine = await EngineInstance.create(nodeComponentLoader(), { load: () => undefined, ...scripts, log: () => undefined });
+          const engine = await EngineInstance.create(nodeComponentLoader(), { load: () => undefined, ...scripts, sha256Hex, log: () => undefined });
           const deps = Object.entries(exported.plan.templates)
             .filter(([key, t]) => key !== exported.plan.root && t.revision !== undefined)
             .map(([, t]) => ({ template: t.template, revision: t.revision! }));
