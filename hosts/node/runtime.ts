@@ -1,6 +1,6 @@
 // The embedded SDK: `WorkflowRuntime` validates, launches, inspects, resumes and cancels runs of
 // the engine component, journaling to SQLite.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { approvalTarget, asHostError, authorityResolver, exportFromStore, isTerminal, launchIdentity, launchTargetOf, pinnedDependencies, planOfTail, replayRequest, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
@@ -12,6 +12,7 @@ import type { OperatorCommand, QueuedLaunch, RunOwnership } from '../core/owners
 import type { JournalStore } from '../core/store.js';
 import { WorkflowError } from './errors.js';
 import { newOwnerId } from './owner-id.js';
+import { pooledRandomBytes } from './random-pool.js';
 import { openJournalStore } from './open-store.js';
 import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../core/types.js';
 import { nodeComponentLoader } from './component.js';
@@ -355,7 +356,7 @@ export class WorkflowRuntime {
         ...(options.authority ? { requested: options.authority } : {}),
         resolveAuthority: this.resolveAuthority,
         now: this.kernel.now(),
-        randomBytes: (n) => randomBytes(n),
+        randomBytes: pooledRandomBytes,
       }));
     } catch (err) {
       throw asError(err);
