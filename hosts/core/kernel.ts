@@ -313,7 +313,11 @@ export class Kernel {
         // Followed through the store while another process (or nobody yet) owns the run.
         if (!this.closed) this.polls.add((poll = setTimeout(check, this.leases?.pollMs ?? 100)));
       };
-      void check();
+      // A run this process is carrying out (facts queued, or calls of it in flight here) tells
+      // the listener of its every commit: the store is read only by the poll, should this process
+      // stop carrying it out (fenced, taken over). Any other run may have ended already: read now.
+      if (!this.closed && (this.scheduler.has(runId) || this.dispatcher.busyFor(runId) > 0)) this.polls.add((poll = setTimeout(check, this.leases?.pollMs ?? 100)));
+      else void check();
     });
   }
 
