@@ -307,7 +307,9 @@ export class WorkflowRuntime {
     if (options.idempotencyKey !== undefined && (await this.store.getRun(runId))) return this.handle(runId);
     this.traces.remember(runId, options.correlation);
     try {
-      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor, ...(delivery ? { delivery } : {}) });
+      // A run id that neither the caller nor an idempotency key named was drawn at random by `prepareLaunch`.
+      const fresh = options.runId === undefined && options.idempotencyKey === undefined;
+      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor, ...(delivery ? { delivery } : {}), ...(fresh ? { fresh } : {}) });
     } catch (err) {
       throw asError(err);
     }
