@@ -189,6 +189,18 @@ function updateRunStatements(db: Database): Statement[] {
   return [0, 1, 2, 3].map((n) => db.prepare(`UPDATE runs SET status = ?, last_seq = ?, updated_at = ?, outcome = ?, wake_at = ?${n & 1 ? checkpoint : ''}${n & 2 ? release : ''} WHERE run_id = ?`));
 }
 
+/** Events written by one INSERT statement at most. */
+const eventsPerInsert = 8;
+
+/**
+ * `INSERT INTO events` of 1 to `eventsPerInsert` rows, by row count - 1: a commit's events go in
+ * with one statement per 8 (a 2-step run wrote 19 events with 19 statements, each a call into
+ * SQLite with its bind, step and reset). Parameters: run_id, seq, body per row.
+ */
+function insertEventsStatements(db: Database): Statement[] {
+  return Array.from({ length: eventsPerInsert }, (_, n) => db.prepare(`INSERT INTO events (run_id, seq, body) VALUES ${Array.from({ length: n + 1 }, () => '(?, ?, ?)').join(', ')}`));
+}
+
 const runColumns = 'run_id, status, last_seq, created_at, updated_at, outcome, lease_owner, lease_epoch, lease_expires_at, concurrency_key';
 
 export class SqliteJournalStore implements SyncJournalStore {
@@ -201,7 +213,7 @@ export class SqliteJournalStore implements SyncJournalStore {
     runHead: Statement;
     insertRun: Statement;
     updateRun: readonly Statement[];
-    insertEvent: Statement;
+    insertEvents: readonly Statement[];
     loadRun: Statement;
     eventsAfter: Statement;
     getRun: Statement;
@@ -223,7 +235,7 @@ export class SqliteJournalStore implements SyncJournalStore {
         'INSERT INTO runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       updateRun: updateRunStatements(db),
-      insertEvent: db.prepare('INSERT INTO events (run_id, seq, body) VALUES (?, ?, ?)'),
+      insertEvents: insertEventsStatements(db),
       loadRun: db.prepare('SELECT plan, checkpoint, checkpoint_seq, last_seq FROM runs WHERE run_id = ?'),
       eventsAfter: db.prepare('SELECT seq, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
       getRun: db.prepare(`SELECT ${runColumns} FROM runs WHERE run_id = ?`),
@@ -266,7 +278,12 @@ export class SqliteJournalStore implements SyncJournalStore {
           if (checkpoint !== null) update.run(e.status, e.lastSeq, now, outcome, wakeAt, checkpoint, e.lastSeq, e.runId);
           else update.run(e.status, e.lastSeq, now, outcome, wakeAt, e.runId);
         }
-        for (let i = 0; i < lines.length; i++) this.stmt.insertEvent.run(e.runId, e.expectedSeq + 1 + i, lines[i]);
+        for (let i = 0; i < lines.length; i += eventsPerInsert) {
+          const rows = Math.min(eventsPerInsert, lines.length - i);
+          const params: unknown[] = [];
+          for (let j = 0; j < rows; j++) params.push(e.runId, e.expectedSeq + 1 + i + j, lines[i + j]);
+          this.stmt.insertEvents[rows - 1].run(params);
+        }
         for (const id of e.appliedCommands ?? []) this.stmt.markApplied.run(now, e.lease?.owner ?? null, id, e.runId);
       }
       return rejected;
