@@ -30,7 +30,18 @@ export interface FactGroup {
 /** Everything queued for one run. */
 export interface Pending {
   groups: FactGroup[];
-  newRun?: { plan: ExecutionPlan; templateKey?: string; epoch?: number; delivery?: CommitEntry['delivery'] };
+  newRun?: {
+    plan: ExecutionPlan;
+    templateKey?: string;
+    epoch?: number;
+    delivery?: CommitEntry['delivery'];
+    /**
+     * The run id was just drawn at random by this process (not named by a caller or an
+     * idempotency key): no journal holds it, so the engine's check for an existing run is
+     * answered without a store read (the commit's sequence check would refuse one all the same).
+     */
+    fresh?: boolean;
+  };
 }
 
 /** One activation whose commit landed: what the kernel carries out now. */
@@ -183,8 +194,9 @@ export class Scheduler {
   private async activateLoading(runId: string, pending: Pending, groups: FactGroup[]) {
     try {
       // A new run has no journal to load: a store without a synchronous load is not asked (the
-      // commit's sequence check still refuses a run id that exists).
-      if (pending.newRun && !this.host.store.loadSync) this.tails.set(runId, undefined);
+      // commit's sequence check still refuses a run id that exists), nor is any store for a run
+      // id drawn at random here.
+      if (pending.newRun && (pending.newRun.fresh === true || !this.host.store.loadSync)) this.tails.set(runId, undefined);
       // What the engine asks for before it changes anything: the run's tail from a store without
       // a synchronous load, the script sandbox of a host that loads it on first need. Each is
       // fetched once and the activation made again.

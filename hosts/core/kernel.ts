@@ -174,7 +174,7 @@ export class Kernel {
   }
 
   /** Starts a new run; resolves when `run.accepted` is durable. */
-  launch(args: { runId: string; plan: ExecutionPlan; templateKey?: string; input: unknown; authority: Authority; parentRunId?: string; correlation?: unknown; timeoutMs?: number; actor?: string; /** The lease a worker claimed the queued run with. */ epoch?: number; /** Where the run's results are delivered (kept by a store with an outbox). */ delivery?: CommitEntry['delivery'] }): Promise<ActivationSummary> {
+  launch(args: { runId: string; plan: ExecutionPlan; templateKey?: string; input: unknown; authority: Authority; parentRunId?: string; correlation?: unknown; timeoutMs?: number; actor?: string; /** The lease a worker claimed the queued run with. */ epoch?: number; /** Where the run's results are delivered (kept by a store with an outbox). */ delivery?: CommitEntry['delivery']; /** The run id was drawn at random by this process just now (see `Pending.newRun.fresh`). */ fresh?: boolean }): Promise<ActivationSummary> {
     const fact: Fact = {
       type: 'run-requested',
       input: args.input,
@@ -187,7 +187,7 @@ export class Kernel {
     if (captureModeOf(args.plan, this.options.capture ?? defaultCapture) === 'metadata' && fact.type === 'run-requested') fact.capture = 'metadata';
     if (this.scheduler.has(args.runId)) return Promise.reject(new KernelError('run.exists', `run ${args.runId} is already being started`));
     this.plans.set(args.runId, args.plan);
-    return this.scheduler.enqueue(args.runId, [fact], args.actor, { plan: args.plan, templateKey: args.templateKey, epoch: args.epoch, ...(args.delivery ? { delivery: args.delivery } : {}) });
+    return this.scheduler.enqueue(args.runId, [fact], args.actor, { plan: args.plan, templateKey: args.templateKey, epoch: args.epoch, ...(args.delivery ? { delivery: args.delivery } : {}), ...(args.fresh ? { fresh: true } : {}) });
   }
 
   /** Delivers a fact to a run; resolves with the summary of the activation that applied it. */
@@ -313,7 +313,11 @@ export class Kernel {
         // Followed through the store while another process (or nobody yet) owns the run.
         if (!this.closed) this.polls.add((poll = setTimeout(check, this.leases?.pollMs ?? 100)));
       };
-      void check();
+      // A run this process is carrying out (facts queued, or calls of it in flight here) tells
+      // the listener of its every commit: the store is read only by the poll, should this process
+      // stop carrying it out (fenced, taken over). Any other run may have ended already: read now.
+      if (!this.closed && (this.scheduler.has(runId) || this.dispatcher.busyFor(runId) > 0)) this.polls.add((poll = setTimeout(check, this.leases?.pollMs ?? 100)));
+      else void check();
     });
   }
 

@@ -1,6 +1,6 @@
 // The embedded SDK: `WorkflowRuntime` validates, launches, inspects, resumes and cancels runs of
 // the engine component, journaling to SQLite.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import { approvalTarget, asHostError, authorityResolver, exportFromStore, isTerminal, launchIdentity, launchTargetOf, pinnedDependencies, planOfTail, replayRequest, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
@@ -12,6 +12,7 @@ import type { OperatorCommand, QueuedLaunch, RunOwnership } from '../core/owners
 import type { JournalStore } from '../core/store.js';
 import { WorkflowError } from './errors.js';
 import { newOwnerId } from './owner-id.js';
+import { pooledRandomBytes } from './random-pool.js';
 import { openJournalStore } from './open-store.js';
 import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../core/types.js';
 import { nodeComponentLoader } from './component.js';
@@ -306,7 +307,9 @@ export class WorkflowRuntime {
     if (options.idempotencyKey !== undefined && (await this.store.getRun(runId))) return this.handle(runId);
     this.traces.remember(runId, options.correlation);
     try {
-      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor, ...(delivery ? { delivery } : {}) });
+      // A run id that neither the caller nor an idempotency key named was drawn at random by `prepareLaunch`.
+      const fresh = options.runId === undefined && options.idempotencyKey === undefined;
+      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor, ...(delivery ? { delivery } : {}), ...(fresh ? { fresh } : {}) });
     } catch (err) {
       throw asError(err);
     }
@@ -355,7 +358,7 @@ export class WorkflowRuntime {
         ...(options.authority ? { requested: options.authority } : {}),
         resolveAuthority: this.resolveAuthority,
         now: this.kernel.now(),
-        randomBytes: (n) => randomBytes(n),
+        randomBytes: pooledRandomBytes,
       }));
     } catch (err) {
       throw asError(err);

@@ -127,7 +127,8 @@ describe('a fact lost after the launch', () => {
   it('ends the command with the store error when a later commit of its run fails, never hangs or exits 0', async () => {
     // The launch commits; the commit that would record the tool's result hits a full disk.
     const cwd = tempDir('adw-store-');
-    const config = fullDiskHostModule(cwd, "String(args[2]).includes('capability.completed')");
+    // The events of a commit are bound as one flat list of parameters (several rows per INSERT).
+    const config = fullDiskHostModule(cwd, "args.flat().map(String).join(' ').includes('capability.completed')");
     const r = await runCli(['run', examplePath('echo/echo.json'), '--config', config, '--dir', join(cwd, 'state'), '--input', '{"text":"x"}']);
     expect(r.out[r.out.length - 1], JSON.stringify(r)).toMatchObject({ kind: 'Error', error: { message: expect.stringContaining('disk is full') } });
     expect(r.code, JSON.stringify(r.out)).toBe(11);
