@@ -14,6 +14,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, writeFileSync 
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { foreachOfScripts } from '../../test/router/fixtures/foreach-scripts.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const launcher = join(root, 'dist/hosts/router/agent-workflow-router');
@@ -28,25 +29,11 @@ function cgroupDir() {
   return join('/sys/fs/cgroup/memory', own);
 }
 
-const foreach = (items) => ({
-  apiVersion: 'workflow.gm-hz.dev/v1alpha1',
-  kind: 'WorkflowTemplate',
-  metadata: { id: 'foreach-bench' },
-  spec: {
-    nodes: [
-      { id: 'start', uses: 'core.start@1' },
-      { id: 'each', uses: 'core.foreach@1', config: { maxConcurrency: 16, maxItems: items, body: { uses: 'core.script@1', config: { source: 'return input * 2' } } }, inputs: { items: { source: 'input', path: '/items' } } },
-      { id: 'end', uses: 'core.end@1' },
-    ],
-    edges: [{ from: 'start', to: 'each' }, { from: 'each', to: 'end' }],
-  },
-  input: { items: Array.from({ length: items }, (_, i) => i) },
-});
 
 function manifestFor(work, row) {
   const file = join(work, 'runs.json');
   if (row.foreach) {
-    const { input, ...template } = foreach(row.foreach);
+    const { template, input } = foreachOfScripts(row.foreach);
     writeFileSync(join(work, 'foreach.json'), JSON.stringify(template));
     writeFileSync(file, JSON.stringify([{ template: 'foreach.json', input, count: 1 }]));
   } else {

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from './helpers.js';
+import { foreachOfScripts } from './fixtures/foreach-scripts.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const launcher = path.join(root, 'dist/hosts/router/agent-workflow-router');
@@ -85,21 +86,9 @@ describe('agent-workflow-router launcher', () => {
   it('collects the buffers a long foreach of scripts leaves behind (gc is exposed to it)', async () => {
     const work = tempDir('router-launcher-gc-');
     const items = 2000;
-    const template = {
-      apiVersion: 'workflow.gm-hz.dev/v1alpha1',
-      kind: 'WorkflowTemplate',
-      metadata: { id: 'foreach-scripts' },
-      spec: {
-        nodes: [
-          { id: 'start', uses: 'core.start@1' },
-          { id: 'each', uses: 'core.foreach@1', config: { maxConcurrency: 16, maxItems: items, body: { uses: 'core.script@1', config: { source: 'return input * 2' } } }, inputs: { items: { source: 'input', path: '/items' } } },
-          { id: 'end', uses: 'core.end@1' },
-        ],
-        edges: [{ from: 'start', to: 'each' }, { from: 'each', to: 'end' }],
-      },
-    };
+    const { template, input } = foreachOfScripts(items);
     fs.writeFileSync(path.join(work, 'foreach.json'), JSON.stringify(template));
-    fs.writeFileSync(path.join(work, 'runs.json'), JSON.stringify([{ template: 'foreach.json', input: { items: Array.from({ length: items }, (_, i) => i) }, count: 1 }]));
+    fs.writeFileSync(path.join(work, 'runs.json'), JSON.stringify([{ template: 'foreach.json', input, count: 1 }]));
     const router = spawn(launcher, ['start', '--dir', path.join(work, 'state'), '--profile', 'edge', '--runs', path.join(work, 'runs.json'), '--until-idle'], { cwd: work, stdio: ['ignore', 'pipe', 'pipe'] });
     children.push(router);
     let stdout = '';
