@@ -36,7 +36,7 @@ export class Activation {
   /**
    * Events emitted so far. Only their text is kept (`eventTexts`): a foreach of scripts settles
    * every item within one activation, and holding its thousands of event objects until the commit
-   * grew the component's memory by ~15 MiB per 5,000 items.
+   * grew the component's memory by 4 MiB at 5,000 items (24.6 → 28.6 MiB).
    */
   eventCount = 0;
   /** Seq of the run before this activation's first event. */
