@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import vm from 'node:vm';
+import { twoStepTemplate } from '../lib/templates.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const [bundleA, bundleB = join(root, 'dist/engine-bundle-quickjs.js')] = process.argv.slice(2);
@@ -88,10 +89,7 @@ globalThis.__host = {
   digest: { sha256: (text) => createHash('sha256').update(text).digest('hex') },
 };
 
-const twoStep = (() => {
-  const nodes = [{ id: 'start', uses: 'core.start@1' }, { id: 'a', uses: 'tool.call@1', config: { tool: 'noop' } }, { id: 'b', uses: 'tool.call@1', config: { tool: 'noop' } }, { id: 'end', uses: 'core.end@1' }];
-  return { apiVersion: 'workflow.gm-hz.dev/v1alpha1', kind: 'WorkflowTemplate', metadata: { id: 'two' }, spec: { requires: ['tool:noop'], nodes, edges: nodes.slice(1).map((n, i) => ({ from: nodes[i].id, to: n.id })) } };
-})();
+const twoStep = twoStepTemplate;
 
 async function loadCase(name) {
   if (name === 'two-step') return { template: twoStep, input: { n: 1 }, host: { tools: { noop: () => ({ ok: 1 }) } } };

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { twoStepTemplate } from './templates.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -52,10 +53,7 @@ export async function measureEngineInV8({ quick }) {
       log: { write: () => undefined },
     };
     const { engine } = await import(pathToFileURL(outfile).href);
-    const api = 'workflow.gm-hz.dev/v1alpha1';
-    const nodes = [{ id: 'start', uses: 'core.start@1' }, { id: 'a', uses: 'tool.call@1', config: { tool: 'noop' } }, { id: 'b', uses: 'tool.call@1', config: { tool: 'noop' } }, { id: 'end', uses: 'core.end@1' }];
-    const template = { apiVersion: api, kind: 'WorkflowTemplate', metadata: { id: 'two' }, spec: { requires: ['tool:noop'], nodes, edges: nodes.slice(1).map((n, i) => ({ from: nodes[i].id, to: n.id })) } };
-    const plan = JSON.parse(engine.compile(JSON.stringify({ root: { template } })));
+    const plan = JSON.parse(engine.compile(JSON.stringify({ root: { template: twoStepTemplate } })));
     let n = 0;
     const runOnce = () => {
       const runId = `run-${n++}`;

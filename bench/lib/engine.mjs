@@ -4,11 +4,7 @@ import { readFile } from 'node:fs/promises';
 
 const root = new URL('../../', import.meta.url);
 
-/** The 2-step template of the engine-only benchmarks: two no-op tool calls in a row. */
-export const twoStepTemplate = (() => {
-  const nodes = [{ id: 'start', uses: 'core.start@1' }, { id: 'a', uses: 'tool.call@1', config: { tool: 'noop' } }, { id: 'b', uses: 'tool.call@1', config: { tool: 'noop' } }, { id: 'end', uses: 'core.end@1' }];
-  return { apiVersion: 'workflow.gm-hz.dev/v1alpha1', kind: 'WorkflowTemplate', metadata: { id: 'two' }, spec: { requires: ['tool:noop'], nodes, edges: nodes.slice(1).map((n, i) => ({ from: nodes[i].id, to: n.id })) } };
-})();
+export { twoStepTemplate } from './templates.mjs';
 
 /** `dir`: a URL of a directory holding engine.js and its core modules (default dist/component/). */
 export async function benchEngine(dir = new URL('dist/component/', root)) {

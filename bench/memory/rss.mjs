@@ -16,6 +16,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { fanOut, sequence } from '../lib/templates.mjs';
 
 const configs = {
   // The lean settings the agent-workflow processes use (an embedding process opts in): the engine
@@ -98,28 +99,7 @@ async function child() {
   };
   const { WorkflowRuntime } = await import(new URL(`${opts.dist}/hosts/node/index.js`, import.meta.url).href);
   const dir = mkdtempSync(join(tmpdir(), 'adw-mem-'));
-  const api = 'workflow.gm-hz.dev/v1alpha1';
   const rt = await WorkflowRuntime.open({ ...opts.open, dir, tools: { noop: { execute: () => null } }, log: () => undefined });
-  const seq = (steps) => {
-    const nodes = [{ id: 'start', uses: 'core.start@1' }];
-    for (let i = 1; i <= steps; i++) nodes.push({ id: `s${i}`, uses: 'tool.call@1', config: { tool: 'noop' } });
-    nodes.push({ id: 'end', uses: 'core.end@1' });
-    return { apiVersion: api, kind: 'WorkflowTemplate', metadata: { id: `seq${steps}` }, spec: { requires: ['tool:noop'], nodes, edges: nodes.slice(1).map((n, i) => ({ from: nodes[i].id, to: n.id })) } };
-  };
-  const fan = (id, maxItems) => ({
-    apiVersion: api,
-    kind: 'WorkflowTemplate',
-    metadata: { id },
-    spec: {
-      requires: ['tool:noop'],
-      nodes: [
-        { id: 'start', uses: 'core.start@1' },
-        { id: 'each', uses: 'core.foreach@1', config: { maxItems, maxConcurrency: 10, body: { uses: 'tool.call@1', config: { tool: 'noop' } } }, inputs: { items: { source: 'input', path: '/items' } } },
-        { id: 'end', uses: 'core.end@1' },
-      ],
-      edges: [{ from: 'start', to: 'each' }, { from: 'each', to: 'end' }],
-    },
-  });
   const run = async (t, input) => {
     const r = await (await rt.launch(t, { input })).result;
     if (r.status !== 'completed') throw new Error(`run ${r.status}: ${JSON.stringify(r.error)}`);
@@ -130,7 +110,7 @@ async function child() {
     phases.push({ phase, ...extra, hwmMB: hwmMB(), rssMB: mb(m.rss), heapUsedMB: mb(m.heapUsed), heapTotalMB: mb(m.heapTotal), externalMB: mb(m.external), wasmMemoriesMB: memories.map((x) => mb(x.buffer.byteLength)) });
   };
   snap('open');
-  const two = seq(2);
+  const two = sequence('seq2', 2);
   for (let i = 0; i < 20; i++) await run(two, {});
   const lat = [];
   let cpu0 = process.cpuUsage();
@@ -142,7 +122,7 @@ async function child() {
   lat.sort((a, b) => a - b);
   const cpuMs = (c) => (c.user + c.system) / 1000;
   snap('two-step', { p50Ms: Math.round(lat[lat.length >> 1] * 100) / 100, cpuMsPerRun: Math.round((cpuMs(process.cpuUsage(cpu0)) / opts.twoStepRuns) * 100) / 100 });
-  const f1 = fan('fan', 1000);
+  const f1 = fanOut('fan', 10, 1000);
   const items1k = Array.from({ length: 1000 }, (_, i) => i);
   await run(f1, { items: items1k });
   let a = performance.now();
@@ -152,7 +132,7 @@ async function child() {
   if (opts.items > 0) {
     a = performance.now();
     cpu0 = process.cpuUsage();
-    await run(fan('each', opts.items), { items: Array.from({ length: opts.items }, (_, i) => i) });
+    await run(fanOut('each', 10, opts.items), { items: Array.from({ length: opts.items }, (_, i) => i) });
     snap(`foreach-${opts.items}`, { ms: Math.round(performance.now() - a), cpuMs: Math.round(cpuMs(process.cpuUsage(cpu0))) });
   }
   const smaps = smapsBreakdown();

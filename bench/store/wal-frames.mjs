@@ -11,16 +11,14 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
+import { sequence } from '../lib/templates.mjs';
 
 const arg = (name, dflt) => (process.argv.includes(`--${name}`) ? Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) : dflt);
 const steps = arg('steps', 2);
 const runs = arg('runs', 100);
 const warmup = arg('warmup', 200);
 
-const nodes = [{ id: 'start', uses: 'core.start@1' }];
-for (let i = 1; i <= steps; i++) nodes.push({ id: `s${i}`, uses: 'tool.call@1', config: { tool: 'noop' } });
-nodes.push({ id: 'end', uses: 'core.end@1' });
-const template = { apiVersion: 'workflow.gm-hz.dev/v1alpha1', kind: 'WorkflowTemplate', metadata: { id: 'wal-frames' }, spec: { requires: ['tool:noop'], nodes, edges: nodes.slice(1).map((n, i) => ({ from: nodes[i].id, to: n.id })) } };
+const template = sequence('wal-frames', steps);
 
 const dir = mkdtempSync(join(tmpdir(), 'wal-frames-'));
 const file = join(dir, 'workflow.db');

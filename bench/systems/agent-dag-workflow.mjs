@@ -2,38 +2,10 @@
 // synchronous=FULL (an fsync at every commit), group commit across activations.
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fanOut, sequence } from '../lib/templates.mjs';
 
 const root = new URL('../../', import.meta.url);
 const dist = (p) => new URL(`dist/${p}`, root).href;
-const api = 'workflow.gm-hz.dev/v1alpha1';
-
-function sequence(id, steps) {
-  const nodes = [{ id: 'start', uses: 'core.start@1' }];
-  for (let i = 1; i <= steps; i++) nodes.push({ id: `s${i}`, uses: 'tool.call@1', config: { tool: 'noop' } });
-  nodes.push({ id: 'end', uses: 'core.end@1' });
-  const edges = nodes.slice(1).map((n, i) => ({ from: nodes[i].id, to: n.id }));
-  return { apiVersion: api, kind: 'WorkflowTemplate', metadata: { id }, spec: { requires: ['tool:noop'], nodes, edges } };
-}
-
-function fanOut(id, concurrency, maxItems) {
-  return {
-    apiVersion: api,
-    kind: 'WorkflowTemplate',
-    metadata: { id },
-    spec: {
-      requires: ['tool:noop'],
-      nodes: [
-        { id: 'start', uses: 'core.start@1' },
-        { id: 'each', uses: 'core.foreach@1', config: { maxItems, maxConcurrency: concurrency, body: { uses: 'tool.call@1', config: { tool: 'noop' } } }, inputs: { items: { source: 'input', path: '/items' } } },
-        { id: 'end', uses: 'core.end@1' },
-      ],
-      edges: [
-        { from: 'start', to: 'each' },
-        { from: 'each', to: 'end' },
-      ],
-    },
-  };
-}
 
 let runtime;
 const templates = new Map();
