@@ -45,6 +45,21 @@ describe('agent-workflow-router launcher', () => {
     for (const flag of routerNodeFlags) expect(text).toContain(` ${flag} `);
   });
 
+  it('says so and exits 70 (internal) when node is not on PATH', async () => {
+    // A PATH with readlink (which the launcher resolves itself with) and nothing else.
+    const work = tempDir('router-launcher-nonode-');
+    const bin = path.join(work, 'bin');
+    fs.mkdirSync(bin);
+    const readlink = ['/usr/bin/readlink', '/bin/readlink'].find((f) => fs.existsSync(f))!;
+    fs.symlinkSync(readlink, path.join(bin, 'readlink'));
+    const child = spawn(launcher, ['start', '--dir', path.join(work, 'state'), '--profile', 'edge'], { env: { PATH: bin }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (c) => (stderr += c));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+    expect(code).toBe(70);
+    expect(stderr).toContain('agent-workflow-router: node is not on PATH');
+  });
+
   it('runs the router in place of the shell, through a symlink as npm installs it, and stops on SIGTERM', async () => {
     const work = tempDir('router-launcher-');
     const bin = path.join(work, 'node_modules', '.bin');
