@@ -177,16 +177,17 @@ function migrate(db: Database, file: string, existed: boolean): void {
 }
 
 /**
- * The UPDATE of a run's row at a commit, by `(has checkpoint ? 1 : 0) + (releases the lease ? 2 : 0)`:
- * a column the entry does not change is left out of the SET list, because SQLite rewrites the
- * entry of every index on a column named there, changed or not (the lease index `runs_by_lease`
- * was written at every commit of a leased run: one WAL frame of ~10 per commit).
- * Parameters: status, last_seq, updated_at, outcome, wake_at, [checkpoint, checkpoint_seq,] run_id.
+ * The UPDATE of a run's row at a commit, by `(has checkpoint ? 1 : 0) + (releases the lease ? 2 : 0)
+ * + (changes the status ? 4 : 0)`: a column the entry does not change is left out of the SET list,
+ * because SQLite rewrites the entry of every index on a column named there, changed or not (the
+ * lease index `runs_by_lease` was written at every commit of a leased run, `runs_by_status` at
+ * every commit: one WAL frame of ~10 per commit each).
+ * Parameters: [status,] last_seq, updated_at, outcome, wake_at, [checkpoint, checkpoint_seq,] run_id.
  */
 function updateRunStatements(db: Database): Statement[] {
   const checkpoint = ', checkpoint = ?, checkpoint_seq = ?';
   const release = ', lease_owner = NULL, lease_expires_at = NULL';
-  return [0, 1, 2, 3].map((n) => db.prepare(`UPDATE runs SET status = ?, last_seq = ?, updated_at = ?, outcome = ?, wake_at = ?${n & 1 ? checkpoint : ''}${n & 2 ? release : ''} WHERE run_id = ?`));
+  return Array.from({ length: 8 }, (_, n) => db.prepare(`UPDATE runs SET ${n & 4 ? 'status = ?, ' : ''}last_seq = ?, updated_at = ?, outcome = ?, wake_at = ?${n & 1 ? checkpoint : ''}${n & 2 ? release : ''} WHERE run_id = ?`));
 }
 
 /** Events written by one INSERT statement at most. */
@@ -230,7 +231,7 @@ export class SqliteJournalStore implements SyncJournalStore {
     this.ownership = new SqliteOwnership(db);
     this.deliveries = new SqliteDeliveries(db);
     this.stmt = {
-      runHead: db.prepare('SELECT last_seq, lease_owner, lease_epoch, lease_expires_at FROM runs WHERE run_id = ?'),
+      runHead: db.prepare('SELECT status, last_seq, lease_owner, lease_epoch, lease_expires_at FROM runs WHERE run_id = ?'),
       insertRun: db.prepare(
         'INSERT INTO runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
@@ -246,7 +247,7 @@ export class SqliteJournalStore implements SyncJournalStore {
       const rejected: CommitRejection[] = [];
       const now = this.now();
       for (const e of entries) {
-        const head = this.stmt.runHead.get(e.runId) as { last_seq: number; lease_owner: string | null; lease_epoch: number; lease_expires_at: number | null } | undefined;
+        const head = this.stmt.runHead.get(e.runId) as { status: string; last_seq: number; lease_owner: string | null; lease_epoch: number; lease_expires_at: number | null } | undefined;
         const stored = head?.last_seq ?? 0;
         // A queued run has a row (with its plan) but no events: its first commit carries the plan too.
         const fresh = head === undefined || stored === 0;
@@ -274,9 +275,12 @@ export class SqliteJournalStore implements SyncJournalStore {
           this.stmt.insertRun.run(e.runId, e.status, e.lastSeq, e.checkpoint ? e.lastSeq : 0, e.checkpoint ?? null, e.plan, now, now, outcome, wakeAt, owner, e.lease?.epoch ?? 0, owner ? (e.lease?.expiresAt ?? now) : null, e.delivery ? JSON.stringify(e.delivery.target) : null, e.delivery?.digest ?? null);
         } else {
           const checkpoint = e.checkpoint ?? null;
-          const update = this.stmt.updateRun[(checkpoint !== null ? 1 : 0) + (release ? 2 : 0)];
-          if (checkpoint !== null) update.run(e.status, e.lastSeq, now, outcome, wakeAt, checkpoint, e.lastSeq, e.runId);
-          else update.run(e.status, e.lastSeq, now, outcome, wakeAt, e.runId);
+          const statusChanges = head.status !== e.status;
+          const update = this.stmt.updateRun[(checkpoint !== null ? 1 : 0) + (release ? 2 : 0) + (statusChanges ? 4 : 0)];
+          const params: unknown[] = statusChanges ? [e.status, e.lastSeq, now, outcome, wakeAt] : [e.lastSeq, now, outcome, wakeAt];
+          if (checkpoint !== null) params.push(checkpoint, e.lastSeq);
+          params.push(e.runId);
+          update.run(params);
         }
         for (let i = 0; i < lines.length; i += eventsPerInsert) {
           const rows = Math.min(eventsPerInsert, lines.length - i);

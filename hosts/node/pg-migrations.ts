@@ -217,6 +217,15 @@ export const pgMigrations: readonly PgMigration[] = [
       CREATE INDEX ingress_by_binding ON ${s}.ingress_events (binding_id, id);
       CREATE INDEX ingress_by_run ON ${s}.ingress_events (run_id) WHERE run_id IS NOT NULL;`,
   },
+  {
+    version: 8,
+    description: 'runs indexed by status alone: a commit that keeps the status changes no indexed column',
+    // `updated_at` moves at every commit: with it in `runs_by_status` no commit's UPDATE could be
+    // a heap-only tuple update, and each wrote an entry into every index of `runs`.
+    up: (s) => `
+      DROP INDEX ${s}.runs_by_status;
+      CREATE INDEX runs_by_status ON ${s}.runs (status);`,
+  },
 ];
 
 export const pgSchemaVersion = pgMigrations[pgMigrations.length - 1].version;

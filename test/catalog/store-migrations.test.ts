@@ -107,6 +107,18 @@ describe('store fixtures', () => {
       const again = await open(dir);
       await again.close();
       expect(userVersion(file)).toBe(schemaVersion);
+      // Schema v8: events in a rowid table under a unique (run_id, seq) index, runs by status alone.
+      const db = new BetterSqlite3(file, { readonly: true });
+      try {
+        expect(db.prepare("SELECT sql FROM sqlite_master WHERE name = 'events'").pluck().get()).not.toMatch(/WITHOUT ROWID/i);
+        const unique = (db.prepare('PRAGMA index_list(events)').all() as { name: string; unique: number }[]).filter((i) => i.unique === 1);
+        expect(unique.map((i) => (db.prepare(`PRAGMA index_info(${JSON.stringify(i.name)})`).all() as { name: string }[]).map((c) => c.name))).toEqual([['run_id', 'seq']]);
+        expect((db.prepare('PRAGMA index_info(runs_by_status)').all() as { name: string }[]).map((c) => c.name)).toEqual(['status']);
+        // No event lost or duplicated by the copy: every run's journal is seq 1..last_seq.
+        expect(db.prepare('SELECT count(*) FROM events').pluck().get()).toBe(db.prepare('SELECT sum(last_seq) FROM runs').pluck().get());
+      } finally {
+        db.close();
+      }
     });
   }
 
