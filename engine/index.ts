@@ -173,7 +173,13 @@ export const engine = {
 
   replay(request: string): string {
     return guarded(() => {
-      const r = parse<ReplayRequest>(request, 'replay request');
+      // The request's JSON, then (from the first newline on) the journal's events one per line,
+      // as the journal keeps them: a recorded replay compares the events it produces with these
+      // texts instead of serialising each recorded event again. A request without a newline
+      // carries its events in its JSON.
+      const lines = request.indexOf('\n');
+      const r = parse<ReplayRequest>(lines < 0 ? request : request.slice(0, lines), 'replay request');
+      if (lines >= 0) r.eventTexts = request.split('\n').slice(1);
       const report = r.mode === 'inspect' ? inspect(r) : r.mode === 'recorded' ? recorded(r, scripts) : undefined;
       if (report === undefined) throw new EngineError('replay.bad-mode', `replay mode must be inspect or recorded, got ${JSON.stringify(r.mode)}`);
       return JSON.stringify(report);

@@ -17,7 +17,14 @@ export interface ReplayRequest {
   plan: ExecutionPlan;
   /** A different plan to replay against (an edited template); recorded mode only. */
   editedPlan?: ExecutionPlan;
-  events: EventEnvelope[];
+  /** The journal's events, parsed (a request whose JSON carries them). */
+  events?: EventEnvelope[];
+  /**
+   * The journal's events as the texts the journal keeps (the request's lines after its JSON):
+   * each is parsed when it is read, and a recorded replay compares its own events with them as
+   * they are. Nothing keeps the parsed journal whole.
+   */
+  eventTexts?: string[];
   /** Captured artifacts by digest, as JSON text (recorded mode needs those of capability results). */
   artifacts?: Record<string, string>;
   /** Inspect mode: also answer the whole folded run state (what a checkpoint holds). */
@@ -66,14 +73,42 @@ function graphOf(plan: ExecutionPlan, templateKey: string) {
  * last activation would have carried): hosts derive it this way for runs recorded before
  * projections were stored.
  */
+/** The recorded journal, read one event at a time. */
+interface Journal {
+  count: number;
+  event(i: number): EventEnvelope;
+  /** The event's text as the journal keeps it, when the request carried texts. */
+  text(i: number): string | undefined;
+}
+
+function journalOf(request: ReplayRequest): Journal {
+  const texts = request.eventTexts;
+  if (texts) {
+    return {
+      count: texts.length,
+      event: (i) => {
+        try {
+          return JSON.parse(texts[i]) as EventEnvelope;
+        } catch (err) {
+          throw new EngineError('engine.bad-json', `event ${i + 1} of the replay request is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
+        }
+      },
+      text: (i) => texts[i],
+    };
+  }
+  const events = request.events ?? [];
+  return { count: events.length, event: (i) => events[i], text: () => undefined };
+}
+
 export function inspect(request: ReplayRequest): Json {
+  const journal = journalOf(request);
   let state: RunState | undefined;
-  for (const event of request.events) state = reduce(state, event);
+  for (let i = 0; i < journal.count; i++) state = reduce(state, journal.event(i));
   const graph = state ? graphOf(request.plan, state.templateKey) : undefined;
   return {
     mode: 'inspect',
     runId: state?.runId ?? null,
-    events: request.events.length,
+    events: journal.count,
     outcome: outcomeOf(state),
     ...(state && graph ? { projection: projectRun(state, graph) as unknown as Json } : {}),
     nodes: nodesView(state) as unknown as Json,
@@ -157,10 +192,10 @@ function comparable(e: EventEnvelope, withEnvelope: boolean): string {
 }
 
 export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
-  const events = request.events;
-  const accepted = events[0];
-  if (events.length === 0 || accepted.type !== 'run.accepted') throw new EngineError('replay.bad-journal', 'a journal must start with run.accepted');
-  const runId = events[0].runId;
+  const journal = journalOf(request);
+  const accepted = journal.count > 0 ? journal.event(0) : undefined;
+  if (accepted === undefined || accepted.type !== 'run.accepted') throw new EngineError('replay.bad-journal', 'a journal must start with run.accepted');
+  const runId = accepted.runId;
   if (accepted.payload.capture === 'metadata') {
     throw new EngineError('replay.payloads-not-kept', `run ${runId} was recorded with capture mode metadata: its journal holds digests, not the payloads recorded replay needs; replay it with mode inspect`, { runId });
   }
@@ -192,21 +227,15 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
     cancel: () => undefined,
   }, { checkpointTexts: false });
 
-  const groups: EventEnvelope[][] = [];
-  for (const e of events) {
-    const last = groups[groups.length - 1];
-    if (last && last[0].origin.activation === e.origin.activation) last.push(e);
-    else groups.push([e]);
-  }
   const skippedFacts: Json[] = [];
   const templateKey = accepted.payload.templateKey;
-  for (const group of groups) {
+  const replayGroup = (group: EventEnvelope[]) => {
     const facts = factsOf(group, request.artifacts ?? {}).filter((f) => {
       if (f.type !== 'capability-completed' || requested.has(f.invocationId) || !edited) return true;
       skippedFacts.push({ invocationId: f.invocationId, reason: 'the edited plan never requested it' });
       return false;
     });
-    if (facts.length === 0 && group.every((e) => e.type === 'checkpoint.committed')) continue;
+    if (facts.length === 0 && group.every((e) => e.type === 'checkpoint.committed')) return;
     const first = group[0];
     const activationRequest = {
       runId,
@@ -222,15 +251,34 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
       if (!(err instanceof EngineError)) throw err;
       skippedFacts.push({ activation: first.origin.activation, error: { code: err.code, message: err.message } });
     }
+  };
+  // One pass over the journal: each activation's events (they share `origin.activation`) are
+  // replayed as one activation, the recorded run is folded, and its completions are noted; no
+  // event is kept once its activation is replayed.
+  let recordedState: RunState | undefined;
+  const completed = new Set<string>();
+  let group: EventEnvelope[] = [];
+  for (let i = 0; i < journal.count; i++) {
+    const e = i === 0 ? accepted : journal.event(i);
+    recordedState = reduce(recordedState, e);
+    if (e.type === 'capability.completed') completed.add(e.payload.invocationId);
+    if (group.length > 0 && group[0].origin.activation !== e.origin.activation) {
+      replayGroup(group);
+      group = [];
+    }
+    group.push(e);
   }
+  if (group.length > 0) replayGroup(group);
 
   let firstDivergence: Json | null = null;
-  const n = Math.max(produced.length, events.length);
+  const n = Math.max(produced.length, journal.count);
   for (let i = 0; i < n; i++) {
-    const a = events[i];
     // The same text in the envelope's declared order is the same event; anything else is compared
     // field by field.
-    if (a && i < produced.length && ((!edited && JSON.stringify(a) === produced[i]) || comparable(a, !edited) === comparable(producedEvent(i), !edited))) continue;
+    const text = i < journal.count && !edited ? journal.text(i) : undefined;
+    if (text !== undefined && i < produced.length && text === produced[i]) continue;
+    const a = i < journal.count ? journal.event(i) : undefined;
+    if (a && i < produced.length && ((!edited && text === undefined && JSON.stringify(a) === produced[i]) || comparable(a, !edited) === comparable(producedEvent(i), !edited))) continue;
     const b = i < produced.length ? producedEvent(i) : undefined;
     firstDivergence = {
       seq: i + 1,
@@ -240,8 +288,6 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
     };
     break;
   }
-  let recordedState: RunState | undefined;
-  for (const e of events) recordedState = reduce(recordedState, e);
   // Identical events against the same plan fold to the same state: folded once.
   let replayedState: RunState | undefined = firstDivergence === null && !edited ? recordedState : undefined;
   if (replayedState === undefined) for (let i = 0; i < produced.length; i++) replayedState = reduce(replayedState, producedEvent(i));
@@ -253,14 +299,13 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
     const y = JSON.stringify(replayedNodes[id] ?? null);
     if (x !== y) changedNodes.push({ nodeId: id, recorded: (recordedNodes[id] ?? null) as unknown as Json, replayed: (replayedNodes[id] ?? null) as unknown as Json });
   }
-  const completed = new Set(events.flatMap((e) => (e.type === 'capability.completed' ? [e.payload.invocationId] : [])));
   const unrecorded = gatewayCalls.filter((r) => !completed.has(r.invocationId));
   return {
     mode: 'recorded',
     runId,
     edited,
     identical: firstDivergence === null,
-    eventsRecorded: events.length,
+    eventsRecorded: journal.count,
     eventsReplayed: produced.length,
     firstDivergence,
     recordedOutcome: outcomeOf(recordedState),

@@ -514,7 +514,10 @@ export class EngineInstance {
   }
 
   replay(request: { mode: 'inspect' | 'recorded'; plan: ExecutionPlan; editedPlan?: ExecutionPlan; events: unknown[]; artifacts?: Record<string, string> }): Record<string, unknown> {
-    const text = encodeRequest('replay', request);
+    // The events go one per line after the request's JSON, as the journal keeps them: the engine
+    // compares the events it replays with these texts as they are (docs/engine.md, "Replay").
+    const { events, ...rest } = request;
+    const text = events.length === 0 ? encodeRequest('replay', request) : [encodeRequest('replay', rest), ...events.map((e) => encodeRequest('replay', e))].join('\n');
     // An inspection folds events only; a recorded replay runs the scripts again.
     if (request.mode !== 'inspect') this.assertScriptsFor('replaying this run', text);
     return JSON.parse(
