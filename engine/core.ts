@@ -81,12 +81,14 @@ export class EngineCore {
   private readonly hot = new Map<string, HotRun>();
 
   /**
-   * `checkpointTexts: false` (recorded replay): the `checkpoint.committed` events are emitted as
-   * always, but the state is not serialised for them; the host discards checkpoints anyway.
+   * For recorded replay, which reads neither: `checkpointTexts: false` emits the
+   * `checkpoint.committed` events as always without serialising the state for them, and
+   * `projections: false` leaves the run's projection out of each summary (it lists every call in
+   * flight: 256 of them at each activation of a foreach at concurrency 256).
    */
   constructor(
     private readonly host: CoreHost,
-    private readonly options: { checkpointTexts?: boolean } = {},
+    private readonly options: { checkpointTexts?: boolean; projections?: boolean } = {},
   ) {}
 
   evict(runId: string): void {
@@ -134,7 +136,7 @@ export class EngineCore {
       seq: state.seq,
       activation: state.activation,
       events: activation.eventCount,
-      ...projectRun(state, graph),
+      ...(this.options.projections === false ? { status: state.status } : projectRun(state, graph)),
     };
     if (state.capture === 'metadata') summary.payloadsKept = false;
     if (activation.eventCount === 0) return summary;

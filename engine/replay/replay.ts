@@ -225,7 +225,7 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
       gatewayCalls.push(r);
     },
     cancel: () => undefined,
-  }, { checkpointTexts: false });
+  }, { checkpointTexts: false, projections: false });
 
   const skippedFacts: Json[] = [];
   const templateKey = accepted.payload.templateKey;
