@@ -162,6 +162,15 @@ function migrate(db: Database, file: string, existed: boolean): void {
   if (current > schemaVersion) {
     throw new StoreError('store.schema-too-new', `the store ${file} has schema version ${current}, newer than this program understands (${schemaVersion}); upgrade the program instead of downgrading the store`);
   }
+  if (current === 0) {
+    // A new store: every migration in one transaction (one fsync instead of one per version; the
+    // store is as atomic either way, and a failure leaves it empty at version 0).
+    db.transaction(() => {
+      for (const m of migrations) m.up(db);
+      db.pragma(`user_version = ${schemaVersion}`);
+    }).immediate();
+    return;
+  }
   for (const m of migrations) {
     if (m.version <= current) continue;
     if (m.destructive && existed) {
