@@ -132,11 +132,12 @@ export interface RunOwnership {
   refuseQueued(runId: string, lease: { owner: string; epoch: number }, error: { code: string; message: string }, now: number): Awaitable<boolean>;
 
   /**
-   * Wake-ups, for stores that can push them (PostgreSQL's LISTEN/NOTIFY): `listener` is called
-   * when a run is queued (`queue`) or a command posted (`inbox`), in any process. Answers the
-   * function that stops listening. Without it, workers and owners poll.
+   * Wake-ups, for stores that can push them (PostgreSQL's LISTEN/NOTIFY, SQLite's wake files):
+   * `listener` is called when a run is queued (`queue`) or a command posted (`inbox`), in any
+   * process; `runId` when the store says which. Answers the function that stops listening.
+   * Without it, workers and owners poll (and they keep polling as a fallback).
    */
-  subscribe?(listener: (event: { channel: 'queue' | 'inbox'; runId: string }) => void): Awaitable<() => Awaitable<void>>;
+  subscribe?(listener: (event: { channel: 'queue' | 'inbox'; runId?: string }) => void): Awaitable<() => Awaitable<void>>;
 
   /** Worker presence, so `--no-wait` can say whether anyone will run the queue. */
   heartbeatWorker(record: WorkerRecord): Awaitable<void>;

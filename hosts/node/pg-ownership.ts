@@ -78,7 +78,7 @@ export class PgOwnership implements RunOwnership {
     this.channel = `${s.replace(/"/g, '').slice(0, 58)}_work`;
   }
 
-  async subscribe(listener: (event: { channel: 'queue' | 'inbox'; runId: string }) => void): Promise<() => Promise<void>> {
+  async subscribe(listener: (event: { channel: 'queue' | 'inbox'; runId?: string }) => void): Promise<() => Promise<void>> {
     // One connection of the pool, kept for LISTEN as long as the subscription lasts.
     const client = await this.pool.connect();
     const onNotification = (n: { channel: string; payload?: string }) => {

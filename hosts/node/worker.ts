@@ -77,13 +77,15 @@ export class Worker {
       );
     void beat();
     this.presence = setInterval(beat, Math.max(50, Math.floor((this.runtime.kernel.leases?.ttlMs ?? 15_000) / 3)));
-    // A store that pushes wake-ups (PostgreSQL NOTIFY) lets a queued run start without waiting for a poll.
+    // A store that pushes wake-ups (PostgreSQL NOTIFY, SQLite's wake files) lets a queued run start without waiting for a poll.
     if (ownership.subscribe) {
-      Promise.resolve(
-        ownership.subscribe((event) => {
-          if (event.channel === 'inbox') void this.runtime.kernel.leases?.poll();
-          this.wake();
-        }),
+      new Promise<() => unknown>((resolve) =>
+        resolve(
+          ownership.subscribe!((event) => {
+            if (event.channel === 'inbox') void this.runtime.kernel.leases?.poll();
+            this.wake();
+          }),
+        ),
       ).then(
         (stop) => (this.stopped ? void stop() : (this.unsubscribe = stop)),
         (err) => this.log('warn', `listening for work failed (polling instead): ${(err as Error).message}`),
