@@ -5,7 +5,7 @@
 //
 //   file in the directory                           | host
 //   ------------------------------------------------+------
-//   workflow.db (SQLite; also -wal, -shm)           | node
+//   workflow.db (SQLite; also -wal, -shm, -wake-*)  | node
 //   journal.log, journal.log.mark, receipts.log     | router
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
