@@ -98,7 +98,7 @@ export async function largeRunExport(items = largeRunItems) {
   return { ...(await recordLargeRun(file, items)), cached: false };
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const r = await largeRunExport();
   console.log(JSON.stringify({ ...r, ...(r.recordMs !== undefined ? { recordMs: Math.round(r.recordMs) } : {}) }));
 }
