@@ -162,25 +162,20 @@ function migrate(db: Database, file: string, existed: boolean): void {
   if (current > schemaVersion) {
     throw new StoreError('store.schema-too-new', `the store ${file} has schema version ${current}, newer than this program understands (${schemaVersion}); upgrade the program instead of downgrading the store`);
   }
-  if (current === 0) {
-    // A new store: every migration in one transaction (one fsync instead of one per version; the
-    // store is as atomic either way, and a failure leaves it empty at version 0).
-    db.transaction(() => {
-      for (const m of migrations) m.up(db);
-      db.pragma(`user_version = ${schemaVersion}`);
-    }).immediate();
-    return;
-  }
-  for (const m of migrations) {
-    if (m.version <= current) continue;
-    if (m.destructive && existed) {
+  // A new store gets every migration in one transaction (one fsync instead of one per version; it
+  // is as atomic either way, and a failure leaves it empty at version 0); an existing store gets
+  // each pending one in its own.
+  const pending = migrations.filter((m) => m.version > current);
+  const steps = current === 0 ? [pending] : pending.map((m) => [m]);
+  for (const step of steps) {
+    if (current > 0 && existed && step.some((m) => m.destructive)) {
       const copy = `${file}.v${current}.bak`;
       db.pragma('wal_checkpoint(TRUNCATE)');
       copyFileSync(file, copy);
     }
     db.transaction(() => {
-      m.up(db);
-      db.pragma(`user_version = ${m.version}`);
+      for (const m of step) m.up(db);
+      db.pragma(`user_version = ${step[step.length - 1].version}`);
     }).immediate();
   }
 }
