@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { tmpdir, cpus, totalmem, release, platform, arch, loadavg } from 'node:os';
 import { spawn, execFileSync } from 'node:child_process';
 import { pathToFileURL } from 'node:url';
-import { BENCH_DIR, ROOT_DIR, stats, withTimeout } from './lib/util.mjs';
+import { BENCH_DIR, ROOT_DIR, mainThreadCpuMs, stats, withTimeout } from './lib/util.mjs';
 import { analyse, renderMarkdown, renderSvg, WORKLOADS } from './lib/report.mjs';
 
 const env = process.env;
@@ -162,13 +162,18 @@ async function childWorkload(systems, wid, params, rounds) {
 }
 
 // ---------------------------------------------------------------- in-process workloads
+/** On-CPU time of the main thread in ms since `from` (a `mainThreadCpuMs()`); undefined where it cannot be read. */
+const cpuMsSince = (from) => (from === undefined ? undefined : mainThreadCpuMs() - from);
+
 async function timed(fn, arg) {
+  const c0 = mainThreadCpuMs();
   const t0 = performance.now();
   const r = await withTimeout(Promise.resolve().then(() => fn(arg)), cfg.callTimeoutMs, 'workload call');
-  return { ms: r?.ms ?? performance.now() - t0, wallMs: performance.now() - t0, events: r?.events, extra: r?.extra };
+  // The main thread's CPU only: a server a system talks to (PostgreSQL, restate-server) is not in it.
+  return { ms: r?.ms ?? performance.now() - t0, wallMs: performance.now() - t0, cpuMs: cpuMsSince(c0), events: r?.events, extra: r?.extra };
 }
 
-async function inProcess(systems, wid, { params, warmup, batch, rounds, sample }) {
+async function inProcess(systems, wid, { params, warmup, batch, rounds, sample, cpuSample }) {
   const active = systems.filter((s) => s.status === 'ok' && !naReason(s, wid));
   for (const s of systems) { const r = naReason(s, wid); if (r && s.status === 'ok') record(wid, s, { status: 'na', reason: r }); }
   if (!active.length) return;
@@ -184,6 +189,7 @@ async function inProcess(systems, wid, { params, warmup, batch, rounds, sample }
         for (let i = 0; i < batch; i++) {
           const t = await timed(s.mod.workloads[wid], params);
           cur.samples.push(sample ? sample(t) : t.ms);
+          if (t.cpuMs !== undefined) (cur.cpu ??= []).push(cpuSample ? cpuSample(t) : t.cpuMs);
           if (t.extra) (cur.extras ??= []).push(t.extra);
         }
       } catch (e) { fail(wid, s, e); }
@@ -197,9 +203,10 @@ async function inProcess(systems, wid, { params, warmup, batch, rounds, sample }
 
 async function throughputWindow(sys) {
   const w = sys.mod.workloads;
+  const c0 = mainThreadCpuMs();
   if (typeof w.throughput16 === 'function') {
     const r = await withTimeout(w.throughput16({ seconds: cfg.throughputSeconds, inFlight: cfg.inFlight }), cfg.callTimeoutMs, 'throughput');
-    return (r.runs / r.ms) * 1000;
+    return { perSecond: (r.runs / r.ms) * 1000, cpuMsPerRun: cpuMsSince(c0) / r.runs };
   }
   const start = performance.now();
   const end = start + cfg.throughputSeconds * 1000;
@@ -207,7 +214,7 @@ async function throughputWindow(sys) {
   await withTimeout(Promise.all(Array.from({ length: cfg.inFlight }, async () => {
     while (performance.now() < end) { await w.twoStep(); runs++; }
   })), cfg.callTimeoutMs + cfg.throughputSeconds * 1000, 'throughput');
-  return (runs / (performance.now() - start)) * 1000;
+  return { perSecond: (runs / (performance.now() - start)) * 1000, cpuMsPerRun: cpuMsSince(c0) / runs };
 }
 
 async function throughput(systems) {
@@ -219,9 +226,11 @@ async function throughput(systems) {
     for (const s of active) {
       if (failed(wid, s)) continue;
       try {
-        const v = await throughputWindow(s);
-        record(wid, s, {}).samples.push(v);
-        log(`  ${s.name} ${wid}: ${v.toFixed(0)} runs/s`);
+        const { perSecond: v, cpuMsPerRun } = await throughputWindow(s);
+        const cur = record(wid, s, {});
+        cur.samples.push(v);
+        if (Number.isFinite(cpuMsPerRun)) (cur.cpu ??= []).push(cpuMsPerRun);
+        log(`  ${s.name} ${wid}: ${v.toFixed(0)} runs/s${Number.isFinite(cpuMsPerRun) ? `, ${cpuMsPerRun.toFixed(3)} main-thread CPU ms per run` : ''}`);
       } catch (e) { fail(wid, s, e); }
     }
   }
@@ -315,7 +324,7 @@ async function main() {
   await inProcess(systems, 'twoStep', { params: {}, warmup: cfg.twoStepWarmup, batch: cfg.twoStepBatch, rounds: cfg.rounds });
   await inProcess(systems, 'hundredStep', {
     params: { steps: cfg.steps }, warmup: 1, batch: cfg.hundredStepBatch, rounds: cfg.rounds,
-    sample: (t) => t.ms / cfg.steps,
+    sample: (t) => t.ms / cfg.steps, cpuSample: (t) => t.cpuMs / cfg.steps,
   });
   await throughput(systems);
   await inProcess(systems, 'fanOut1000', {
@@ -350,15 +359,22 @@ async function main() {
         doc.workloads[w.id].systems[s.name] = { status: s.status === 'ok' ? 'na' : 'error', reason: why };
         continue;
       }
-      const { samples, ...rest } = r;
+      const { samples, cpu, ...rest } = r;
       const entry = { ...rest, ...(r.status === 'ok' ? stats(samples) : {}), note: s.mod?.notes?.[w.id] };
+      // Main-thread CPU of the benchmark's process per call (per run for throughput, per step for the 100-step run).
+      if (r.status === 'ok' && cpu?.length) entry.cpuMs = stats(cpu);
       if (w.id === 'foreach10k' && r.runs) {
         entry.peakRssMB = stats(r.runs.map((x) => x.peakRssMB));
         entry.rssAfterSetupMB = stats(r.runs.map((x) => x.rssAfterSetupMB));
         const srv = r.runs.map((x) => x.extra?.serverPeakRssMB).filter((x) => x != null);
         if (srv.length) entry.serverPeakRssMB = stats(srv);
       }
-      if (w.id === 'coldStart' && r.runs) entry.sinceProcessStartMs = stats(r.runs.map((x) => x.sinceProcessStartMs));
+      if (w.id === 'coldStart' && r.runs) {
+        entry.sinceProcessStartMs = stats(r.runs.map((x) => x.sinceProcessStartMs));
+        // Where a fresh process's time goes, for a system that reports its phases.
+        const phases = r.runs.map((x) => x.extra?.phasesMs).filter(Boolean);
+        if (phases.length) entry.phasesMs = Object.fromEntries(Object.keys(phases[0]).map((k) => [k, stats(phases.map((p) => p[k])).median]));
+      }
       if (r.status === 'ok') entry.samples = samples.map((x) => Math.round(x * 10000) / 10000);
       if (r.status === 'ok' && !entry.n) Object.assign(entry, { status: 'error', error: 'no samples' });
       doc.workloads[w.id].systems[s.name] = entry;

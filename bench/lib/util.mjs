@@ -75,6 +75,19 @@ export async function pool(n, limit, fn) {
   await Promise.all(lanes);
 }
 
+/**
+ * On-CPU time of this process's main thread (the event loop) in ms, from Linux's
+ * /proc/self/task/<pid>/schedstat (nanoseconds); `undefined` where the platform has no such file.
+ * V8's background threads (compilers, garbage-collection helpers) are not in it.
+ */
+export function mainThreadCpuMs() {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Summary statistics of a list of numbers. */
 export function stats(values) {
   const v = values.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
