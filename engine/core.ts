@@ -79,6 +79,11 @@ export function cachedPlan(planHash: string): LoadedPlan {
 
 export class EngineCore {
   private readonly hot = new Map<string, HotRun>();
+  /**
+   * The state of the run of the latest activation, after it; `undefined` after an activation that
+   * failed. Recorded replay reads it instead of folding the recorded journal a second time.
+   */
+  lastState: RunState | undefined;
 
   /**
    * For recorded replay, which reads neither: `checkpointTexts: false` emits the
@@ -128,9 +133,11 @@ export class EngineCore {
     } catch (err) {
       // The state was changed in place before the failure: forget it, the journal still has the truth.
       this.hot.delete(request.runId);
+      this.lastState = undefined;
       throw err;
     }
     const state = activation.run;
+    this.lastState = state;
     const summary: ActivationSummary = {
       runId: request.runId,
       seq: state.seq,

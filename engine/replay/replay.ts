@@ -253,14 +253,12 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
     }
   };
   // One pass over the journal: each activation's events (they share `origin.activation`) are
-  // replayed as one activation, the recorded run is folded, and its completions are noted; no
-  // event is kept once its activation is replayed.
-  let recordedState: RunState | undefined;
+  // replayed as one activation and its completions are noted; no event is kept once its
+  // activation is replayed.
   const completed = new Set<string>();
   let group: EventEnvelope[] = [];
   for (let i = 0; i < journal.count; i++) {
     const e = i === 0 ? accepted : journal.event(i);
-    recordedState = reduce(recordedState, e);
     if (e.type === 'capability.completed') completed.add(e.payload.invocationId);
     if (group.length > 0 && group[0].origin.activation !== e.origin.activation) {
       replayGroup(group);
@@ -288,9 +286,15 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
     };
     break;
   }
-  // Identical events against the same plan fold to the same state: folded once.
-  let replayedState: RunState | undefined = firstDivergence === null && !edited ? recordedState : undefined;
-  if (replayedState === undefined) for (let i = 0; i < produced.length; i++) replayedState = reduce(replayedState, producedEvent(i));
+  // Identical events against the same plan fold to the same state: the one the replay's engine
+  // holds after its last activation. Only a replay that diverged (or ran an edited plan) folds the
+  // recorded journal and the replayed events each on their own.
+  let recordedState: RunState | undefined = firstDivergence === null && !edited ? core.lastState : undefined;
+  let replayedState = recordedState;
+  if (recordedState === undefined) {
+    for (let i = 0; i < journal.count; i++) recordedState = reduce(recordedState, i === 0 ? accepted : journal.event(i));
+    for (let i = 0; i < produced.length; i++) replayedState = reduce(replayedState, producedEvent(i));
+  }
   const changedNodes: Json[] = [];
   const recordedNodes = nodesView(recordedState);
   const replayedNodes = nodesView(replayedState);
