@@ -151,10 +151,10 @@ export class EngineCore {
     const expectedSeq = activation.seqBefore;
     const terminal = isTerminalStatus(state.status);
     let checkpoint: string | undefined;
-    // A checkpoint when the run comes to rest (paused or ended) and after every
-    // `checkpointEveryEvents` events, so a cold activation never reads more than that many.
+    // A checkpoint when the run comes to rest (paused or ended) and after an interval of events
+    // (`checkpointInterval`), so a cold activation reads at most one interval of events.
     const cameToRest = (terminal || state.status === 'paused') && `${state.status}/${state.pausedReason ?? ''}` !== statusBefore;
-    if (cameToRest || state.seq + 1 - state.lastCheckpointSeq >= limits.checkpointEveryEvents) {
+    if (cameToRest || state.seq + 1 - state.lastCheckpointSeq >= checkpointInterval(activation, state.lastCheckpointSeq)) {
       activation.emit('checkpoint.committed', { checkpointVersion: checkpointSchemaVersion });
       if (this.options.checkpointTexts !== false) checkpoint = JSON.stringify(activation.run.capture === 'metadata' ? checkpointWithoutPayloads(activation.run) : activation.run);
     }
@@ -199,6 +199,16 @@ export class EngineCore {
     if (state.seq !== tail.lastSeq) throw new EngineError('store.corrupt', `run ${runId}: rebuilt seq ${state.seq} differs from stored last seq ${tail.lastSeq}`);
     return { state, loaded, templateKey: state.templateKey };
   }
+}
+
+/**
+ * Events after the previous checkpoint (at `lastCheckpointSeq`) before the next is taken:
+ * `checkpointEveryEvents`, or with `checkpoint-v2` an eighth of the events before the previous
+ * checkpoint, from 512 (up to seq 4,096) to 8,192 (from seq 65,536 on).
+ */
+export function checkpointInterval(a: Activation, lastCheckpointSeq: number): number {
+  if (!a.has('checkpoint-v2')) return limits.checkpointEveryEvents;
+  return Math.min(limits.checkpointIntervalMax, Math.max(limits.checkpointEveryEvents, Math.floor(lastCheckpointSeq / limits.checkpointIntervalDivisor)));
 }
 
 /**

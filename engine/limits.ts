@@ -19,6 +19,14 @@ export const limits = {
   timeoutMsMax: 31 * 86_400_000,
   /** A checkpoint is taken when this many events followed the previous one (or the run pauses or ends). */
   checkpointEveryEvents: 512,
+  /**
+   * With `checkpoint-v2` the interval grows with the run: an eighth of the events before the
+   * previous checkpoint, between `checkpointEveryEvents` and `checkpointIntervalMax`. A checkpoint
+   * holds the whole state, which grows with the run: at a fixed interval a long run's checkpoints
+   * cost the square of its length.
+   */
+  checkpointIntervalDivisor: 8,
+  checkpointIntervalMax: 8_192,
   /** Runs held hot in one engine instance before the least recently used is evicted. */
   hotRunsMax: 256,
   scriptSourceBytesMax: 65_536,

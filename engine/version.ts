@@ -26,11 +26,14 @@ export const engineVersion = '0.1.0';
  * - `authority-v2`: a safe call reissued after a restart or takeover is checked against the
  *   authority of that resume first; one it no longer grants is cancelled and fails its node (or
  *   item) with `capability.denied` instead of running under the authority of launch.
+ * - `checkpoint-v2`: the interval between checkpoints grows with the run: an eighth of the
+ *   events before the previous checkpoint, at least 512 and at most 8,192 (before: every 512
+ *   events, so the checkpoints of the whole state cost a long run the square of its length).
  */
-export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2'] as const;
+export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2', 'checkpoint-v2'] as const;
 
 /** The flags a plan compiled by this engine records. */
-export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2'] as const;
+export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2', 'checkpoint-v2'] as const;
 
 export type EngineFlag = (typeof supportedFlags)[number];
 

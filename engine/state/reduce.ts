@@ -231,7 +231,9 @@ function applyNodeEvent(node: NodeState, event: EventEnvelope<NodeEventType>): v
     case 'node.item-started': {
       const p = event.payload;
       const f = node.foreach!;
-      f.attempts[String(p.index)] = event.node!.attempt;
+      // Only a later attempt is kept: an item without an entry is on its first (read as `?? 1`),
+      // so a foreach of many items does not carry one entry per item in every checkpoint.
+      if (event.node!.attempt !== 1 || String(p.index) in f.attempts) f.attempts[String(p.index)] = event.node!.attempt;
       if (p.index === f.next) f.next += 1;
       const wasUnknown = f.unknown.indexOf(p.index);
       if (wasUnknown >= 0) f.unknown.splice(wasUnknown, 1);

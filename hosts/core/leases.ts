@@ -17,6 +17,9 @@ export interface LeaseOptions {
 
 export const leaseDefaults = { ttlMs: 15_000, pollMs: 100 } as const;
 
+/** How many slow renewals in a row `ensureValid` tries before the process lets go of the run. */
+const leaseRenewalAttempts = 3;
+
 type Apply = (runId: string, command: InboxCommand) => Promise<ActivationSummary>;
 
 export class LeaseKeeper {
@@ -85,9 +88,30 @@ export class LeaseKeeper {
   ensureValid(runId: string): boolean | Promise<boolean> {
     const epoch = this.mine.get(runId);
     if (epoch === undefined) return false;
+    if (this.validFor(runId) > this.ttlMs / 3) return true;
+    return this.renewUntilValid(runId, epoch);
+  }
+
+  /** How long the lease on `runId` is known to stay this process's, by this process's clock. */
+  private validFor(runId: string): number {
     const until = this.validUntil.get(runId);
-    if (until !== undefined && until - this.now() > this.ttlMs / 3) return true;
-    return this.renewOne(runId, epoch);
+    return until === undefined ? -Infinity : until - this.now();
+  }
+
+  /**
+   * Renews one lease until it is known valid for a third of its lifetime more. A renewal counts
+   * from when it was asked, so one that took most of the lifetime to land (a saturated pool, a
+   * starved CPU) leaves too little to start a call on: it is asked again. After a few such
+   * renewals the process lets go of the run, as when a renewal fails.
+   */
+  private async renewUntilValid(runId: string, epoch: number): Promise<boolean> {
+    for (let attempt = 0; attempt < leaseRenewalAttempts; attempt++) {
+      if (!(await this.renewOne(runId, epoch))) return false;
+      if (this.validFor(runId) > this.ttlMs / 3) return true;
+    }
+    this.log('warn', `renewing the lease of ${runId} took most of its lifetime ${leaseRenewalAttempts} times in a row, so this process lets go of the run`);
+    this.lose(runId);
+    return false;
   }
 
   private async renewOne(runId: string, epoch: number): Promise<boolean> {

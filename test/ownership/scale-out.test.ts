@@ -240,6 +240,11 @@ describe('scale-out: four workers on one PostgreSQL schema, killed at random', (
       for (const events of journals.values()) for (const e of events) if (e.type === 'capability.abandoned') abandonedAt.set(e.payload.invocationId, Date.parse(e.occurredAt));
       const startedAfterAbandon = log.filter((x) => x.tool === 'charge' && x.phase === 'start' && abandonedAt.has(x.invocationId) && x.at > abandonedAt.get(x.invocationId)!);
       for (const x of startedAfterAbandon) violations.push(`${x.invocationId}: charge started by pid ${x.pid} after the invocation was abandoned`);
+      if (startedAfterAbandon.length) {
+        // The journals of those runs, kept beside the effects log for whoever reads the failure.
+        const runsOf = startedAfterAbandon.map((x) => runOfInvocation.get(x.invocationId));
+        writeFileSync(join(dir, 'violations.json'), JSON.stringify(runsOf.map((id) => ({ runId: id, events: id ? journals.get(id) : undefined })), null, 1));
+      }
       for (const id of starts.keys()) {
         const runId = runOfInvocation.get(id);
         if (!runId) {

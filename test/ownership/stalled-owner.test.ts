@@ -2,7 +2,9 @@
 // starved CPU) may have lost its lease by then: another process took the run over and abandoned
 // the call as an unknown outcome. The stalled process must not start it afterwards. The stall
 // is a store whose commit returns only after the lease has expired and another owner took the
-// run; the oracle is the tool's own call count.
+// run; the oracle is the tool's own call count. A process whose lease renewal lands late (a
+// saturated pool) must not start a call on what is left of it either: the oracle there is the
+// lease's remaining time in the store when the tool runs.
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,12 +20,34 @@ import { chain } from '../helpers/node-host.js';
 const TTL = 3000;
 const everything = { id: 'local', scopes: ['*'] };
 
-async function stalledHost(stall: boolean) {
+/** `takeover`: stall past the lease and another process takes the run; `slow-renewal`: stall two thirds of the lease, and the renewal that follows takes most of the lease's lifetime to land. */
+type Stall = 'none' | 'takeover' | 'slow-renewal';
+
+async function stalledHost(stall: Stall) {
   const store = await openJournalStore(join(mkdtempSync(join(tmpdir(), 'adw-stall-')), 'workflow.db'));
   let clock = 1_700_000_000_000;
   const calls: string[] = [];
+  /** For each call, how long the run's lease had left in the store when the tool ran. */
+  const leaseLeft: number[] = [];
   const logs: string[] = [];
   let takenOver = false;
+  let stalled = false;
+  let slowRenewals = 0;
+  const ownership = store.ownership!;
+  const slowRenewing = new Proxy(ownership, {
+    get(target, prop) {
+      if (prop === 'renewLeases') {
+        return async (owner: string, leases: ReadonlyMap<string, number>, ttlMs: number, now: number) => {
+          const lost = await target.renewLeases(owner, leases, ttlMs, now);
+          // The first renewal lands when only 200 ms of the lease it asked for is left.
+          if (stall === 'slow-renewal' && slowRenewals++ === 0) clock = now + ttlMs - 200;
+          return lost;
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
   // The commit that holds the call's request lands; then the process stalls past its lease, and
   // another process takes the run over before this one gets to start the call.
   const stalling = new Proxy(store, {
@@ -32,7 +56,11 @@ async function stalledHost(stall: boolean) {
         return async (entries: { runId: string; events: Uint8Array }[]) => {
           const result = await target.commit(entries as never);
           const requested = entries.find((e) => new TextDecoder().decode(e.events).includes('"capability.requested"'));
-          if (stall && requested && !takenOver) {
+          if (stall === 'slow-renewal' && requested && !stalled) {
+            stalled = true;
+            clock += (TTL * 2) / 3 + 100;
+          }
+          if (stall === 'takeover' && requested && !takenOver) {
             takenOver = true;
             clock += TTL + 1000;
             const grant = await target.ownership.acquireLease(requested.runId, 'the-other-process', TTL, clock);
@@ -41,6 +69,7 @@ async function stalledHost(stall: boolean) {
           return result;
         };
       }
+      if (prop === 'ownership') return slowRenewing;
       const value = Reflect.get(target, prop, target);
       return typeof value === 'function' ? value.bind(target) : value;
     },
@@ -49,8 +78,10 @@ async function stalledHost(stall: boolean) {
   const gateway = registryGateway({
     tools: {
       charge: {
-        execute: async (_input: unknown, ctx: { invocationId: string }) => {
+        execute: async (_input: unknown, ctx: { invocationId: string; runId: string }) => {
           calls.push(ctx.invocationId);
+          const lease = (await store.getRun(ctx.runId))?.lease;
+          leaseLeft.push((lease?.expiresAt ?? -Infinity) - clock);
           return { charged: 1 };
         },
       },
@@ -66,12 +97,12 @@ async function stalledHost(stall: boolean) {
     leases: { owner: 'this-process', ttlMs: TTL, pollMs: 50 },
   });
   const plan = engine.compile({ root: { template: chain('charge-once', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], { requires: ['tool:charge'] }) } });
-  return { kernel, store, plan, calls, logs };
+  return { kernel, store, plan, calls, leaseLeft, logs };
 }
 
 describe('a process that stalls past its lease', () => {
   it('does not start the call it committed once another process has taken the run over', async () => {
-    const h = await stalledHost(true);
+    const h = await stalledHost('takeover');
     try {
       await h.kernel.launch({ runId: 'run-stalled', plan: h.plan, input: {}, authority: everything });
       await new Promise((r) => setTimeout(r, 300));
@@ -86,11 +117,24 @@ describe('a process that stalls past its lease', () => {
   });
 
   it('without a stall, the same call starts once (the check lets a live owner through)', async () => {
-    const h = await stalledHost(false);
+    const h = await stalledHost('none');
     try {
       await h.kernel.launch({ runId: 'run-live', plan: h.plan, input: {}, authority: everything });
       for (let i = 0; i < 100 && h.calls.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
       expect(h.calls).toHaveLength(1);
+    } finally {
+      await h.kernel.close?.();
+      await h.store.close();
+    }
+  });
+
+  it('does not start a call on the little left of a lease whose renewal landed late: it renews again first', async () => {
+    const h = await stalledHost('slow-renewal');
+    try {
+      await h.kernel.launch({ runId: 'run-slow-renewal', plan: h.plan, input: {}, authority: everything });
+      for (let i = 0; i < 100 && h.calls.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(h.calls).toHaveLength(1);
+      expect(h.leaseLeft[0]).toBeGreaterThan(TTL / 3);
     } finally {
       await h.kernel.close?.();
       await h.store.close();

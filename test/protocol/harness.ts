@@ -9,6 +9,7 @@
 import { afterEach, expect } from 'vitest';
 import { compilePlan, type ExecutionPlan } from '../../engine/compiler/plan.js';
 import { EngineCore, type ActivationSummary, type CommitData, type CoreHost } from '../../engine/core.js';
+import { canonicalDigest } from '../../engine/hash.js';
 import { inspect } from '../../engine/replay/replay.js';
 import { ScriptEvaluator } from '../../sandbox/index.js';
 import { authority, fact, type Ev, type FactLiteral, type NodeLiteral, type Obj, type Req, t0 } from './builders.js';
@@ -42,6 +43,8 @@ export interface RunOptions {
   dependencies?: { template: unknown; revision: number }[];
   /** The run's `capture` mode is `metadata`: its journal and checkpoints hold no payloads. */
   metadata?: boolean;
+  /** Behaviour flags taken out of the plan, as a plan compiled by an older engine lacks them. */
+  withoutFlags?: string[];
 }
 
 const live: ProtocolRun[] = [];
@@ -68,7 +71,8 @@ export class ProtocolRun {
   constructor(tmpl: Obj, options: RunOptions = {}) {
     this.runId = options.runId ?? 'run-1';
     this.metadata = options.metadata === true;
-    this.plan = compilePlan({ root: { template: tmpl }, dependencies: options.dependencies }, (source) => scripts.checkSyntax(source));
+    const compiled = compilePlan({ root: { template: tmpl }, dependencies: options.dependencies }, (source) => scripts.checkSyntax(source));
+    this.plan = options.withoutFlags ? olderPlan(compiled, options.withoutFlags) : compiled;
     this.journal = { plan: JSON.stringify(this.plan), events: [] };
     this.core = new EngineCore(this.host());
     live.push(this);
@@ -272,6 +276,13 @@ export class ProtocolRun {
     expect(JSON.parse(JSON.stringify(state)), 'the state in memory equals the fold of every event from scratch').toEqual(this.fold());
     this.foldChecks += 1;
   }
+}
+
+/** `plan` without some of its flags, under the hash such a plan has. */
+function olderPlan(plan: ExecutionPlan, without: string[]): ExecutionPlan {
+  const { planHash: _hash, ...body } = plan;
+  const older = { ...body, flags: body.flags.filter((f) => !without.includes(f)) };
+  return { ...older, planHash: canonicalDigest(older) } as ExecutionPlan;
 }
 
 /** A run of `tmpl` on a fresh in-memory host. */

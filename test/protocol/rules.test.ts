@@ -86,6 +86,46 @@ describe('checkpoints', () => {
     const s3 = t.activate(items.slice(120).map((i) => fact.completed(`each[${i}]#1`, i)));
     expect(s3.summary).toMatchObject({ status: 'completed' });
   });
+
+  /**
+   * Runs a foreach of `n` items, 32 at a time, answering every call of an activation in the next,
+   * with a restart (cold rebuild) every 20 activations; answers the seq of each checkpoint taken
+   * before the run came to rest.
+   */
+  function checkpointSeqs(n: number, withoutFlags?: string[]): number[] {
+    const tmpl = template('long', [node.start(), node.foreach('each', bind.input('/items'), { uses: 'tool.call@1', config: { tool: 'echo' } }, { maxConcurrency: 32, maxItems: n }), node.end()]);
+    const t = protocolRun(tmpl, withoutFlags ? { withoutFlags } : {});
+    const seqs: number[] = [];
+    let step = t.start({ items: Array.from({ length: n }, (_, i) => i) });
+    for (let activations = 1; step.summary.status === 'running'; activations++) {
+      if (step.checkpoint) seqs.push(step.summary.seq);
+      if (activations % 20 === 0) t.restart();
+      step = t.activate(step.requests.map((r) => fact.completed(r.inv, r.input)));
+    }
+    expect(step.summary.status).toBe('completed');
+    return seqs;
+  }
+
+  it('with checkpoint-v2 the interval is an eighth of the events before the previous checkpoint, from 512 events; an older plan keeps 512', () => {
+    const perActivation = 4 * 32; // two events per answered item, two per started one
+    const intervals = (seqs: number[]) => seqs.slice(1).map((c, i) => ({ from: seqs[i], length: c - seqs[i] }));
+
+    const grown = intervals(checkpointSeqs(2_400));
+    for (const { from, length } of grown) {
+      const interval = Math.max(512, Math.floor(from / 8));
+      // Taken by the first activation that reached the interval.
+      expect(length).toBeGreaterThanOrEqual(interval);
+      expect(length).toBeLessThan(interval + perActivation + 1);
+    }
+    expect(Math.max(...grown.map((g) => g.length))).toBeGreaterThan(1_000);
+
+    const fixed = intervals(checkpointSeqs(2_400, ['checkpoint-v2']));
+    for (const { length } of fixed) {
+      expect(length).toBeGreaterThanOrEqual(512);
+      expect(length).toBeLessThan(512 + perActivation + 1);
+    }
+    expect(grown.length).toBeLessThan(fixed.length);
+  });
 });
 
 describe('the activation contract', () => {
