@@ -4,7 +4,7 @@
 // SIGKILLed `resume` does not block the next one for the lease's whole lifetime.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { identifyProcess, observeProcess, readBootId } from '../shared/process-identity.js';
+import { identifyProcess, isProvablyGone, readBootId } from '../shared/process-identity.js';
 
 const separator = '/';
 
@@ -30,8 +30,5 @@ export function ownerIsDead(owner: string): boolean {
   const bootId = readBootId();
   if (!bootId || startTicks === '0') return false;
   if (!bootId.startsWith(bootPrefix)) return true;
-  // Gone, a zombie, or the pid reused by another process; a /proc entry that cannot be read proves nothing.
-  const seen = observeProcess(Number(pid));
-  if (seen.kind === 'unverifiable') return false;
-  return seen.kind === 'absent' || seen.zombie || seen.startTicks !== startTicks;
+  return isProvablyGone({ pid: Number(pid), startTicks, bootId }, bootId);
 }

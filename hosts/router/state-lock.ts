@@ -1,13 +1,14 @@
 /**
  * One process owns a state directory. The `LOCK` file names its owner by process identity; a
- * lock whose owner is provably gone (other boot, pid absent or reused) is taken over. Node has
- * no flock, and a router runs a single host, so this guards against a second start by mistake,
- * not against a race of two starts in the same millisecond.
+ * lock whose owner is provably gone (other boot, pid absent or reused) is taken over; one whose
+ * owner cannot be looked up is not. Node has no flock, and a router runs a single host, so this
+ * guards against a second start by mistake, not against a race of two starts in the same
+ * millisecond.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { StoreError } from '../core/store.js';
-import { identifyProcess, isSameProcessRunning, type ProcessIdentity } from '../shared/process-identity.js';
+import { identifyProcess, isProvablyGone, type ProcessIdentity } from '../shared/process-identity.js';
 import { fsyncDir } from './record-file.js';
 
 export interface StateLock {
@@ -29,8 +30,8 @@ export function acquireStateLock(dir: string): StateLock {
       }
     }
     const holder = readHolder(file);
-    if (holder && isSameProcessRunning(holder)) {
-      throw new StoreError('store.io', `state directory ${dir} is in use by process ${holder.pid}`);
+    if (holder && !isProvablyGone(holder)) {
+      throw new StoreError('store.io', `state directory ${dir} is in use by process ${holder.pid} (remove ${file} only if no such process uses it)`);
     }
     if (!holder && fs.existsSync(file)) {
       // An unreadable lock (e.g. written without /proc): only its own process may remove it.

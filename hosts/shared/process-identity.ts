@@ -64,9 +64,15 @@ export function identifyProcess(pid: number, bootId = readBootId()): ProcessIden
   return { pid, startTicks: seen.startTicks, bootId };
 }
 
-/** True only when the process `identity` names is provably still running (not a zombie). */
-export function isSameProcessRunning(identity: ProcessIdentity, bootId = readBootId()): boolean {
-  if (bootId !== identity.bootId) return false;
+/**
+ * True only when the process `identity` names is provably gone: an earlier boot, no process at its
+ * pid, a zombie, or the pid reused by another process. A process that cannot be looked up (no
+ * boot id, an unreadable /proc entry) is not gone: what it holds stays held.
+ */
+export function isProvablyGone(identity: ProcessIdentity, bootId = readBootId()): boolean {
+  if (bootId === undefined) return false;
+  if (bootId !== identity.bootId) return true;
   const seen = observeProcess(identity.pid);
-  return seen.kind === 'present' && !seen.zombie && seen.startTicks === identity.startTicks;
+  if (seen.kind === 'unverifiable') return false;
+  return seen.kind === 'absent' || seen.zombie || seen.startTicks !== identity.startTicks;
 }
