@@ -233,7 +233,8 @@ function applyNodeEvent(node: NodeState, event: EventEnvelope<NodeEventType>): v
       const f = node.foreach!;
       // Only a later attempt is kept: an item without an entry is on its first (read as `?? 1`),
       // so a foreach of many items does not carry one entry per item in every checkpoint.
-      if (event.node!.attempt !== 1 || String(p.index) in f.attempts) f.attempts[String(p.index)] = event.node!.attempt;
+      const key = String(p.index);
+      if (event.node!.attempt !== 1 || key in f.attempts) f.attempts[key] = event.node!.attempt;
       if (p.index === f.next) f.next += 1;
       const wasUnknown = f.unknown.indexOf(p.index);
       if (wasUnknown >= 0) f.unknown.splice(wasUnknown, 1);

@@ -100,6 +100,11 @@ async function stalledHost(stall: Stall) {
   return { kernel, store, plan, calls, leaseLeft, logs };
 }
 
+/** Waits up to 2 s for the tool's first call. */
+async function untilCalled(calls: string[]): Promise<void> {
+  for (let i = 0; i < 100 && calls.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+}
+
 describe('a process that stalls past its lease', () => {
   it('does not start the call it committed once another process has taken the run over', async () => {
     const h = await stalledHost('takeover');
@@ -120,7 +125,7 @@ describe('a process that stalls past its lease', () => {
     const h = await stalledHost('none');
     try {
       await h.kernel.launch({ runId: 'run-live', plan: h.plan, input: {}, authority: everything });
-      for (let i = 0; i < 100 && h.calls.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      await untilCalled(h.calls);
       expect(h.calls).toHaveLength(1);
     } finally {
       await h.kernel.close?.();
@@ -132,7 +137,7 @@ describe('a process that stalls past its lease', () => {
     const h = await stalledHost('slow-renewal');
     try {
       await h.kernel.launch({ runId: 'run-slow-renewal', plan: h.plan, input: {}, authority: everything });
-      for (let i = 0; i < 100 && h.calls.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      await untilCalled(h.calls);
       expect(h.calls).toHaveLength(1);
       expect(h.leaseLeft[0]).toBeGreaterThan(TTL / 3);
     } finally {
