@@ -1,6 +1,9 @@
 // Dispatch: the gateway requests and cancellations of committed activations. A request is carried
 // out only after the commit that recorded it is durable (the scheduler calls `dispatch` then);
-// its outcome comes back as a fact of a later activation. A call the engine cancelled whose work
+// its outcome comes back as a fact of a later activation. The one exception is a read-only or
+// idempotent tool or agent call (`dispatchEarly`): running it again is harmless by its effect
+// class, so it may start while its commit is on its way; its outcome waits for that commit, and
+// a commit that does not land aborts it and drops its outcome. A call the engine cancelled whose work
 // still ends is recorded as evidence (`capability.late`), never as a wake-up; a run that moved to
 // another owner meanwhile gets the outcome through its inbox.
 import type { ChildRuns } from './kernel-children.js';
@@ -51,7 +54,12 @@ export interface DispatchHost {
   closed(): boolean;
   /** True while the host hands its calls back: their outcomes are unknown to the next owner. */
   stopping(): boolean;
+  /** Whether read-only and idempotent calls may start before their commit lands (`KernelOptions.dispatchBeforeCommit`). */
+  dispatchBeforeCommit: boolean;
 }
+
+/** The kinds of call `dispatchEarly` may start: an approval or a child workflow is never started early. */
+const earlyKinds: ReadonlySet<GatewayRequest['kind']> = new Set(['tool', 'agent']);
 
 export class Dispatcher {
   private readonly controllers = new Map<string, AbortController>();
@@ -64,6 +72,8 @@ export class Dispatcher {
   private readonly cancelledByEngine = new Set<string>();
   /** Outcomes of cancelled calls still on their way (evidence a closing host waits a moment for). */
   private readonly lateWork = new Set<Promise<unknown>>();
+  /** Calls started before their commit landed, by invocation id: `landed` opens (or shuts) their gate. */
+  private readonly early = new Map<string, (landed: boolean) => void>();
 
   constructor(private readonly host: DispatchHost) {}
 
@@ -123,18 +133,70 @@ export class Dispatcher {
     this.host.children.cancel(invocationId, reason);
   }
 
+  /**
+   * Starts a call while the commit that records its request is still on its way, when that is
+   * safe: a tool or agent call that is read-only or idempotent by the template or by the gateway
+   * (running it again, as after a crash, is harmless), of a run whose lease is known valid for a third of its lifetime more
+   * without renewing. Its outcome is held until `landed` says whether the commit landed; when it
+   * did not, the call is aborted and its outcome dropped (the run's next activation decides again
+   * from the journal). Answers whether the call started; one that did not is dispatched as usual
+   * once its commit has landed.
+   */
+  dispatchEarly(request: GatewayRequest): boolean {
+    if (!this.host.dispatchBeforeCommit || !earlyKinds.has(request.kind) || this.host.closed() || this.host.stopping()) return false;
+    // Safe by the template's declaration (journaled in the request) or by the gateway's, as for
+    // the calls a takeover reissues.
+    if (request.effect === 'unknown' && (this.host.gateway.effects()[`${request.kind}:${request.name}`] ?? 'unknown') === 'unknown') return false;
+    const leases = this.host.leases;
+    if (leases && !leases.knownValid(request.runId)) return false;
+    let open!: (landed: boolean) => void;
+    const gate = new Promise<boolean>((resolve) => (open = resolve));
+    this.early.set(request.invocationId, open);
+    this.start(request, gate);
+    return true;
+  }
+
+  /** The commit that records these early calls' requests landed, or did not (see `dispatchEarly`). */
+  landed(invocationIds: readonly string[], landed: boolean): void {
+    for (const id of invocationIds) {
+      const open = this.early.get(id);
+      if (!open) continue;
+      this.early.delete(id);
+      open(landed);
+    }
+  }
+
   dispatch(request: GatewayRequest): void {
     if (request.kind === 'workflow') {
       this.host.children.start(request);
       return;
     }
+    const open = this.early.get(request.invocationId);
+    if (open) {
+      // Started before its commit: the commit has landed, so its outcome may go to the run now.
+      this.early.delete(request.invocationId);
+      open(true);
+      return;
+    }
+    this.start(request);
+  }
+
+  /** Starts a call; with a `gate`, its outcome waits for the commit of its request (`dispatchEarly`). */
+  private start(request: GatewayRequest, gate?: Promise<boolean>): void {
     const controller = new AbortController();
     this.controllers.set(request.invocationId, controller);
     const holdsOwner = request.kind !== 'approval';
     if (holdsOwner) count(this.busy, request.runId, 1);
     count(this.dispatching, request.runId, 1);
+    // A commit that did not land: the call was never recorded, so it is aborted and its outcome is
+    // not the run's (its next activation, from the journal, decides again and may reissue it).
+    const committed = gate?.then((landed) => {
+      if (!landed) controller.abort(new KernelError('capability.cancelled', `the commit that records ${request.invocationId} did not land`));
+      return landed;
+    });
     const settle = async (outcome: CapabilityOutcome | undefined) => {
-      this.controllers.delete(request.invocationId);
+      if (committed && !(await committed)) outcome = undefined;
+      if (this.controllers.get(request.invocationId) === controller) this.controllers.delete(request.invocationId);
       try {
         if (holdsOwner) count(this.busy, request.runId, -1);
         const cancelled = this.cancelledByEngine.delete(request.invocationId);
@@ -151,7 +213,8 @@ export class Dispatcher {
     // a process that stalled past its heartbeats (its lease expired, maybe taken over and the call
     // abandoned by the new owner) renews first, and starts nothing once the run is another's.
     const leases = this.host.leases;
-    const valid = holdsOwner && leases && leases.held(request.runId) ? leases.ensureValid(request.runId) : true;
+    // An early call was checked by `dispatchEarly` against the lease its commit is staged under.
+    const valid = !gate && holdsOwner && leases && leases.held(request.runId) ? leases.ensureValid(request.runId) : true;
     if (valid === true) {
       this.execute(request, controller, settle);
       return;

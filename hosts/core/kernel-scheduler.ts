@@ -77,6 +77,10 @@ export interface SchedulerHost {
   busyFor(runId: string): number;
   /** The run's activation was discarded: its engine copy is dropped. */
   evict(runId: string): void;
+  /** Starts a read-only or idempotent call before its commit lands, when that is safe; answers whether it did. */
+  dispatchEarly(request: GatewayRequest): boolean;
+  /** Whether the commit of early calls' requests landed (their outcomes go on) or not (they are aborted). */
+  landed(invocationIds: readonly string[], landed: boolean): void;
   /** This process no longer knows how the run's in-flight work ended (its facts were lost). */
   lost(runId: string, err: unknown): void;
   /** The run's commit was refused by the fencing check: another process owns it now. */
@@ -217,7 +221,7 @@ export class Scheduler {
 
   /** Activates and commits one batch; answers how many of its runs it took (the rest was requeued after a trap). */
   private async runBatch(batch: [string, Pending][]): Promise<number> {
-    type Result = Omit<Committed, 'rest' | 'wrote'> & { commits: CommitEntry[]; rest?: boolean; delivery?: CommitEntry['delivery'] };
+    type Result = Omit<Committed, 'rest' | 'wrote'> & { commits: CommitEntry[]; rest?: boolean; delivery?: CommitEntry['delivery']; early?: string[] };
     const results: Result[] = [];
     const refused: { id: number; error: { code: string; message: string } }[] = [];
     let taken = batch.length;
@@ -280,11 +284,26 @@ export class Scheduler {
     }
     const leases = this.host.leases;
     if (refused.length > 0 && leases) await leases.refuse(refused).catch((err) => this.host.log('warn', `recording refused commands failed: ${(err as Error).message}`));
+    // Read-only and idempotent calls start now, beside the commit (their outcomes wait for it).
+    let early = false;
+    for (const r of results) {
+      if (r.commits.length === 0) continue;
+      for (const request of r.requests) {
+        if (!this.host.dispatchEarly(request)) continue;
+        (r.early ??= []).push(request.invocationId);
+        early = true;
+      }
+    }
+    // A call starts a few promise steps after `execute` (credentials, the tool's own awaits): one
+    // turn of the event loop lets it send what it sends before a store whose commit blocks the loop
+    // (SQLite) holds it for the commit's fsync.
+    if (early) await new Promise<void>((resolve) => nextTurn(resolve));
     let rejected = new Map<string, string>();
     if (entries.length > 0) {
       try {
         rejected = new Map((await this.host.store.commit(entries)).map((r) => [r.runId, r.code]));
       } catch (err) {
+        for (const r of results) if (r.early) this.host.landed(r.early, false);
         // Nothing was written: every run of the batch goes back to the journal's truth. The
         // facts of the batch (outcomes of calls among them) are lost, so this process no longer
         // knows how its in-flight work ended: a later resume must treat it as after a restart.
@@ -298,6 +317,7 @@ export class Scheduler {
     }
     for (const r of results) {
       const code = rejected.get(r.runId);
+      if (code && r.early) this.host.landed(r.early, false);
       if (code === 'store.fenced') {
         this.host.fenced(r.runId);
         const fenced = new KernelError('run.fenced', `run ${r.runId} is owned by another process now; this process's activation was discarded`);

@@ -61,6 +61,12 @@ export interface KernelOptions {
    * lease, which a store accepts only while nobody holds a live lease of the run.
    */
   leases?: LeaseOptions;
+  /**
+   * Whether a read-only or idempotent tool or agent call may start while the commit that records
+   * its request is on its way (default true). Its outcome waits for that commit; a commit that
+   * does not land aborts it. `false`: every call starts only after its commit (docs/durability.md).
+   */
+  dispatchBeforeCommit?: boolean;
 }
 
 type Listener = (summary: ActivationSummary) => void;
@@ -126,6 +132,7 @@ export class Kernel {
       deliver,
       closed: () => this.closed,
       stopping: () => this.stopping,
+      dispatchBeforeCommit: options.dispatchBeforeCommit !== false,
     });
     this.scheduler = new Scheduler({
       engine,
@@ -140,6 +147,8 @@ export class Kernel {
       leaseFor: (runId, pending) => this.leaseFor(runId, pending),
       busyFor: (runId) => this.dispatcher.busyFor(runId),
       evict: (runId) => this.safeEvict(runId),
+      dispatchEarly: (request) => this.dispatcher.dispatchEarly(request),
+      landed: (ids, landed) => this.dispatcher.landed(ids, landed),
       lost: (runId, err) => {
         this.safeEvict(runId);
         this.known.delete(runId);

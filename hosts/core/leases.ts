@@ -92,6 +92,15 @@ export class LeaseKeeper {
     return this.renewUntilValid(runId, epoch);
   }
 
+  /**
+   * Whether the lease on `runId` (held, or created by the commit being staged) is known valid for
+   * a third of its lifetime more, without renewing: the test for starting a call before the commit
+   * that records its request has landed (`Dispatcher.dispatchEarly`).
+   */
+  knownValid(runId: string): boolean {
+    return this.validFor(runId) > this.ttlMs / 3;
+  }
+
   /** How long the lease on `runId` is known to stay this process's, by this process's clock. */
   private validFor(runId: string): number {
     const until = this.validUntil.get(runId);

@@ -54,6 +54,13 @@ export interface RuntimeOptions extends GatewayRegistry {
   pollMs?: number;
   /** `full` (default) fsyncs every commit. */
   durability?: 'full' | 'normal';
+  /**
+   * Whether a read-only or idempotent tool or agent call may start while the commit that records
+   * its request is on its way (default true; its outcome waits for that commit). `false`: every
+   * call starts only once its request is durable. See docs/durability.md, "Calls started beside
+   * their commit".
+   */
+  dispatchBeforeCommit?: boolean;
   /** SQLite's page cache in KiB (default 2048; ignored on PostgreSQL). See docs/hosts.md, "Memory of the Node host". */
   sqliteCacheKiB?: number;
   /** Who may do what; consulted at launch and again on every resume. Default: everything. */
@@ -211,6 +218,7 @@ export class WorkflowRuntime {
         capture: { ...defaultCapture, ...options.capture },
         sha256: sha256Digest,
         leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
+        ...(options.dispatchBeforeCommit === false ? { dispatchBeforeCommit: false } : {}),
       });
       live = new LiveStreams(store, kernel, pollMs);
       if (options.telemetry) exporter = await TraceExporter.start(store, kernel, options.telemetry);

@@ -1,0 +1,153 @@
+// A read-only or idempotent call may start while the commit that records its request is on its
+// way; a call whose effect is unknown starts only once its request is durable. The oracle is the
+// tool itself: when it starts, it reads the run's journal through a connection of its own and
+// records whether its `capability.requested` is already there. A commit that does not land aborts
+// an early call, and its outcome reaches no journal.
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
+
+interface Start {
+  tool: string;
+  invocationId: string;
+  /** Whether the run's journal held the call's `capability.requested` when the tool started. */
+  requestDurable: boolean;
+}
+
+/** Tools that record, at their start, whether their request is in the journal on disk. */
+function observingTools(file: string, starts: Start[], aborted: string[] = []) {
+  let reader: Database.Database | undefined;
+  const requestDurable = (runId: string, invocationId: string): boolean => {
+    reader ??= new Database(file, { readonly: true, fileMustExist: true });
+    const rows = reader.prepare('SELECT body FROM events WHERE run_id = ?').all(runId) as { body: Buffer }[];
+    return rows.some((r) => {
+      const e = JSON.parse(Buffer.from(r.body).toString('utf8'));
+      return e.type === 'capability.requested' && e.payload.invocationId === invocationId;
+    });
+  };
+  const tool = (name: string) => ({
+    execute: (_input: unknown, ctx: { runId: string; invocationId: string; signal: AbortSignal }) => {
+      starts.push({ tool: name, invocationId: ctx.invocationId, requestDurable: requestDurable(ctx.runId, ctx.invocationId) });
+      ctx.signal.addEventListener('abort', () => aborted.push(ctx.invocationId));
+      return { tool: name };
+    },
+  });
+  return { tools: { lookup: tool('lookup'), notify: tool('notify'), charge: tool('charge') }, close: () => reader?.close() };
+}
+
+/** start -> lookup (read-only) -> notify (idempotent) -> charge (effect unknown) -> end. */
+const template = chain('early-dispatch', [
+  { id: 'lookup', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } },
+  { id: 'notify', uses: 'tool.call@1', config: { tool: 'notify', idempotent: true } },
+  { id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } },
+], { requires: ['tool:lookup', 'tool:notify', 'tool:charge'] });
+
+async function journalOf(rt: Awaited<ReturnType<typeof openRuntime>>, runId: string) {
+  return (await rt.exportRun(runId)).events as { type: string; payload: { invocationId?: string } }[];
+}
+
+describe('calls started beside their commit', () => {
+  it('starts read-only and idempotent calls before their request is durable, and a call of unknown effect only after', async () => {
+    const dir = tempDir();
+    const starts: Start[] = [];
+    const tools = observingTools(join(dir, 'workflow.db'), starts);
+    const rt = await openRuntime({ dir, tools: tools.tools });
+    try {
+      const handle = await rt.launch(template, { input: {} });
+      expect((await handle.result).status).toBe('completed');
+      expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
+        ['lookup', false],
+        ['notify', false],
+        ['charge', true],
+      ]);
+      // Each call is journaled once, requested before it completed, whatever order it started in.
+      const events = await journalOf(rt, handle.runId);
+      for (const s of starts) {
+        const requested = events.findIndex((e) => e.type === 'capability.requested' && e.payload.invocationId === s.invocationId);
+        const completed = events.findIndex((e) => e.type === 'capability.completed' && e.payload.invocationId === s.invocationId);
+        expect(requested).toBeGreaterThanOrEqual(0);
+        expect(completed).toBeGreaterThan(requested);
+        expect(events.filter((e) => e.type === 'capability.completed' && e.payload.invocationId === s.invocationId)).toHaveLength(1);
+      }
+    } finally {
+      tools.close();
+      await rt.close();
+    }
+  });
+
+  it('starts every call after its commit with dispatchBeforeCommit: false', async () => {
+    const dir = tempDir();
+    const starts: Start[] = [];
+    const tools = observingTools(join(dir, 'workflow.db'), starts);
+    const rt = await openRuntime({ dir, tools: tools.tools, dispatchBeforeCommit: false });
+    try {
+      const handle = await rt.launch(template, { input: {} });
+      expect((await handle.result).status).toBe('completed');
+      expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
+        ['lookup', true],
+        ['notify', true],
+        ['charge', true],
+      ]);
+    } finally {
+      tools.close();
+      await rt.close();
+    }
+  });
+
+  it('counts a tool the gateway declares idempotent as safe to start early', async () => {
+    const dir = tempDir();
+    const starts: Start[] = [];
+    const tools = observingTools(join(dir, 'workflow.db'), starts);
+    const rt = await openRuntime({ dir, tools: { ...tools.tools, charge: { ...tools.tools.charge, idempotent: true } } });
+    try {
+      const handle = await rt.launch(chain('declared', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], { requires: ['tool:charge'] }), { input: {} });
+      expect((await handle.result).status).toBe('completed');
+      expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([['charge', false]]);
+    } finally {
+      tools.close();
+      await rt.close();
+    }
+  });
+
+  it('aborts an early call whose commit fails, and journals no outcome of it', async () => {
+    const dir = tempDir();
+    const starts: Start[] = [];
+    const aborted: string[] = [];
+    const tools = observingTools(join(dir, 'workflow.db'), starts, aborted);
+    const rt = await openRuntime({ dir, tools: tools.tools });
+    const store = (rt as any).store;
+    const commit = store.commit.bind(store);
+    let failed = 0;
+    // The commit that holds the read-only call's request fails once, after the call has started.
+    store.commit = (entries: { events: Uint8Array }[]) => {
+      if (failed === 0 && entries.some((e) => new TextDecoder().decode(e.events).includes('"capability.requested"'))) {
+        failed++;
+        throw Object.assign(new Error('disk full'), { code: 'store.io' });
+      }
+      return commit(entries);
+    };
+    try {
+      const lookupOnly = chain('early-fails', [{ id: 'lookup', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }], { requires: ['tool:lookup'] });
+      await expect(rt.launch(lookupOnly, { input: {} })).rejects.toMatchObject({ code: 'store.io' });
+      expect(failed).toBe(1);
+      expect(starts).toHaveLength(1);
+      await new Promise((r) => setTimeout(r, 20));
+      expect(aborted).toEqual([starts[0].invocationId]);
+      // Nothing of that run reached the journal; the next launch runs as usual.
+      const runs = new Database(join(dir, 'workflow.db'), { readonly: true });
+      try {
+        expect((runs.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n).toBe(0);
+      } finally {
+        runs.close();
+      }
+      const handle = await rt.launch(lookupOnly, { input: {} });
+      expect((await handle.result).status).toBe('completed');
+      expect(starts).toHaveLength(2);
+      expect((await journalOf(rt, handle.runId)).filter((e) => e.type === 'capability.completed')).toHaveLength(1);
+    } finally {
+      tools.close();
+      await rt.close();
+    }
+  });
+});
