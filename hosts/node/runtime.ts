@@ -690,6 +690,14 @@ export class WorkflowRuntime {
     return out;
   }
 
+  /**
+   * A queued run this process starts (a worker's claim): its calls' trace ids come from the
+   * launch's correlation, as for a run launched here, instead of a journal read at its first call.
+   */
+  startsQueued(runId: string, correlation: unknown): void {
+    this.traces.remember(runId, correlation);
+  }
+
   /** The pinned plan of a stored run. */
   async planOfRun(runId: string): Promise<ExecutionPlan> {
     const tail = await this.store.load(runId);

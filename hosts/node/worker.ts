@@ -130,6 +130,7 @@ export class Worker {
         this.stats.started += 1;
         this.starting.add(c.runId);
         const plan = JSON.parse(new TextDecoder().decode(c.launch.plan)) as ExecutionPlan;
+        this.runtime.startsQueued(c.runId, c.launch.correlation);
         await kernel.launch({
           runId: c.runId,
           plan,

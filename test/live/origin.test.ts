@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { TriggerScheduler } from '../../dist/hosts/node/index.js';
-import { chain, openRuntime } from '../helpers/node-host.js';
+import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
 import { receiver } from './otlp-receiver.js';
 
 const caseDir = new URL('../cases/subworkflow/', import.meta.url);
@@ -61,6 +61,30 @@ describe('origin and correlation', () => {
     const childRun = otlp.spans.find((s) => s.name === 'run double')!;
     expect(childRun).toMatchObject({ traceId: trace, parentSpanId: call.spanId });
     expect(otlp.spans.every((s) => s.traceId === trace)).toBe(true);
+  });
+
+  it('a queued run started by a worker hands its calls the launch trace context without reading the journal for it', async () => {
+    const dir = tempDir();
+    const seen: string[] = [];
+    const launcher = await openRuntime({ dir });
+    const worker = await openRuntime({ dir, tools: { echo: (_i: unknown, ctx: { traceparent?: string }) => (seen.push(ctx.traceparent ?? 'none'), {}) } });
+    const store = (worker as any).store;
+    const readEvents = store.readEvents.bind(store);
+    const reads: string[] = [];
+    store.readEvents = (runId: string, afterSeq: number, limit: number) => (reads.push(runId), readEvents(runId, afterSeq, limit));
+    try {
+      const template = chain('queued-trace', [{ id: 'echo', uses: 'tool.call@1', config: { tool: 'echo' } }], { requires: ['tool:echo'] });
+      const handle = await launcher.launch(template, { executionMode: 'background', traceparent });
+      const serving = await worker.startWorker();
+      expect((await worker.follow(handle.runId).result).status).toBe('completed');
+      await serving.stop();
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toMatch(new RegExp(`^00-${trace}-[0-9a-f]{16}-01$`));
+      expect(reads.filter((r) => r === handle.runId)).toEqual([]);
+    } finally {
+      await worker.close();
+      await launcher.close();
+    }
   });
 
   it('a cron trigger records its binding and slot, a live replay the operator and its source run', async () => {
