@@ -135,8 +135,11 @@ export interface CommandOutcome extends RunOutcome {
 
 export interface WorkflowRunHandle {
   runId: string;
-  /** Resolves when the run is completed, failed or cancelled. */
-  result: Promise<RunOutcome>;
+  /**
+   * Resolves when the run is completed, failed or cancelled. For a run another process carries
+   * out (queued for workers, followed), the wait starts when `result` is first read.
+   */
+  readonly result: Promise<RunOutcome>;
   /** Resolves when the run is terminal or paused (waiting for a person). */
   settled(): Promise<RunOutcome>;
   cancel(reason?: string): Promise<RunOutcome>;
@@ -321,7 +324,7 @@ export class WorkflowRuntime {
     } catch (err) {
       throw asError(err);
     }
-    return this.handle(runId);
+    return this.handle(runId, true);
   }
 
   /**
@@ -493,13 +496,29 @@ export class WorkflowRuntime {
     if (!report.ok) throw new RunNeedsAttentionError(runId, report.problems.filter((p) => p.severity === 'needs_attention'));
   }
 
-  private handle(runId: string): WorkflowRunHandle {
-    const result = this.kernel.waitFor(runId, false);
-    // A caller that only awaits `settled()` must not see `result`'s failure as unhandled.
-    result.catch(() => undefined);
+  /**
+   * A handle on a run. `carriedOutHere`: this process is carrying the run out, so its `result`
+   * waits from now on (a commit of it that this process loses fails the wait). Otherwise `result`
+   * waits only once asked for: the wait follows the run through the store, one read per poll
+   * interval, and a process that queues thousands of runs for workers must not poll for each.
+   */
+  private handle(runId: string, carriedOutHere = false): WorkflowRunHandle {
+    const kernel = this.kernel;
+    let result: Promise<RunOutcome> | undefined;
+    const wait = () => {
+      if (!result) {
+        result = kernel.waitFor(runId, false);
+        // A caller that only awaits `settled()` must not see `result`'s failure as unhandled.
+        result.catch(() => undefined);
+      }
+      return result;
+    };
+    if (carriedOutHere) wait();
     return {
       runId,
-      result,
+      get result() {
+        return wait();
+      },
       settled: () => this.kernel.waitFor(runId, true),
       cancel: (reason?: string) => this.cancel(runId, { reason }),
       live: (options?: LiveOptions) => this.live(runId, options),
@@ -612,7 +631,7 @@ export class WorkflowRuntime {
       if (isTerminal(await this.record(runId))) return this.handle(runId);
       throw err;
     }
-    return this.handle(runId);
+    return this.handle(runId, true);
   }
 
   /** A handle on any run of the store, followed through the store when another process runs it. */

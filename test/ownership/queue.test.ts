@@ -85,6 +85,30 @@ describe.each(Object.keys(stores) as (keyof typeof stores)[])('the queue on %s',
     }
   }, 60_000);
 
+  it('queued runs cost no store reads until their result is asked for', async () => {
+    const store = stores[kind]();
+    const rt = await WorkflowRuntime.open({ store, log: () => undefined, pollMs: 20, tools: { reply: (i: { n: number }) => ({ n: i.n }) } });
+    const journal = (rt as any).store;
+    const getRun = journal.getRun.bind(journal);
+    let reads = 0;
+    journal.getRun = (runId: string) => (reads++, getRun(runId));
+    try {
+      const handles = [];
+      for (let n = 0; n < 50; n++) handles.push(await rt.launch(turn, { input: { conversation: `c${n}`, n }, executionMode: 'background' }));
+      reads = 0;
+      // Ten poll intervals with nobody waiting and no worker: the queued runs are not followed.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(reads).toBe(0);
+      const worker = await rt.startWorker({ idlePollMs: 10 });
+      const outcomes = await Promise.all(handles.map((h) => h.result));
+      await worker.stop();
+      expect(outcomes.map((o) => o.status)).toEqual(handles.map(() => 'completed'));
+      expect(reads).toBeGreaterThan(0);
+    } finally {
+      await rt.close();
+    }
+  }, 60_000);
+
   it('an idempotency key makes one run of any number of launches, queued or not', async () => {
     const store = stores[kind]();
     const calls: number[] = [];
