@@ -188,6 +188,9 @@ export class WorkflowRuntime {
     try {
       assertCaptureOptions(options.capture);
       deliveryOptionsOf(options.delivery);
+      if (options.dispatchBeforeCommit !== undefined && typeof options.dispatchBeforeCommit !== 'boolean') {
+        throw new WorkflowError('host.bad-option', `dispatchBeforeCommit must be true or false, not ${JSON.stringify(options.dispatchBeforeCommit)}`);
+      }
       if (options.telemetry) tracesUrlOf(options.telemetry.otlpUrl);
     } catch (err) {
       throw asError(err);

@@ -95,6 +95,10 @@ describe('calls started beside their commit', () => {
     }
   });
 
+  it('refuses a dispatchBeforeCommit that is not a boolean', async () => {
+    await expect(openRuntime({ dispatchBeforeCommit: 'no' as never })).rejects.toMatchObject({ code: 'host.bad-option', message: expect.stringContaining('dispatchBeforeCommit') });
+  });
+
   it('counts a tool the gateway declares idempotent as safe to start early', async () => {
     const dir = tempDir();
     const starts: Start[] = [];
