@@ -189,35 +189,51 @@ export class PgOwnership implements RunOwnership {
 
   async enqueue(launch: QueuedLaunch, now: number): Promise<{ runId: string; created: boolean }> {
     assertPortableId(launch.runId, 'run id');
+    // Without an idempotency key the enqueue is one statement, atomic on its own: one round trip
+    // instead of five (BEGIN, the run, its queue entry, the notification, COMMIT).
+    if (launch.idempotencyKey === undefined) {
+      try {
+        return await this.insertQueued(this.pool, launch, now);
+      } catch (err) {
+        throw new StoreError('store.io', `ownership: ${(err as Error).message}`);
+      }
+    }
     return transaction(this.pool, 'ownership', (c) => this.enqueueIn(c, launch, now));
   }
 
   /** `enqueue` inside the caller's transaction (a trigger commits its ingress record in the same one). */
   async enqueueIn(c: PoolClient, launch: QueuedLaunch, now: number): Promise<{ runId: string; created: boolean }> {
     assertPortableId(launch.runId, 'run id');
-    const s = this.s;
     if (launch.idempotencyKey !== undefined) {
       // Two launches with one key at once: the second waits for the first, then finds its run.
       await c.query("SELECT pg_advisory_xact_lock(hashtext('agent-workflow.idempotency'), hashtext($1))", [launch.idempotencyKey]);
-      const [existing] = await rows<{ run_id: string }>(c, { name: `${s}.byIdempotencyKey`, text: `SELECT run_id FROM ${s}.run_queue WHERE idempotency_key = $1`, values: [launch.idempotencyKey] });
+      const [existing] = await rows<{ run_id: string }>(c, { name: `${this.s}.byIdempotencyKey`, text: `SELECT run_id FROM ${this.s}.run_queue WHERE idempotency_key = $1`, values: [launch.idempotencyKey] });
       if (existing) return { runId: existing.run_id, created: false };
     }
+    return this.insertQueued(c, launch, now);
+  }
+
+  /**
+   * The queued run's row, its queue entry and the notification that wakes listening workers (sent
+   * when the transaction commits), in one statement; nothing when a run of that id exists.
+   */
+  private async insertQueued(q: Pick<PoolClient, 'query'>, launch: QueuedLaunch, now: number): Promise<{ runId: string; created: boolean }> {
+    const s = this.s;
     const { plan, concurrencyLimit, idempotencyKey, delivery, ...request } = launch;
-    const inserted = await rows(c, {
-      name: `${s}.insertQueuedRun`,
-      text: `INSERT INTO ${s}.runs (run_id, status, last_seq, plan, created_at, updated_at, concurrency_key, queued_at, delivery_target, delivery_digest) VALUES ($1, 'queued', 0, $2, $3, $3, $4, $3, $5::json, $6)
-               ON CONFLICT (run_id) DO NOTHING RETURNING run_id`,
-      values: [launch.runId, Buffer.from(plan), now, launch.concurrencyKey ?? null, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null],
+    const inserted = await rows<{ run_id: string; notified: number }>(q as PoolClient, {
+      name: `${s}.enqueue`,
+      text: `WITH run AS (
+               INSERT INTO ${s}.runs (run_id, status, last_seq, plan, created_at, updated_at, concurrency_key, queued_at, delivery_target, delivery_digest) VALUES ($1, 'queued', 0, $2, $3, $3, $4, $3, $5::json, $6)
+               ON CONFLICT (run_id) DO NOTHING RETURNING run_id
+             ), queued AS (
+               INSERT INTO ${s}.run_queue (run_id, launch, concurrency_limit, idempotency_key) SELECT run_id, $7::json, $8::integer, $9::text FROM run RETURNING run_id
+             ), notified AS (
+               SELECT pg_notify($10::text, 'queue:' || run_id) FROM queued
+             )
+             SELECT run_id, (SELECT count(*) FROM notified)::int AS notified FROM queued`,
+      values: [launch.runId, Buffer.from(plan), now, launch.concurrencyKey ?? null, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null, JSON.stringify(request), concurrencyLimit ?? 1, idempotencyKey ?? null, this.channel],
     });
-    if (inserted.length === 0) return { runId: launch.runId, created: false };
-    await c.query({
-      name: `${s}.insertQueue`,
-      text: `INSERT INTO ${s}.run_queue (run_id, launch, concurrency_limit, idempotency_key) VALUES ($1, $2::json, $3, $4)`,
-      values: [launch.runId, JSON.stringify(request), concurrencyLimit ?? 1, idempotencyKey ?? null],
-    });
-    // Delivered to listening workers when this transaction commits.
-    await c.query({ name: `${s}.notifyQueued`, text: `SELECT pg_notify($1, 'queue:' || $2)`, values: [this.channel, launch.runId] });
-    return { runId: launch.runId, created: true };
+    return { runId: launch.runId, created: inserted.length > 0 };
   }
 
   private async launches(q: Pick<PoolClient, 'query'>, runIds: readonly string[]): Promise<Map<string, QueuedLaunch>> {
