@@ -87,6 +87,11 @@ function aborted(signal: AbortSignal): Promise<CapabilityOutcome> {
  * after that reports what it really did through `context.late` (scrubbed like any outcome), so the
  * journal keeps it as evidence instead of dropping it.
  */
+/** The host's last word on whether a call may start (`GatewayContext.mayStart`); true when it has none. */
+function mayStartNow(context: GatewayContext): boolean | Promise<boolean> {
+  return context.mayStart ? context.mayStart() : true;
+}
+
 function raceAbort(work: () => unknown, context: GatewayContext, errorCode: string, secrets: readonly string[]): Promise<CapabilityOutcome> {
   const real: Promise<CapabilityOutcome> = Promise.resolve()
     .then(work)
@@ -158,12 +163,14 @@ export class RegisteredCapabilities {
         case 'tool': {
           const tool = this.tools.get(request.name);
           if (!tool) return { ok: false, error: { code: 'tool.not-registered', message: `no tool named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
+          if (!(await mayStartNow(context))) return undefined;
           return raceAbort(() => tool.execute(request.input, ctx), context, 'tool.error', secrets);
         }
         case 'agent': {
           const agent = this.agents.get(request.name);
           if (!agent) return { ok: false, error: { code: 'agent.not-registered', message: `no agent named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
           const { credentialRef: _c, connectionRef: _n, ...config } = (request.config ?? {}) as { instructions?: string; outputSchema?: unknown; credentialRef?: string; connectionRef?: string };
+          if (!(await mayStartNow(context))) return undefined;
           return raceAbort(() => agent.run(request.input, { ...ctx, ...config }), context, 'agent.error', secrets);
         }
         case 'approval': {

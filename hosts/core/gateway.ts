@@ -26,6 +26,13 @@ export interface GatewayContext {
    * knows the run's trace (the Node host always does; see hosts/core/trace-context.ts).
    */
   traceparent?: string;
+  /**
+   * For a call that needs this process to own its run: asked right before the tool or agent is
+   * invoked, after whatever the gateway awaited first (credentials, the run's trace). `false`:
+   * the run is no longer this process's (its lease expired, maybe taken over), so the call must
+   * not start; the gateway resolves with `undefined`. A promise while the lease is renewed.
+   */
+  mayStart?: () => boolean | Promise<boolean>;
 }
 
 export interface Gateway {

@@ -211,27 +211,40 @@ export class Dispatcher {
     };
     // A call that needs this process to own the run starts only while its lease is known valid:
     // a process that stalled past its heartbeats (its lease expired, maybe taken over and the call
-    // abandoned by the new owner) renews first, and starts nothing once the run is another's.
+    // abandoned by the new owner) renews first, and starts nothing once the run is another's. It is
+    // asked here and again by the gateway right before the tool runs (`mayStart`): what the gateway
+    // awaits first (credentials, the run's trace ids from the store) is time in which the lease can
+    // run out. An early call was checked by `dispatchEarly` against the lease its commit is staged under.
     const leases = this.host.leases;
-    // An early call was checked by `dispatchEarly` against the lease its commit is staged under.
-    const valid = !gate && holdsOwner && leases && leases.held(request.runId) ? leases.ensureValid(request.runId) : true;
+    const owned = !gate && holdsOwner && leases !== undefined && leases.held(request.runId) !== undefined;
+    const notStarted = () => this.host.log('warn', `run ${request.runId}: ${request.invocationId} was not started: this process no longer owns the run (its lease expired before the call could start)`);
+    const mayStart = owned
+      ? () => {
+          const valid = leases.held(request.runId) ? leases.ensureValid(request.runId) : false;
+          if (valid === false) notStarted();
+          else if (valid !== true) void valid.then((ok) => ok || notStarted());
+          return valid;
+        }
+      : undefined;
+    const valid = owned ? leases.ensureValid(request.runId) : true;
     if (valid === true) {
-      this.execute(request, controller, settle);
+      this.execute(request, controller, settle, mayStart);
       return;
     }
     const waiting = (valid === false ? Promise.resolve(false) : valid).then((ok) => {
-      if (ok && !controller.signal.aborted) return this.execute(request, controller, settle);
-      if (!ok) this.host.log('warn', `run ${request.runId}: ${request.invocationId} was not started: this process no longer owns the run (its lease expired before the call could start)`);
+      if (ok && !controller.signal.aborted) return this.execute(request, controller, settle, mayStart);
+      if (!ok) notStarted();
       return settle(undefined);
     });
     this.inflight.add(waiting);
     void waiting.finally(() => this.inflight.delete(waiting));
   }
 
-  private execute(request: GatewayRequest, controller: AbortController, settle: (outcome: CapabilityOutcome | undefined) => Promise<void>): Promise<void> {
+  private execute(request: GatewayRequest, controller: AbortController, settle: (outcome: CapabilityOutcome | undefined) => Promise<void>, mayStart?: () => boolean | Promise<boolean>): Promise<void> {
     let promise: Promise<CapabilityOutcome | undefined>;
     try {
       promise = this.host.gateway.execute(request, {
+        ...(mayStart ? { mayStart } : {}),
         signal: controller.signal,
         invocationId: request.invocationId,
         reissued: request.reissued === true,

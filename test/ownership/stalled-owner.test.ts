@@ -20,8 +20,13 @@ import { chain } from '../helpers/node-host.js';
 const TTL = 3000;
 const everything = { id: 'local', scopes: ['*'] };
 
-/** `takeover`: stall past the lease and another process takes the run; `slow-renewal`: stall two thirds of the lease, and the renewal that follows takes most of the lease's lifetime to land. */
-type Stall = 'none' | 'takeover' | 'slow-renewal';
+/**
+ * `takeover`: stall past the lease and another process takes the run; `slow-renewal`: stall two
+ * thirds of the lease, and the renewal that follows takes most of the lease's lifetime to land;
+ * `in-gateway`: the stall comes after the call was dispatched, while the gateway resolves the
+ * node's credential, and another process takes the run meanwhile.
+ */
+type Stall = 'none' | 'takeover' | 'slow-renewal' | 'in-gateway';
 
 async function stalledHost(stall: Stall) {
   const store = await openJournalStore(join(mkdtempSync(join(tmpdir(), 'adw-stall-')), 'workflow.db'));
@@ -76,6 +81,15 @@ async function stalledHost(stall: Stall) {
   });
   const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => store.loadSync!(runId), evaluateScript: () => ({ ok: false, error: { code: 'script.runtime', message: 'none' } }), checkScriptSyntax: () => undefined, sha256Hex, log: () => undefined });
   const gateway = registryGateway({
+    credentials: async (ref: { runId: string }) => {
+      if (stall === 'in-gateway' && !takenOver) {
+        takenOver = true;
+        clock += TTL + 1000;
+        const grant = await ownership.acquireLease(ref.runId, 'the-other-process', TTL, clock);
+        expect(grant.ok).toBe(true);
+      }
+      return { credential: 'card-token' };
+    },
     tools: {
       charge: {
         execute: async (_input: unknown, ctx: { invocationId: string; runId: string }) => {
@@ -96,7 +110,8 @@ async function stalledHost(stall: Stall) {
     authority: () => everything,
     leases: { owner: 'this-process', ttlMs: TTL, pollMs: 50 },
   });
-  const plan = engine.compile({ root: { template: chain('charge-once', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], { requires: ['tool:charge'] }) } });
+  const config = { tool: 'charge', ...(stall === 'in-gateway' ? { credentialRef: 'card' } : {}) };
+  const plan = engine.compile({ root: { template: chain('charge-once', [{ id: 'charge', uses: 'tool.call@1', config }], { requires: ['tool:charge'] }) } });
   return { kernel, store, plan, calls, leaseLeft, logs };
 }
 
@@ -114,6 +129,21 @@ describe('a process that stalls past its lease', () => {
       expect(h.calls).toEqual([]);
       expect(h.logs.some((l) => l.includes('was not started: this process no longer owns the run'))).toBe(true);
       const record = await h.store.getRun('run-stalled');
+      expect(record?.lease).toMatchObject({ owner: 'the-other-process', epoch: 2 });
+    } finally {
+      await h.kernel.close?.();
+      await h.store.close();
+    }
+  });
+
+  it('does not start a call whose lease ran out while the gateway prepared it (credentials) and another process took the run', async () => {
+    const h = await stalledHost('in-gateway');
+    try {
+      await h.kernel.launch({ runId: 'run-stalled-in-gateway', plan: h.plan, input: {}, authority: everything });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(h.calls).toEqual([]);
+      expect(h.logs.some((l) => l.includes('was not started: this process no longer owns the run'))).toBe(true);
+      const record = await h.store.getRun('run-stalled-in-gateway');
       expect(record?.lease).toMatchObject({ owner: 'the-other-process', epoch: 2 });
     } finally {
       await h.kernel.close?.();
