@@ -215,18 +215,30 @@ export class Dispatcher {
     // asked here and again by the gateway right before the tool runs (`mayStart`): what the gateway
     // awaits first (credentials, the run's trace ids from the store) is time in which the lease can
     // run out. An early call was checked by `dispatchEarly` against the lease its commit is staged under.
+    // The call belongs to the lease epoch its request was committed under: a process that took
+    // the run over again itself (its own lease had expired) abandoned the call in that takeover,
+    // so a new epoch does not let it start.
     const leases = this.host.leases;
-    const owned = !gate && holdsOwner && leases !== undefined && leases.held(request.runId) !== undefined;
-    const notStarted = () => this.host.log('warn', `run ${request.runId}: ${request.invocationId} was not started: this process no longer owns the run (its lease expired before the call could start)`);
+    const epoch = !gate && holdsOwner && leases ? leases.held(request.runId)?.epoch : undefined;
+    const owned = epoch !== undefined;
+    const sameEpoch = () => leases?.held(request.runId)?.epoch === epoch;
+    const notStarted = () => this.host.log('warn', `run ${request.runId}: ${request.invocationId} was not started: this process no longer owns the run under the lease the call was requested with (it expired before the call could start)`);
     const mayStart = owned
       ? () => {
-          const valid = leases.held(request.runId) ? leases.ensureValid(request.runId) : false;
-          if (valid === false) notStarted();
-          else if (valid !== true) void valid.then((ok) => ok || notStarted());
-          return valid;
+          const valid = sameEpoch() ? leases!.ensureValid(request.runId) : false;
+          if (valid === false) {
+            notStarted();
+            return false;
+          }
+          if (valid === true) return true;
+          return valid.then((ok) => {
+            if (ok && sameEpoch()) return true;
+            notStarted();
+            return false;
+          });
         }
       : undefined;
-    const valid = owned ? leases.ensureValid(request.runId) : true;
+    const valid = owned ? leases!.ensureValid(request.runId) : true;
     if (valid === true) {
       this.execute(request, controller, settle, mayStart);
       return;

@@ -24,9 +24,11 @@ const everything = { id: 'local', scopes: ['*'] };
  * `takeover`: stall past the lease and another process takes the run; `slow-renewal`: stall two
  * thirds of the lease, and the renewal that follows takes most of the lease's lifetime to land;
  * `in-gateway`: the stall comes after the call was dispatched, while the gateway resolves the
- * node's credential, and another process takes the run meanwhile.
+ * node's credential, and another process takes the run meanwhile; `self-takeover`: the same, but
+ * this process's own claim loop takes the run over again (a new lease epoch), as a worker does
+ * with a run whose lease expired.
  */
-type Stall = 'none' | 'takeover' | 'slow-renewal' | 'in-gateway';
+type Stall = 'none' | 'takeover' | 'slow-renewal' | 'in-gateway' | 'self-takeover';
 
 async function stalledHost(stall: Stall) {
   const store = await openJournalStore(join(mkdtempSync(join(tmpdir(), 'adw-stall-')), 'workflow.db'));
@@ -88,6 +90,15 @@ async function stalledHost(stall: Stall) {
         const grant = await ownership.acquireLease(ref.runId, 'the-other-process', TTL, clock);
         expect(grant.ok).toBe(true);
       }
+      if (stall === 'self-takeover' && !takenOver) {
+        takenOver = true;
+        clock += TTL + 1000;
+        // The claim loop of a worker finds the run's lease expired, its own included, and takes it.
+        const [claimed] = await ownership.claim('this-process', 1, TTL, clock);
+        expect(claimed).toMatchObject({ runId: ref.runId, kind: 'takeover', epoch: 2 });
+        kernel.leases!.committed(ref.runId, claimed.epoch, clock);
+        kernel.claimed(ref.runId, claimed.epoch);
+      }
       return { credential: 'card-token' };
     },
     tools: {
@@ -101,7 +112,9 @@ async function stalledHost(stall: Stall) {
       },
     },
   } as never);
-  const kernel = new Kernel({
+  // eslint-disable-next-line prefer-const -- the gateway's credential resolver reaches the kernel made after it
+  let kernel: Kernel;
+  kernel = new Kernel({
     store: stalling as never,
     engine,
     gateway,
@@ -110,7 +123,7 @@ async function stalledHost(stall: Stall) {
     authority: () => everything,
     leases: { owner: 'this-process', ttlMs: TTL, pollMs: 50 },
   });
-  const config = { tool: 'charge', ...(stall === 'in-gateway' ? { credentialRef: 'card' } : {}) };
+  const config = { tool: 'charge', ...(stall === 'in-gateway' || stall === 'self-takeover' ? { credentialRef: 'card' } : {}) };
   const plan = engine.compile({ root: { template: chain('charge-once', [{ id: 'charge', uses: 'tool.call@1', config }], { requires: ['tool:charge'] }) } });
   return { kernel, store, plan, calls, leaseLeft, logs };
 }
@@ -145,6 +158,21 @@ describe('a process that stalls past its lease', () => {
       expect(h.logs.some((l) => l.includes('was not started: this process no longer owns the run'))).toBe(true);
       const record = await h.store.getRun('run-stalled-in-gateway');
       expect(record?.lease).toMatchObject({ owner: 'the-other-process', epoch: 2 });
+    } finally {
+      await h.kernel.close?.();
+      await h.store.close();
+    }
+  });
+
+  it('does not start a call of an earlier lease epoch after this process took the run over again itself', async () => {
+    const h = await stalledHost('self-takeover');
+    try {
+      await h.kernel.launch({ runId: 'run-self-takeover', plan: h.plan, input: {}, authority: everything });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(h.calls).toEqual([]);
+      expect(h.logs.some((l) => l.includes('was not started: this process no longer owns the run'))).toBe(true);
+      const record = await h.store.getRun('run-self-takeover');
+      expect(record?.lease).toMatchObject({ owner: 'this-process', epoch: 2 });
     } finally {
       await h.kernel.close?.();
       await h.store.close();
