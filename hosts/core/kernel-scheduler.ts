@@ -17,6 +17,19 @@ import { terminalStatuses, type ActivationSummary, type ExecutionPlan, type Fact
 export const nextTurn: (fn: () => void) => void =
   typeof (globalThis as { setImmediate?: unknown }).setImmediate === 'function' ? (fn) => void (globalThis as unknown as { setImmediate: (f: () => void) => unknown }).setImmediate(fn) : (fn) => void setTimeout(fn, 0);
 
+/**
+ * The staged requests that are still in flight when the activation ends. A later fact of the same
+ * activation can settle a call the activation itself requested: a takeover's resume, applied
+ * together with a command that started a new attempt, abandons it (`capability.abandoned` in the
+ * same commit as its `capability.requested`). The journal then says the call never ran, so it is
+ * not carried out.
+ */
+function stillInFlight(requests: GatewayRequest[], summary: ActivationSummary): GatewayRequest[] {
+  if (requests.length === 0) return requests;
+  const inFlight = new Set((summary.calls ?? []).map((c) => c.invocationId));
+  return requests.every((r) => inFlight.has(r.invocationId)) ? requests : requests.filter((r) => inFlight.has(r.invocationId));
+}
+
 /** Facts of one `deliver` call: applied together, refused together. */
 export interface FactGroup {
   facts: Fact[];
@@ -250,7 +263,7 @@ export class Scheduler {
         const groups = attempts[a];
         try {
           const out = await this.activateLoading(runId, pending, groups);
-          results.push({ runId, groups, summary: out.summary, requests: out.requests, cancels: out.cancels, commits: out.commits, lease, ...(pending.newRun?.delivery ? { delivery: pending.newRun.delivery } : {}) });
+          results.push({ runId, groups, summary: out.summary, requests: stillInFlight(out.requests, out.summary), cancels: out.cancels, commits: out.commits, lease, ...(pending.newRun?.delivery ? { delivery: pending.newRun.delivery } : {}) });
           if (a === 0) break;
         } catch (err) {
           if (err instanceof EngineTrapError) {
