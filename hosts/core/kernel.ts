@@ -386,6 +386,12 @@ export class Kernel {
         const authority = this.options.authority({ runId, workflowId: plan.templates[plan.root].template.metadata.id });
         pending.groups[0].facts.unshift({ type: 'resume-requested', by: 'takeover', authority, afterRestart: true, effects: this.options.gateway.effects() });
       }
+    } else if (this.known.has(runId)) {
+      // A resume queued while this process did not know the run yet (a worker's resume after its
+      // claim, while the takeover's own activation was committing) says its in-flight work was
+      // lost. By now this process carries the run's calls out itself: abandoning them would leave
+      // them running, unrecorded, beside the journal that says they never finished.
+      for (const g of pending.groups) for (const f of g.facts) if (f.type === 'resume-requested' && f.afterRestart) f.afterRestart = false;
     }
     return leases.held(runId);
   }
