@@ -110,11 +110,15 @@ describe('scale-out: four workers on one PostgreSQL schema, killed at random', (
       }
       const enqueueMs = performance.now() - enqueueStart;
 
-      const readLog = (): LogEntry[] =>
-        readFileSync(effectsLog, 'utf8')
+      const readLog = (): LogEntry[] => {
+        const text = readFileSync(effectsLog, 'utf8');
+        // A line a worker is appending while this reads may be seen in part: only whole lines count.
+        return text
+          .slice(0, text.lastIndexOf('\n') + 1)
           .split('\n')
           .filter(Boolean)
           .map((l) => JSON.parse(l));
+      };
 
       // Kills: bounded in number, spread over the work by progress (so they land while charges are
       // in flight however fast the machine is), at a random point of each stretch; each worker is
