@@ -47,52 +47,47 @@ async function journalOf(rt: Awaited<ReturnType<typeof openRuntime>>, runId: str
   return (await rt.exportRun(runId)).events as { type: string; payload: { invocationId?: string } }[];
 }
 
+/** Runs `t` to its end on a fresh runtime whose tools observe their start: what each saw, and the journal. */
+async function observe(t: unknown, options: { dispatchBeforeCommit?: boolean } = {}, adjust = (tools: ReturnType<typeof observingTools>['tools']): Record<string, unknown> => tools) {
+  const dir = tempDir();
+  const starts: Start[] = [];
+  const tools = observingTools(join(dir, 'workflow.db'), starts);
+  const rt = await openRuntime({ dir, tools: adjust(tools.tools) as never, ...options });
+  try {
+    const handle = await rt.launch(t as never, { input: {} });
+    expect((await handle.result).status).toBe('completed');
+    return { starts, events: await journalOf(rt, handle.runId) };
+  } finally {
+    tools.close();
+    await rt.close();
+  }
+}
+
 describe('calls started beside their commit', () => {
   it('starts read-only and idempotent calls before their request is durable, and a call of unknown effect only after', async () => {
-    const dir = tempDir();
-    const starts: Start[] = [];
-    const tools = observingTools(join(dir, 'workflow.db'), starts);
-    const rt = await openRuntime({ dir, tools: tools.tools });
-    try {
-      const handle = await rt.launch(template, { input: {} });
-      expect((await handle.result).status).toBe('completed');
-      expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
-        ['lookup', false],
-        ['notify', false],
-        ['charge', true],
-      ]);
-      // Each call is journaled once, requested before it completed, whatever order it started in.
-      const events = await journalOf(rt, handle.runId);
-      for (const s of starts) {
-        const requested = events.findIndex((e) => e.type === 'capability.requested' && e.payload.invocationId === s.invocationId);
-        const completed = events.findIndex((e) => e.type === 'capability.completed' && e.payload.invocationId === s.invocationId);
-        expect(requested).toBeGreaterThanOrEqual(0);
-        expect(completed).toBeGreaterThan(requested);
-        expect(events.filter((e) => e.type === 'capability.completed' && e.payload.invocationId === s.invocationId)).toHaveLength(1);
-      }
-    } finally {
-      tools.close();
-      await rt.close();
+    const { starts, events } = await observe(template);
+    expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
+      ['lookup', false],
+      ['notify', false],
+      ['charge', true],
+    ]);
+    // Each call is journaled once, requested before it completed, whatever order it started in.
+    for (const s of starts) {
+      const requested = events.findIndex((e) => e.type === 'capability.requested' && e.payload.invocationId === s.invocationId);
+      const completed = events.findIndex((e) => e.type === 'capability.completed' && e.payload.invocationId === s.invocationId);
+      expect(requested).toBeGreaterThanOrEqual(0);
+      expect(completed).toBeGreaterThan(requested);
+      expect(events.filter((e) => e.type === 'capability.completed' && e.payload.invocationId === s.invocationId)).toHaveLength(1);
     }
   });
 
   it('starts every call after its commit with dispatchBeforeCommit: false', async () => {
-    const dir = tempDir();
-    const starts: Start[] = [];
-    const tools = observingTools(join(dir, 'workflow.db'), starts);
-    const rt = await openRuntime({ dir, tools: tools.tools, dispatchBeforeCommit: false });
-    try {
-      const handle = await rt.launch(template, { input: {} });
-      expect((await handle.result).status).toBe('completed');
-      expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
-        ['lookup', true],
-        ['notify', true],
-        ['charge', true],
-      ]);
-    } finally {
-      tools.close();
-      await rt.close();
-    }
+    const { starts } = await observe(template, { dispatchBeforeCommit: false });
+    expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
+      ['lookup', true],
+      ['notify', true],
+      ['charge', true],
+    ]);
   });
 
   it('refuses a dispatchBeforeCommit that is not a boolean', async () => {
@@ -100,18 +95,9 @@ describe('calls started beside their commit', () => {
   });
 
   it('counts a tool the gateway declares idempotent as safe to start early', async () => {
-    const dir = tempDir();
-    const starts: Start[] = [];
-    const tools = observingTools(join(dir, 'workflow.db'), starts);
-    const rt = await openRuntime({ dir, tools: { ...tools.tools, charge: { ...tools.tools.charge, idempotent: true } } });
-    try {
-      const handle = await rt.launch(chain('declared', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], { requires: ['tool:charge'] }), { input: {} });
-      expect((await handle.result).status).toBe('completed');
-      expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([['charge', false]]);
-    } finally {
-      tools.close();
-      await rt.close();
-    }
+    const declared = chain('declared', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], { requires: ['tool:charge'] });
+    const { starts } = await observe(declared, {}, (tools) => ({ ...tools, charge: { ...tools.charge, idempotent: true } }));
+    expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([['charge', false]]);
   });
 
   it('aborts an early call whose commit fails, and journals no outcome of it', async () => {

@@ -134,49 +134,31 @@ async function untilCalled(calls: string[]): Promise<void> {
 }
 
 describe('a process that stalls past its lease', () => {
-  it('does not start the call it committed once another process has taken the run over', async () => {
-    const h = await stalledHost('takeover');
+  /** Launches the run under `stall` and checks that its call never started and who holds the run now. */
+  async function expectNotStarted(stall: Stall, runId: string, holder: { owner: string; epoch: number }): Promise<void> {
+    const h = await stalledHost(stall);
     try {
-      await h.kernel.launch({ runId: 'run-stalled', plan: h.plan, input: {}, authority: everything });
+      await h.kernel.launch({ runId, plan: h.plan, input: {}, authority: everything });
       await new Promise((r) => setTimeout(r, 300));
       expect(h.calls).toEqual([]);
       expect(h.logs.some((l) => l.includes('was not started: this process no longer owns the run'))).toBe(true);
-      const record = await h.store.getRun('run-stalled');
-      expect(record?.lease).toMatchObject({ owner: 'the-other-process', epoch: 2 });
+      expect((await h.store.getRun(runId))?.lease).toMatchObject(holder);
     } finally {
       await h.kernel.close?.();
       await h.store.close();
     }
+  }
+
+  it('does not start the call it committed once another process has taken the run over', async () => {
+    await expectNotStarted('takeover', 'run-stalled', { owner: 'the-other-process', epoch: 2 });
   });
 
   it('does not start a call whose lease ran out while the gateway prepared it (credentials) and another process took the run', async () => {
-    const h = await stalledHost('in-gateway');
-    try {
-      await h.kernel.launch({ runId: 'run-stalled-in-gateway', plan: h.plan, input: {}, authority: everything });
-      await new Promise((r) => setTimeout(r, 300));
-      expect(h.calls).toEqual([]);
-      expect(h.logs.some((l) => l.includes('was not started: this process no longer owns the run'))).toBe(true);
-      const record = await h.store.getRun('run-stalled-in-gateway');
-      expect(record?.lease).toMatchObject({ owner: 'the-other-process', epoch: 2 });
-    } finally {
-      await h.kernel.close?.();
-      await h.store.close();
-    }
+    await expectNotStarted('in-gateway', 'run-stalled-in-gateway', { owner: 'the-other-process', epoch: 2 });
   });
 
   it('does not start a call of an earlier lease epoch after this process took the run over again itself', async () => {
-    const h = await stalledHost('self-takeover');
-    try {
-      await h.kernel.launch({ runId: 'run-self-takeover', plan: h.plan, input: {}, authority: everything });
-      await new Promise((r) => setTimeout(r, 300));
-      expect(h.calls).toEqual([]);
-      expect(h.logs.some((l) => l.includes('was not started: this process no longer owns the run'))).toBe(true);
-      const record = await h.store.getRun('run-self-takeover');
-      expect(record?.lease).toMatchObject({ owner: 'this-process', epoch: 2 });
-    } finally {
-      await h.kernel.close?.();
-      await h.store.close();
-    }
+    await expectNotStarted('self-takeover', 'run-self-takeover', { owner: 'this-process', epoch: 2 });
   });
 
   it('without a stall, the same call starts once (the check lets a live owner through)', async () => {
