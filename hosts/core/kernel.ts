@@ -379,9 +379,14 @@ export class Kernel {
       }
     }
     if (this.takeovers.delete(runId)) {
-      const resume = pending.groups.flatMap((g) => g.facts).find((f) => f.type === 'resume-requested');
-      if (resume && resume.type === 'resume-requested') resume.afterRestart = true;
-      else {
+      // The takeover is the activation's first fact: a resume that leads it carries it, else one is
+      // put first. Any other resume of the same activation (a worker's resume queued beside the
+      // operator's command it took the run for) is no restart: after the command it would abandon
+      // the attempt the command just started.
+      const facts = pending.groups.flatMap((g) => g.facts);
+      const leading = facts[0]?.type === 'resume-requested' ? facts[0] : undefined;
+      for (const f of facts) if (f.type === 'resume-requested') f.afterRestart = f === leading;
+      if (!leading) {
         const plan = await this.planOf(runId);
         const authority = this.options.authority({ runId, workflowId: plan.templates[plan.root].template.metadata.id });
         pending.groups[0].facts.unshift({ type: 'resume-requested', by: 'takeover', authority, afterRestart: true, effects: this.options.gateway.effects() });

@@ -62,7 +62,13 @@ describe('a call requested and abandoned by one activation', () => {
     }
   });
 
-  it("is not abandoned by a worker's resume queued before the commit that dispatched it landed", async () => {
+  /**
+   * A worker claims a run whose first owner stalled past its lease, applies the operator's retry,
+   * and resumes the run: `together`, both queued before the takeover's activation; otherwise the
+   * resume is queued while the retry's commit is on its way (as `serve` does when its inbox poll
+   * took the command first). Either way the new attempt runs once, here, and completes.
+   */
+  async function retriedByWorker(together: boolean): Promise<void> {
     const store = await openJournalStore(join(mkdtempSync(join(tmpdir(), 'adw-settled-')), 'workflow.db'));
     const TTL = 3000;
     let clock = 1_700_000_000_000;
@@ -81,7 +87,7 @@ describe('a call requested and abandoned by one activation', () => {
       get(target, prop) {
         if (prop === 'commit') {
           return async (entries: { events: Uint8Array }[]) => {
-            if (!resumed && entries.some((e) => new TextDecoder().decode(e.events).includes('"node.resolved"'))) {
+            if (!together && !resumed && entries.some((e) => new TextDecoder().decode(e.events).includes('"node.resolved"'))) {
               resumed = true;
               void worker.resume(runId, 'worker', everything).catch(() => undefined);
             }
@@ -102,7 +108,12 @@ describe('a call requested and abandoned by one activation', () => {
       expect(claimed).toMatchObject({ runId, kind: 'takeover' });
       worker.leases!.committed(runId, claimed.epoch, clock);
       worker.claimed(runId, claimed.epoch);
-      await worker.deliver(runId, { type: 'outcome-resolved', nodeId: 'charge', resolution: 'retry', by: 'operator' });
+      const retried = worker.deliver(runId, { type: 'outcome-resolved', nodeId: 'charge', resolution: 'retry', by: 'operator' });
+      if (together) {
+        resumed = true;
+        void worker.resume(runId, 'worker', everything).catch(() => undefined);
+      }
+      await retried;
       expect(resumed).toBe(true);
       const outcome = await worker.waitFor(runId, true);
       expect(outcome.status).toBe('completed');
@@ -119,5 +130,13 @@ describe('a call requested and abandoned by one activation', () => {
       await first.close?.();
       await store.close();
     }
+  }
+
+  it("is not abandoned by a worker's resume queued with the operator's retry", async () => {
+    await retriedByWorker(true);
+  });
+
+  it("is not abandoned by a worker's resume queued before the commit that dispatched it landed", async () => {
+    await retriedByWorker(false);
   });
 });
