@@ -74,6 +74,11 @@ function asAgent(a: AgentDefinition | AgentDefinition['run']): AgentDefinition {
   return typeof a === 'function' ? { run: a } : a;
 }
 
+/** The host's last word on whether a call may start (`GatewayContext.mayStart`); true when it has none. */
+function mayStartNow(context: GatewayContext): boolean | Promise<boolean> {
+  return context.mayStart ? context.mayStart() : true;
+}
+
 function aborted(signal: AbortSignal): Promise<CapabilityOutcome> {
   return new Promise((resolve) => {
     const onAbort = () => resolve({ ok: false, error: { code: 'capability.cancelled', message: String((signal.reason as Error)?.message ?? 'cancelled'), retryable: false } });
@@ -87,11 +92,6 @@ function aborted(signal: AbortSignal): Promise<CapabilityOutcome> {
  * after that reports what it really did through `context.late` (scrubbed like any outcome), so the
  * journal keeps it as evidence instead of dropping it.
  */
-/** The host's last word on whether a call may start (`GatewayContext.mayStart`); true when it has none. */
-function mayStartNow(context: GatewayContext): boolean | Promise<boolean> {
-  return context.mayStart ? context.mayStart() : true;
-}
-
 function raceAbort(work: () => unknown, context: GatewayContext, errorCode: string, secrets: readonly string[]): Promise<CapabilityOutcome> {
   const real: Promise<CapabilityOutcome> = Promise.resolve()
     .then(work)

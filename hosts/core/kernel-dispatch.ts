@@ -171,14 +171,9 @@ export class Dispatcher {
       this.host.children.start(request);
       return;
     }
-    const open = this.early.get(request.invocationId);
-    if (open) {
-      // Started before its commit: the commit has landed, so its outcome may go to the run now.
-      this.early.delete(request.invocationId);
-      open(true);
-      return;
-    }
-    this.start(request);
+    // Started before its commit: the commit has landed, so its outcome may go to the run now.
+    if (this.early.has(request.invocationId)) this.landed([request.invocationId], true);
+    else this.start(request);
   }
 
   /** Starts a call; with a `gate`, its outcome waits for the commit of its request (`dispatchEarly`). */
@@ -238,16 +233,12 @@ export class Dispatcher {
           });
         }
       : undefined;
-    const valid = owned ? leases!.ensureValid(request.runId) : true;
+    const valid = mayStart ? mayStart() : true;
     if (valid === true) {
       this.execute(request, controller, settle, mayStart);
       return;
     }
-    const waiting = (valid === false ? Promise.resolve(false) : valid).then((ok) => {
-      if (ok && !controller.signal.aborted) return this.execute(request, controller, settle, mayStart);
-      if (!ok) notStarted();
-      return settle(undefined);
-    });
+    const waiting = Promise.resolve(valid).then((ok) => (ok && !controller.signal.aborted ? this.execute(request, controller, settle, mayStart) : settle(undefined)));
     this.inflight.add(waiting);
     void waiting.finally(() => this.inflight.delete(waiting));
   }

@@ -88,7 +88,7 @@ export class LeaseKeeper {
   ensureValid(runId: string): boolean | Promise<boolean> {
     const epoch = this.mine.get(runId);
     if (epoch === undefined) return false;
-    if (this.validFor(runId) > this.ttlMs / 3) return true;
+    if (this.knownValid(runId)) return true;
     return this.renewUntilValid(runId, epoch);
   }
 
@@ -116,7 +116,7 @@ export class LeaseKeeper {
   private async renewUntilValid(runId: string, epoch: number): Promise<boolean> {
     for (let attempt = 0; attempt < leaseRenewalAttempts; attempt++) {
       if (!(await this.renewOne(runId, epoch))) return false;
-      if (this.validFor(runId) > this.ttlMs / 3) return true;
+      if (this.knownValid(runId)) return true;
     }
     this.log('warn', `renewing the lease of ${runId} took most of its lifetime ${leaseRenewalAttempts} times in a row, so this process lets go of the run`);
     this.lose(runId);

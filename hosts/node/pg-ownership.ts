@@ -9,7 +9,7 @@
 // - the per-key concurrency limit and FIFO order hold across workers because the queued runs of a
 //   key are counted and taken under `pg_advisory_xact_lock` of that key (keys locked in sorted
 //   order, so two claimers never wait on each other in a cycle).
-import type { Pool, PoolClient } from 'pg';
+import type { Pool, PoolClient, QueryConfig } from 'pg';
 import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorCommand, QueuedLaunch, RunOwnership, WorkerRecord } from '../core/ownership-store.js';
 import { assertPortableId, StoreError, type RunRecord } from '../core/store.js';
 import { ownerIsDead } from './owner-id.js';
@@ -191,13 +191,7 @@ export class PgOwnership implements RunOwnership {
     assertPortableId(launch.runId, 'run id');
     // Without an idempotency key the enqueue is one statement, atomic on its own: one round trip
     // instead of five (BEGIN, the run, its queue entry, the notification, COMMIT).
-    if (launch.idempotencyKey === undefined) {
-      try {
-        return await this.insertQueued(this.pool, launch, now);
-      } catch (err) {
-        throw new StoreError('store.io', `ownership: ${(err as Error).message}`);
-      }
-    }
+    if (launch.idempotencyKey === undefined) return queuedOutcome(launch, await statement(this.pool, 'ownership', this.insertQueued(launch, now)));
     return transaction(this.pool, 'ownership', (c) => this.enqueueIn(c, launch, now));
   }
 
@@ -210,17 +204,19 @@ export class PgOwnership implements RunOwnership {
       const [existing] = await rows<{ run_id: string }>(c, { name: `${this.s}.byIdempotencyKey`, text: `SELECT run_id FROM ${this.s}.run_queue WHERE idempotency_key = $1`, values: [launch.idempotencyKey] });
       if (existing) return { runId: existing.run_id, created: false };
     }
-    return this.insertQueued(c, launch, now);
+    return queuedOutcome(launch, await rows(c, this.insertQueued(launch, now)));
   }
 
   /**
-   * The queued run's row, its queue entry and the notification that wakes listening workers (sent
-   * when the transaction commits), in one statement; nothing when a run of that id exists.
+   * The statement that writes the queued run's row, its queue entry and the notification that wakes
+   * listening workers (sent when the transaction commits); it writes nothing, and answers no row,
+   * when a run of that id exists.
    */
-  private async insertQueued(q: Pick<PoolClient, 'query'>, launch: QueuedLaunch, now: number): Promise<{ runId: string; created: boolean }> {
+  private insertQueued(launch: QueuedLaunch, now: number): QueryConfig {
     const s = this.s;
     const { plan, concurrencyLimit, idempotencyKey, delivery, ...request } = launch;
-    const inserted = await rows<{ run_id: string; notified: number }>(q as PoolClient, {
+    // `notified` is selected so that the notification runs: a `WITH` query that nothing reads is not.
+    return {
       name: `${s}.enqueue`,
       text: `WITH run AS (
                INSERT INTO ${s}.runs (run_id, status, last_seq, plan, created_at, updated_at, concurrency_key, queued_at, delivery_target, delivery_digest) VALUES ($1, 'queued', 0, $2, $3, $3, $4, $3, $5::json, $6)
@@ -232,8 +228,7 @@ export class PgOwnership implements RunOwnership {
              )
              SELECT run_id, (SELECT count(*) FROM notified)::int AS notified FROM queued`,
       values: [launch.runId, Buffer.from(plan), now, launch.concurrencyKey ?? null, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null, JSON.stringify(request), concurrencyLimit ?? 1, idempotencyKey ?? null, this.channel],
-    });
-    return { runId: launch.runId, created: inserted.length > 0 };
+    };
   }
 
   private async launches(q: Pick<PoolClient, 'query'>, runIds: readonly string[]): Promise<Map<string, QueuedLaunch>> {
@@ -397,4 +392,9 @@ export class PgOwnership implements RunOwnership {
     });
     return found.filter((r) => !ownerIsDead(r.owner)).map((r) => ({ owner: r.owner, startedAt: r.started_at, heartbeatAt: r.heartbeat_at, ...(r.info !== null ? { info: r.info } : {}) }));
   }
+}
+
+/** What an enqueue answers from the rows of its statement: a row when the run was created. */
+function queuedOutcome(launch: QueuedLaunch, inserted: readonly unknown[]): { runId: string; created: boolean } {
+  return { runId: launch.runId, created: inserted.length > 0 };
 }
