@@ -112,9 +112,8 @@ async function stalledHost(stall: Stall) {
       },
     },
   } as never);
-  // eslint-disable-next-line prefer-const -- the gateway's credential resolver reaches the kernel made after it
-  let kernel: Kernel;
-  kernel = new Kernel({
+  // The gateway's credential resolver reaches this kernel only when a call runs, after it is made.
+  const kernel: Kernel = new Kernel({
     store: stalling as never,
     engine,
     gateway,
