@@ -130,6 +130,18 @@ const debugLogOnce = `  const _debugEnabled = Boolean(globalThis?.process?.env?.
 // instructions per activation of a 2-step run). The build fails if the bindings stop asking.
 const rawLoweredImports = ['load', 'commit', 'request', 'cancel'];
 
+// Where the runtime has no JSPI (Node 20), each `WebAssembly.promising(f)` of the instantiation
+// throws "WebAssembly.promising is not a function", which the bindings catch. V8 renders that
+// message by parsing the whole enclosing function again (the instantiation's generator, thousands
+// of lines): ≈ 2 ms per throw, 9 throws, ≈ 18 ms of every engine instantiation (bench/cold). The
+// rewrite asks once whether the function exists and, when it does not, throws one prepared error,
+// so the bindings' `catch` takes the same branch as before.
+const promisingCall = 'WebAssembly.promising(';
+const promisingOnce = `const _promisingOrThrow = typeof WebAssembly.promising === 'function'
+  ? (f) => WebAssembly.promising(f)
+  : (() => { const absent = new TypeError('WebAssembly.promising is not a function'); return () => { throw absent; }; })();
+`;
+
 function transpile(wasm, outDir) {
   rmSync(outDir, { recursive: true, force: true });
   execFileSync(process.execPath, [jco, 'transpile', wasm, '--instantiation', 'async', '--import-bindings', 'hybrid', '--name', 'engine', '-o', outDir, '--quiet'], { stdio: ['ignore', 'ignore', 'inherit'] });
@@ -139,7 +151,10 @@ function transpile(wasm, outDir) {
   for (const name of rawLoweredImports) {
     if (!text.includes(`if (${name}[symbolCabiLower]) {`)) throw new Error(`build: ${bindings} does not ask the ${name} import for its own lowering (jco changed); see rawLoweredImports in build.mjs`);
   }
-  writeFileSync(bindings, text.replace(debugLogPerCall, debugLogOnce));
+  const head = '"use components";\n';
+  if (!text.startsWith(head) || !text.includes(promisingCall)) throw new Error(`build: ${bindings} no longer starts with ${JSON.stringify(head)} or calls ${promisingCall}…) (jco changed); update promisingCall in build.mjs`);
+  const rewritten = head + promisingOnce + text.slice(head.length).replace(debugLogPerCall, debugLogOnce).replaceAll(promisingCall, '_promisingOrThrow(');
+  writeFileSync(bindings, rewritten);
 }
 
 /**

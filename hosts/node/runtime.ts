@@ -195,21 +195,31 @@ export class WorkflowRuntime {
     } catch (err) {
       throw asError(err);
     }
-    const store = await openStore(options);
+    let kernel: Kernel | undefined;
+    let live: LiveStreams | undefined;
+    // QuickJS loads with the first run, template or replay that names a script node.
+    const scripts = new LazyScriptImports();
+    // The engine component compiles on V8's background threads while the store opens on this one
+    // (bench/cold/README.md); its failure is awaited below, after the store's.
+    const engineReady = EngineInstance.create(nodeComponentLoader(), {
+      load: (runId) => kernel!.loadForEngine(runId),
+      evaluateScript: scripts.evaluateScript,
+      checkScriptSyntax: scripts.checkScriptSyntax,
+      scripts,
+      sha256Hex,
+      log,
+    });
+    engineReady.catch(() => undefined);
+    let store: Awaited<ReturnType<typeof openStore>>;
+    try {
+      store = await openStore(options);
+    } catch (err) {
+      await engineReady.catch(() => undefined);
+      throw err;
+    }
     let exporter: TraceExporter | undefined;
     try {
-      let kernel: Kernel | undefined;
-      let live: LiveStreams | undefined;
-      // QuickJS loads with the first run, template or replay that names a script node.
-      const scripts = new LazyScriptImports();
-      const engine = await EngineInstance.create(nodeComponentLoader(), {
-        load: (runId) => kernel!.loadForEngine(runId),
-        evaluateScript: scripts.evaluateScript,
-        checkScriptSyntax: scripts.checkScriptSyntax,
-        scripts,
-        sha256Hex,
-        log,
-      });
+      const engine = await engineReady;
       const resolveAuthority = authorityResolver(options.authorities);
       const ownerId = options.ownerId ?? newOwnerId();
       const pollMs = options.pollMs ?? leaseDefaults.pollMs;

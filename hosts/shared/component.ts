@@ -15,7 +15,7 @@
 // and the `agent-workflow` processes (serve, run, ...), which are the product's own, ask for both.
 // A process started with its own semi-space flag is left alone. See docs/hosts.md, "Memory of the
 // Node host".
-import { readFile } from 'node:fs/promises';
+import { readFile, readdir } from 'node:fs/promises';
 import { setFlagsFromString } from 'node:v8';
 import type { ComponentLoader } from '../core/engine-instance.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
@@ -91,24 +91,41 @@ export function appliedWasmTier(): WasmTier | undefined {
 const componentDir = new URL('../../component/', import.meta.url);
 const modules = new Map<string, Promise<WebAssembly.Module>>();
 
+/** Reads and compiles one core module of the component, once per process. */
+function coreModule(path: string): Promise<WebAssembly.Module> {
+  let m = modules.get(path);
+  if (!m) {
+    applyMemoryFlags();
+    m = readFile(new URL(path, componentDir)).then((bytes) => WebAssembly.compile(bytes));
+    // A module compiled ahead and never asked for (see below) must not be an unhandled rejection;
+    // whoever asks for it gets the error from the promise itself.
+    m.catch(() => undefined);
+    modules.set(path, m);
+  }
+  return m;
+}
+
+/**
+ * Starts reading and compiling every core module of the component. V8 compiles on background
+ * threads, so this runs beside what the main thread does meanwhile: parsing the bindings, opening
+ * the store (bench/cold/README.md). The bindings ask for the modules they need by name.
+ */
+async function compileAhead(): Promise<void> {
+  if (modules.size > 0) return;
+  const names = await readdir(componentDir);
+  for (const name of names) if (name.endsWith('.wasm')) void coreModule(name);
+}
+
 export function nodeComponentLoader(): ComponentLoader {
   return {
     async instantiate(getCoreModule, imports) {
       // The core modules compile inside `instantiate` (it awaits `getCoreModule`).
       return withLoopAlive(async () => {
-        const { instantiate } = await import(new URL('engine.js', componentDir).href);
+        const [{ instantiate }] = await Promise.all([import(new URL('engine.js', componentDir).href), compileAhead().catch(() => undefined)]);
         return instantiate(getCoreModule, imports);
       });
     },
-    getCoreModule(path) {
-      let m = modules.get(path);
-      if (!m) {
-        applyMemoryFlags();
-        m = readFile(new URL(path, componentDir)).then((bytes) => WebAssembly.compile(bytes));
-        modules.set(path, m);
-      }
-      return m;
-    },
+    getCoreModule: coreModule,
   };
 }
 
