@@ -29,7 +29,7 @@ import { assertCaptureOptions } from '../core/capture-options.js';
 import { approvalFact, resolutionFields } from '../core/operator.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog } from '../core/types.js';
 import { recoverAttempts, type AttemptRecovery } from './attempt-recovery.js';
-import { routerComponentLoader } from './component.js';
+import { compileComponentAhead, routerComponentLoader } from './component.js';
 import { sha256Digest, sha256Hex } from '../shared/digest.js';
 import { outcomeOfCompletion, RouterGateway, type ApprovalHandler, type CredentialResolver, type InProcessAgent, type InProcessTool } from './gateway.js';
 import { FileJournalStore, LatencyRing, type LatencySummary } from './journal.js';
@@ -227,6 +227,8 @@ export class RouterHost {
       else tools[name] = tool;
     }
     mapErrors(RouterError, () => assertCaptureOptions(options.capture));
+    // V8 compiles the engine on background threads while this one reads the journal and loads QuickJS.
+    compileComponentAhead();
     const commitLatency = new LatencyRing();
     const acceptLoss = options.acceptLoss ?? false;
     // Checked after every group commit: a foreach of scripts commits thousands of times within

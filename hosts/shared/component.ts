@@ -116,6 +116,15 @@ async function compileAhead(): Promise<void> {
   for (const name of names) if (name.endsWith('.wasm')) void coreModule(name);
 }
 
+/**
+ * Starts compiling the engine's core modules now, for a host that has other work to do before it
+ * creates its engine instance (the router reads its journal and loads QuickJS first). A failure
+ * here is not reported: the instantiation asks again and gets it.
+ */
+export function compileComponentAhead(): void {
+  compileAhead().catch(() => undefined);
+}
+
 export function nodeComponentLoader(): ComponentLoader {
   return {
     async instantiate(getCoreModule, imports) {
