@@ -60,8 +60,9 @@ async function freshStore(kind, dir) {
       location: file,
       completed: () => (db ??= new Database(file, { readonly: true, fileMustExist: true })).prepare("SELECT count(*) AS n FROM runs WHERE status = 'completed'").get().n,
       firstEvent: (runId) => {
-        const row = (db ??= new Database(file, { readonly: true, fileMustExist: true })).prepare('SELECT body FROM events WHERE run_id = ? AND seq = 1').get(runId);
-        return row ? JSON.parse(Buffer.from(row.body).toString('utf8')) : undefined;
+        // The row that holds seq 1: a commit's events share a row (schema v9), seq 1 is its first line.
+        const row = (db ??= new Database(file, { readonly: true, fileMustExist: true })).prepare('SELECT body FROM events WHERE run_id = ? ORDER BY seq LIMIT 1').get(runId);
+        return row ? JSON.parse(Buffer.from(row.body).toString('utf8').split('\n')[0]) : undefined;
       },
       drop: async () => db?.close(),
     };

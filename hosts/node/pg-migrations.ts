@@ -226,6 +226,13 @@ export const pgMigrations: readonly PgMigration[] = [
       DROP INDEX ${s}.runs_by_status;
       CREATE INDEX runs_by_status ON ${s}.runs (status);`,
   },
+  {
+    version: 9,
+    description: 'the events table gets first_seq, as in SQLite (which keeps a commit\'s events in one row); PostgreSQL keeps one row an event and leaves it NULL',
+    // A version means the same tables on both stores. PostgreSQL writes its events with one
+    // INSERT … SELECT FROM unnest per commit already; its rows stay one an event.
+    up: (s) => `ALTER TABLE ${s}.events ADD COLUMN first_seq bigint;`,
+  },
 ];
 
 export const pgSchemaVersion = pgMigrations[pgMigrations.length - 1].version;

@@ -114,8 +114,18 @@ describe('store fixtures', () => {
         const unique = (db.prepare('PRAGMA index_list(events)').all() as { name: string; unique: number }[]).filter((i) => i.unique === 1);
         expect(unique.map((i) => (db.prepare(`PRAGMA index_info(${JSON.stringify(i.name)})`).all() as { name: string }[]).map((c) => c.name))).toEqual([['run_id', 'seq']]);
         expect((db.prepare('PRAGMA index_info(runs_by_status)').all() as { name: string }[]).map((c) => c.name)).toEqual(['status']);
-        // No event lost or duplicated by the copy: every run's journal is seq 1..last_seq.
-        expect(db.prepare('SELECT count(*) FROM events').pluck().get()).toBe(db.prepare('SELECT sum(last_seq) FROM runs').pluck().get());
+        // No event lost or duplicated by the copy: every run's journal is seq 1..last_seq. Schema
+        // v9: a row holds events first_seq..seq (a row written before holds one, first_seq NULL),
+        // and the rows of a run neither overlap nor leave a gap.
+        expect(db.prepare('SELECT sum(seq - coalesce(first_seq, seq) + 1) FROM events').pluck().get()).toBe(db.prepare('SELECT sum(last_seq) FROM runs').pluck().get());
+        const rows = db.prepare('SELECT run_id, coalesce(first_seq, seq) AS first, seq FROM events ORDER BY run_id, seq').all() as { run_id: string; first: number; seq: number }[];
+        const next = new Map<string, number>();
+        for (const r of rows) {
+          expect(r.first, `run ${r.run_id}`).toBe((next.get(r.run_id) ?? 0) + 1);
+          next.set(r.run_id, r.seq);
+        }
+        // The runs the upgraded store ran wrote a commit's events in one row.
+        expect(db.prepare('SELECT count(*) FROM events WHERE first_seq IS NOT NULL AND seq > first_seq').pluck().get()).toBeGreaterThan(0);
       } finally {
         db.close();
       }

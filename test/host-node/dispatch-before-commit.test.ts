@@ -20,11 +20,18 @@ function observingTools(file: string, starts: Start[], aborted: string[] = []) {
   let reader: Database.Database | undefined;
   const requestDurable = (runId: string, invocationId: string): boolean => {
     reader ??= new Database(file, { readonly: true, fileMustExist: true });
+    // A row holds a commit's events, one JSON line each (schema v9).
     const rows = reader.prepare('SELECT body FROM events WHERE run_id = ?').all(runId) as { body: Buffer }[];
-    return rows.some((r) => {
-      const e = JSON.parse(Buffer.from(r.body).toString('utf8'));
-      return e.type === 'capability.requested' && e.payload.invocationId === invocationId;
-    });
+    return rows.some((r) =>
+      Buffer.from(r.body)
+        .toString('utf8')
+        .split('\n')
+        .filter((line) => line.length > 0)
+        .some((line) => {
+          const e = JSON.parse(line);
+          return e.type === 'capability.requested' && e.payload.invocationId === invocationId;
+        }),
+    );
   };
   const tool = (name: string) => ({
     execute: (_input: unknown, ctx: { runId: string; invocationId: string; signal: AbortSignal }) => {
