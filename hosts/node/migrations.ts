@@ -255,6 +255,7 @@ export const migrations: readonly Migration[] = [
   {
     version: 9,
     description: "a commit's events in one row: events first_seq..seq, their JSON lines joined by newlines",
+    destructive: false,
     up(db) {
       // One row a commit (of up to 64 events) instead of one an event: a 2-step run wrote 19
       // rows, each a record in the table and an entry in its (run_id, seq) index, ~12 of its 23
