@@ -46,8 +46,9 @@ function die(point) {
 
 const inner = SqliteJournalStore.open(join(dir, 'workflow.db'));
 
-// Mid-transaction kills: a TEMP trigger (this connection only; the stored schema is untouched)
-// calls back into this process after each event row; armed only during the chosen commit.
+// Mid-transaction kills: TEMP triggers (this connection only; the stored schema is untouched)
+// call back into this process after each row the commit writes to `runs` and `events` (a run's
+// row, then its events, a row of up to 64); armed only during the chosen commit.
 let armed;
 let rowsInArmed = 0;
 if (kill?.kind === 'mid-commit') {
@@ -55,7 +56,11 @@ if (kill?.kind === 'mid-commit') {
     if (armed && ++rowsInArmed === kill.row) die(armed);
     return 0;
   });
-  inner.db.exec('CREATE TEMP TRIGGER fault_after_event AFTER INSERT ON main.events BEGIN SELECT fault_point(); END');
+  inner.db.exec(`
+    CREATE TEMP TRIGGER fault_after_event AFTER INSERT ON main.events BEGIN SELECT fault_point(); END;
+    CREATE TEMP TRIGGER fault_after_run_insert AFTER INSERT ON main.runs BEGIN SELECT fault_point(); END;
+    CREATE TEMP TRIGGER fault_after_run_update AFTER UPDATE ON main.runs BEGIN SELECT fault_point(); END;
+  `);
 }
 
 function matches(entries) {

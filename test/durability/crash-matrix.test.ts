@@ -30,15 +30,18 @@ function killPoints(scenario: string, trace: any[]): Kill[] {
   const out: Kill[] = [];
   if (scenario === 'checkpoint') {
     const cp = { nth: 1, match: 'checkpoint-running' };
-    out.push({ kind: 'commit', phase: 'before', ...cp }, { kind: 'commit', phase: 'after', ...cp }, { kind: 'mid-commit', row: 1, ...cp }, { kind: 'mid-commit', row: 40, ...cp });
-    for (const nth of [2, 5]) out.push({ kind: 'commit', phase: 'before', nth }, { kind: 'commit', phase: 'after', nth }, { kind: 'mid-commit', nth, row: 20 });
+    // Every commit writes at least two rows: its run's and one of events (crash-child.mjs).
+    out.push({ kind: 'commit', phase: 'before', ...cp }, { kind: 'commit', phase: 'after', ...cp }, { kind: 'mid-commit', row: 1, ...cp }, { kind: 'mid-commit', row: 2, ...cp });
+    for (const nth of [2, 5]) out.push({ kind: 'commit', phase: 'before', nth }, { kind: 'commit', phase: 'after', nth }, { kind: 'mid-commit', nth, row: 2 });
     for (const nth of [10, 90]) out.push({ kind: 'gateway', phase: 'before', nth }, { kind: 'gateway', phase: 'after', nth });
     return out;
   }
   for (const c of commits) {
-    const events = c.entries.reduce((n: number, e: any) => n + e.types.length, 0);
+    // The rows the commit writes, as crash-child.mjs counts them: per run its row in `runs`, then
+    // its events in rows of up to 64 (schema v9).
+    const rows = c.entries.reduce((n: number, e: any) => n + 1 + Math.ceil(e.types.length / 64), 0);
     out.push({ kind: 'commit', phase: 'before', nth: c.commit }, { kind: 'commit', phase: 'after', nth: c.commit }, { kind: 'mid-commit', nth: c.commit, row: 1 });
-    if (events > 2) out.push({ kind: 'mid-commit', nth: c.commit, row: Math.ceil(events / 2) });
+    if (rows > 2) out.push({ kind: 'mid-commit', nth: c.commit, row: Math.ceil(rows / 2) });
   }
   for (const g of calls) out.push({ kind: 'gateway', phase: 'before', nth: g.call }, { kind: 'gateway', phase: 'after', nth: g.call });
   return out;
