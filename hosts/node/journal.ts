@@ -201,7 +201,7 @@ function updateRunStatements(db: Database): Statement[] {
  * (bench/store/wal-frames.mjs). A longer commit (a foreach that starts many items) is cut into
  * rows of this many, so that a page read from its middle splits at most this many lines.
  */
-const eventsPerRow = 64;
+export const eventsPerRow = 64;
 
 /** A row of `events`: the events `first_seq`..`seq`; a row written before v9 holds one (`first_seq` NULL). */
 interface EventRow {
@@ -350,8 +350,9 @@ export class SqliteJournalStore implements SyncJournalStore {
 
   readEvents(runId: string, afterSeq: number, limit: number): EventPage {
     // Every row holds at least one event after `afterSeq`: limit + 1 rows hold the page and tell
-    // whether there is more.
-    const rows = this.stmt.eventsAfter.all(runId, afterSeq, limit + 1) as EventRow[];
+    // whether there is more. They are read one at a time: a row holds up to `eventsPerRow`
+    // events, and reading stops once the page is full.
+    const rows = this.stmt.eventsAfter.iterate(runId, afterSeq, limit + 1) as IterableIterator<EventRow>;
     const events: string[] = [];
     let lastSeq = afterSeq;
     for (const r of rows) {

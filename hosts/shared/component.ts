@@ -117,9 +117,10 @@ async function compileAhead(): Promise<void> {
 }
 
 /**
- * Starts compiling the engine's core modules now, for a host that has other work to do before it
- * creates its engine instance (the router reads its journal and loads QuickJS first). A failure
- * here is not reported: the instantiation asks again and gets it.
+ * Starts compiling the engine's core modules now: at every instantiation, beside the import of the
+ * bindings, and earlier for a host that has other work to do before it creates its engine
+ * instance (the router reads its journal and loads QuickJS first). A failure here is not
+ * reported: the instantiation asks for the module again and gets it.
  */
 export function compileComponentAhead(): void {
   compileAhead().catch(() => undefined);
@@ -128,9 +129,10 @@ export function compileComponentAhead(): void {
 export function nodeComponentLoader(): ComponentLoader {
   return {
     async instantiate(getCoreModule, imports) {
-      // The core modules compile inside `instantiate` (it awaits `getCoreModule`).
+      // The core modules compile while the bindings load; `instantiate` awaits them (`getCoreModule`).
       return withLoopAlive(async () => {
-        const [{ instantiate }] = await Promise.all([import(new URL('engine.js', componentDir).href), compileAhead().catch(() => undefined)]);
+        compileComponentAhead();
+        const { instantiate } = await import(new URL('engine.js', componentDir).href);
         return instantiate(getCoreModule, imports);
       });
     },
