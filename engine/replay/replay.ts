@@ -81,6 +81,40 @@ interface Journal {
   text(i: number): string | undefined;
 }
 
+/** The event types whose recorded payload is a fact a recorded replay feeds back (see `factsOf`). */
+const factTypes = new Set<string>(['run.accepted', 'capability.completed', 'capability.late', 'run.cancel-requested', 'run.resumed', 'node.resolved']);
+
+const layoutHead = '{"schemaVersion":';
+const typeKey = ',"type":"';
+const originKey = '"origin":';
+
+/**
+ * The type of an event read from its text without parsing it, where the text has the layout the
+ * engine writes (it starts with `{"schemaVersion":`): `type` follows `schemaVersion`, `eventId`,
+ * `runId` and `seq`, none of which can hold a quote, so the first `,"type":"` is the member itself. `undefined` when the text does
+ * not read that way; the caller then parses the event.
+ */
+function typeOfText(text: string): string | undefined {
+  if (!text.startsWith(layoutHead)) return undefined;
+  const at = text.indexOf(typeKey);
+  if (at < 0) return undefined;
+  const from = at + typeKey.length;
+  const end = text.indexOf('"', from);
+  return end < 0 ? undefined : text.slice(from, end);
+}
+
+/**
+ * Whether an event's text says it belongs to the activation whose `origin` member reads
+ * `origin` (its JSON): `"origin":` occurs once in the text, followed by exactly that. A text in
+ * which `"origin":` occurs more than once (a payload or correlation that holds the key) is
+ * parsed instead. Grouping decides only which facts go into which activation; whatever it
+ * decides, the replay is identical only where every produced event equals its recorded text.
+ */
+function sameOrigin(text: string, origin: string): boolean {
+  const at = text.indexOf(originKey);
+  return at >= 0 && text.startsWith(origin, at + originKey.length) && text.indexOf(originKey, at + originKey.length) < 0;
+}
+
 function journalOf(request: ReplayRequest): Journal {
   const texts = request.eventTexts;
   if (texts) {
@@ -191,6 +225,18 @@ function comparable(e: EventEnvelope, withEnvelope: boolean): string {
   return JSON.stringify({ seq: e.seq, type: e.type, node: e.node ?? null, payload });
 }
 
+/** The recorded events of one activation, as a recorded replay needs them. */
+interface Group {
+  /** The activation's first event: its time, actor and correlation are the activation's. */
+  first: EventEnvelope;
+  /** The JSON of the activation's `origin` member, as its events carry it. */
+  origin: string;
+  /** Its events that carry facts, in journal order. */
+  facts: EventEnvelope[];
+  /** Whether it holds nothing but `checkpoint.committed` events. */
+  onlyCheckpoints: boolean;
+}
+
 export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
   const journal = journalOf(request);
   const accepted = journal.count > 0 ? journal.event(0) : undefined;
@@ -229,14 +275,14 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
 
   const skippedFacts: Json[] = [];
   const templateKey = accepted.payload.templateKey;
-  const replayGroup = (group: EventEnvelope[]) => {
-    const facts = factsOf(group, request.artifacts ?? {}).filter((f) => {
+  const replayGroup = (group: Group) => {
+    const facts = factsOf(group.facts, request.artifacts ?? {}).filter((f) => {
       if (f.type !== 'capability-completed' || requested.has(f.invocationId) || !edited) return true;
       skippedFacts.push({ invocationId: f.invocationId, reason: 'the edited plan never requested it' });
       return false;
     });
-    if (facts.length === 0 && group.every((e) => e.type === 'checkpoint.committed')) return;
-    const first = group[0];
+    if (facts.length === 0 && group.onlyCheckpoints) return;
+    const first = group.first;
     const activationRequest = {
       runId,
       now: Date.parse(first.occurredAt),
@@ -254,19 +300,32 @@ export function recorded(request: ReplayRequest, scripts: ScriptHost): Json {
   };
   // One pass over the journal: each activation's events (they share `origin.activation`) are
   // replayed as one activation and its completions are noted; no event is kept once its
-  // activation is replayed.
+  // activation is replayed. An event is parsed only when it starts an activation or carries a
+  // fact: the others (most of a journal: the engine's own decisions) are read from their text,
+  // since parsing an event costs about as much as the engine deciding it.
   const completed = new Set<string>();
-  let group: EventEnvelope[] = [];
+  let group: Group | undefined;
+  const startGroup = (e: EventEnvelope): Group => ({ first: e, origin: JSON.stringify(e.origin), facts: factTypes.has(e.type) ? [e] : [], onlyCheckpoints: e.type === 'checkpoint.committed' });
   for (let i = 0; i < journal.count; i++) {
+    const text = i === 0 ? undefined : journal.text(i);
+    if (group !== undefined && text !== undefined) {
+      const type = typeOfText(text);
+      if (type !== undefined && !factTypes.has(type) && sameOrigin(text, group.origin)) {
+        if (type !== 'checkpoint.committed') group.onlyCheckpoints = false;
+        continue;
+      }
+    }
     const e = i === 0 ? accepted : journal.event(i);
     if (e.type === 'capability.completed') completed.add(e.payload.invocationId);
-    if (group.length > 0 && group[0].origin.activation !== e.origin.activation) {
-      replayGroup(group);
-      group = [];
+    if (group !== undefined && group.first.origin.activation === e.origin.activation) {
+      if (factTypes.has(e.type)) group.facts.push(e);
+      if (e.type !== 'checkpoint.committed') group.onlyCheckpoints = false;
+      continue;
     }
-    group.push(e);
+    if (group !== undefined) replayGroup(group);
+    group = startGroup(e);
   }
-  if (group.length > 0) replayGroup(group);
+  if (group !== undefined) replayGroup(group);
 
   let firstDivergence: Json | null = null;
   const n = Math.max(produced.length, journal.count);
