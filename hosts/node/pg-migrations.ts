@@ -233,6 +233,20 @@ export const pgMigrations: readonly PgMigration[] = [
     // INSERT … SELECT FROM unnest per commit already; its rows stay one an event.
     up: (s) => `ALTER TABLE ${s}.events ADD COLUMN first_seq bigint;`,
   },
+  {
+    version: 10,
+    description: "a run's checkpoint in its own table, written only when one is taken, as in SQLite",
+    // PostgreSQL stores a large checkpoint out of line (TOAST) and an UPDATE of the run's other
+    // columns keeps it; SQLite rewrote it with the row. A version means the same tables on both.
+    up: (s) => `
+      CREATE TABLE ${s}.checkpoints (
+        run_id  text COLLATE "C" PRIMARY KEY,
+        seq     bigint NOT NULL,
+        body    bytea NOT NULL
+      );
+      INSERT INTO ${s}.checkpoints (run_id, seq, body) SELECT run_id, checkpoint_seq, checkpoint FROM ${s}.runs WHERE checkpoint IS NOT NULL;
+      ALTER TABLE ${s}.runs DROP COLUMN checkpoint;`,
+  },
 ];
 
 export const pgSchemaVersion = pgMigrations[pgMigrations.length - 1].version;

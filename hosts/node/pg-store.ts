@@ -5,7 +5,8 @@
 //
 // A group commit costs four round trips whatever its size: BEGIN; lock the runs' rows
 // (`SELECT ... FOR UPDATE`, in run id order); one statement that inserts new runs, updates the
-// others, appends every event and marks applied commands (data-modifying CTEs over arrays);
+// others, writes the checkpoints taken, appends every event and marks applied commands
+// (data-modifying CTEs over arrays);
 // COMMIT. The checks run here, between the lock and the write, because one of them
 // (`ownerIsDead`) can only be answered by this machine.
 import { sha256Digest } from '../shared/digest.js';
@@ -240,23 +241,30 @@ export class PostgresJournalStore implements JournalStore {
     if (writes.size > 0) {
       const ins = [...writes].filter(([, w]) => w.insert);
       const upd = [...writes].filter(([, w]) => !w.insert);
+      const checkpoints = [...writes].filter(([, w]) => w.checkpoint !== null);
       const inserted = await rows<{ run_id: string }>(c, {
         name: `${s}.commitGroup`,
         text: `WITH ins AS (
-                 INSERT INTO ${s}.runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
-                 SELECT i.run_id, i.status, i.last_seq, COALESCE(i.checkpoint_seq, 0), i.checkpoint, i.plan, $1::bigint, $1::bigint, i.outcome::json, i.wake_at, i.lease_owner, i.lease_epoch, i.lease_expires_at, i.delivery_target::json, i.delivery_digest
+                 INSERT INTO ${s}.runs (run_id, status, last_seq, checkpoint_seq, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
+                 SELECT i.run_id, i.status, i.last_seq, COALESCE(i.checkpoint_seq, 0), i.plan, $1::bigint, $1::bigint, i.outcome::json, i.wake_at, i.lease_owner, i.lease_epoch, i.lease_expires_at, i.delivery_target::json, i.delivery_digest
                    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::bigint[], $27::text[], $28::text[])
                      AS i(run_id, status, last_seq, checkpoint_seq, checkpoint, plan, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
                  ON CONFLICT (run_id) DO NOTHING
                  RETURNING run_id
                ), upd AS (
                  UPDATE ${s}.runs r SET status = u.status, last_seq = u.last_seq, updated_at = $1::bigint, outcome = u.outcome::json, wake_at = u.wake_at,
-                        checkpoint = COALESCE(u.checkpoint, r.checkpoint), checkpoint_seq = COALESCE(u.checkpoint_seq, r.checkpoint_seq),
+                        checkpoint_seq = COALESCE(u.checkpoint_seq, r.checkpoint_seq),
                         lease_owner = CASE WHEN u.release THEN NULL ELSE r.lease_owner END,
                         lease_expires_at = CASE WHEN u.release THEN NULL ELSE r.lease_expires_at END
                    FROM unnest($13::text[], $14::text[], $15::bigint[], $16::text[], $17::bigint[], $18::bytea[], $19::bigint[], $20::boolean[])
                      AS u(run_id, status, last_seq, outcome, wake_at, checkpoint, checkpoint_seq, release)
                   WHERE r.run_id = u.run_id
+               ), cp AS (
+                 -- A run's checkpoint in its own row, written only when the group takes one.
+                 INSERT INTO ${s}.checkpoints (run_id, seq, body)
+                 SELECT c.run_id, c.seq, c.body FROM unnest($31::text[], $32::bigint[], $33::bytea[]) AS c(run_id, seq, body)
+                  WHERE c.run_id <> ALL($2::text[]) OR c.run_id IN (SELECT run_id FROM ins)
+                 ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, body = excluded.body
                ), ev AS (
                  INSERT INTO ${s}.events (run_id, seq, body)
                  SELECT e.run_id, e.seq, e.body FROM unnest($21::text[], $22::bigint[], $23::bytea[]) AS e(run_id, seq, body)
@@ -304,6 +312,9 @@ export class PostgresJournalStore implements JournalStore {
           ins.map(([, w]) => w.deliveryDigest ?? null),
           this.commitChannel,
           [...writes].map(([id, w]) => `${w.lastSeq}:${id}`),
+          checkpoints.map(([id]) => id),
+          checkpoints.map(([, w]) => w.checkpointSeq),
+          checkpoints.map(([, w]) => w.checkpoint),
         ],
       });
       // A run another transaction created meanwhile: this group's entries for it did not commit.
@@ -321,15 +332,18 @@ export class PostgresJournalStore implements JournalStore {
   async load(runId: string): Promise<RunTail | undefined> {
     const s = this.s;
     // One statement, one snapshot: the row and the events after its checkpoint agree.
-    const [row] = await statement<{ plan: Buffer; checkpoint: Buffer | null; last_seq: number; events: Buffer | null }>(this.pool, 'load', {
+    const [row] = await statement<{ plan: Buffer; checkpoint: Buffer | null; checkpoint_seq: number; stored_seq: number | null; last_seq: number; events: Buffer | null }>(this.pool, 'load', {
       name: `${s}.load`,
-      text: `SELECT r.plan, r.checkpoint, r.last_seq,
+      text: `SELECT r.plan, c.body AS checkpoint, r.checkpoint_seq, c.seq AS stored_seq, r.last_seq,
                     (SELECT string_agg(e.body, '\\x0a'::bytea ORDER BY e.seq) FROM ${s}.events e WHERE e.run_id = r.run_id AND e.seq > r.checkpoint_seq) AS events
-               FROM ${s}.runs r WHERE r.run_id = $1`,
+               FROM ${s}.runs r LEFT JOIN ${s}.checkpoints c ON c.run_id = r.run_id WHERE r.run_id = $1`,
       values: [runId],
     });
     // A queued run that never started has no journal yet.
     if (!row || row.last_seq === 0) return undefined;
+    if ((row.stored_seq ?? 0) !== row.checkpoint_seq) {
+      throw new StoreError('store.corrupt', `run ${runId}: its row names the checkpoint at seq ${row.checkpoint_seq}, the store holds ${row.stored_seq === null ? 'none' : `one at seq ${row.stored_seq}`}`);
+    }
     return { plan: row.plan, checkpoint: row.checkpoint ?? undefined, events: row.events ?? Buffer.alloc(0), lastSeq: row.last_seq };
   }
 

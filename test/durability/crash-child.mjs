@@ -47,8 +47,9 @@ function die(point) {
 const inner = SqliteJournalStore.open(join(dir, 'workflow.db'));
 
 // Mid-transaction kills: TEMP triggers (this connection only; the stored schema is untouched)
-// call back into this process after each row the commit writes to `runs` and `events` (a run's
-// row, then its events, a row of up to 64); armed only during the chosen commit.
+// call back into this process after each row the commit writes to `runs`, `checkpoints` and
+// `events` (a run's row, its checkpoint when it takes one, then its events, a row of up to 64);
+// armed only during the chosen commit.
 let armed;
 let rowsInArmed = 0;
 if (kill?.kind === 'mid-commit') {
@@ -60,6 +61,8 @@ if (kill?.kind === 'mid-commit') {
     CREATE TEMP TRIGGER fault_after_event AFTER INSERT ON main.events BEGIN SELECT fault_point(); END;
     CREATE TEMP TRIGGER fault_after_run_insert AFTER INSERT ON main.runs BEGIN SELECT fault_point(); END;
     CREATE TEMP TRIGGER fault_after_run_update AFTER UPDATE ON main.runs BEGIN SELECT fault_point(); END;
+    CREATE TEMP TRIGGER fault_after_checkpoint_insert AFTER INSERT ON main.checkpoints BEGIN SELECT fault_point(); END;
+    CREATE TEMP TRIGGER fault_after_checkpoint_update AFTER UPDATE ON main.checkpoints BEGIN SELECT fault_point(); END;
   `);
 }
 
