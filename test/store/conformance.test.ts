@@ -559,3 +559,62 @@ describe('PostgreSQL store: version 5 (whole projections)', () => {
     }
   });
 });
+
+describe('PostgreSQL store: version 10 (checkpoints in their own table)', () => {
+  const schema = `t_v10_${Math.random().toString(36).slice(2, 10)}`;
+  afterAll(async () => {
+    const client = new pg.Client({ connectionString: pgUrl });
+    await client.connect().catch(() => {});
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => {});
+    await client.end().catch(() => {});
+  });
+
+  it("moves each run's checkpoint out of its row, and the run loads from it after the upgrade", async () => {
+    await assertPostgresReachable();
+    const client = new pg.Client({ connectionString: pgUrl });
+    await client.connect();
+    try {
+      // A store at version 9, as an earlier program left it: one run with a checkpoint at seq 2
+      // and an event after it, one without a checkpoint.
+      await client.query(`CREATE SCHEMA "${schema}"`);
+      await client.query(`CREATE TABLE "${schema}".schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      for (const m of pgMigrations.filter((m: { version: number }) => m.version <= 9)) {
+        await client.query(m.up(`"${schema}"`));
+        await client.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES ($1, $2)`, [m.version, m.description]);
+      }
+      const run = `INSERT INTO "${schema}".runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at) VALUES ($1, 'running', 3, $2, $3, '\\x7b7d', 1, 1)`;
+      await client.query(run, ['with-cp', 2, Buffer.from('{"at":2}')]);
+      await client.query(run, ['without-cp', 0, null]);
+      for (const id of ['with-cp', 'without-cp']) {
+        for (const seq of [1, 2, 3]) await client.query(`INSERT INTO "${schema}".events (run_id, seq, body) VALUES ($1, $2, $3)`, [id, seq, Buffer.from(`{"seq":${seq}}`)]);
+      }
+    } finally {
+      await client.end();
+    }
+    const store = await PostgresJournalStore.open(pgUrl, { schema, poolSize: 1 });
+    try {
+      const withCp = (await store.load('with-cp'))!;
+      expect(Buffer.from(withCp.checkpoint!).toString()).toBe('{"at":2}');
+      expect(Buffer.from(withCp.events).toString()).toBe('{"seq":3}');
+      const withoutCp = (await store.load('without-cp'))!;
+      expect(withoutCp.checkpoint).toBeUndefined();
+      expect(Buffer.from(withoutCp.events).toString()).toBe('{"seq":1}\n{"seq":2}\n{"seq":3}');
+      // The next checkpoint replaces the moved one.
+      expect(await store.commit([{ runId: 'with-cp', expectedSeq: 3, lastSeq: 4, events: Buffer.from('{"seq":4}'), status: 'completed', checkpoint: Buffer.from('{"at":4}') }])).toEqual([]);
+      const after = (await store.load('with-cp'))!;
+      expect(Buffer.from(after.checkpoint!).toString()).toBe('{"at":4}');
+      expect(after.events.byteLength).toBe(0);
+    } finally {
+      await store.close();
+    }
+    const check = new pg.Client({ connectionString: pgUrl });
+    await check.connect();
+    try {
+      const columns = await check.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'runs'`, [schema]);
+      expect(columns.rows.map((r) => r.column_name)).not.toContain('checkpoint');
+      expect((await check.query(`SELECT run_id, seq::int AS seq FROM "${schema}".checkpoints ORDER BY run_id`)).rows).toEqual([{ run_id: 'with-cp', seq: 4 }]);
+    } finally {
+      await check.end();
+    }
+  });
+});
