@@ -8,7 +8,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type RunRecord, type RunTail, type SyncJournalStore } from '../core/store.js';
 import type { RunProjection } from '../core/types.js';
-import { migrations, schemaVersion } from './migrations.js';
+import { checkpointInlineMax, migrations, schemaVersion } from './migrations.js';
 import { fencingRefusal } from './lease-rules.js';
 import { SqliteOwnership, runRecordOf, type RunRow } from './sqlite-ownership.js';
 import { SqliteDeliveries } from './sqlite-deliveries.js';
@@ -186,11 +186,11 @@ function migrate(db: Database, file: string, existed: boolean): void {
  * because SQLite rewrites the entry of every index on a column named there, changed or not (the
  * lease index `runs_by_lease` was written at every commit of a leased run, `runs_by_status` at
  * every commit: one WAL frame of ~10 per commit each).
- * Parameters: [status,] last_seq, updated_at, outcome, wake_at, [checkpoint_seq,] run_id. The
- * checkpoint itself goes into its own table (schema v10).
+ * Parameters: [status,] last_seq, updated_at, outcome, wake_at, [checkpoint, checkpoint_seq,] run_id;
+ * `checkpoint` is NULL when the checkpoint goes into `checkpoints` (schema v10).
  */
 function updateRunStatements(db: Database): Statement[] {
-  const checkpoint = ', checkpoint_seq = ?';
+  const checkpoint = ', checkpoint = ?, checkpoint_seq = ?';
   const release = ', lease_owner = NULL, lease_expires_at = NULL';
   return Array.from({ length: 8 }, (_, n) => db.prepare(`UPDATE runs SET ${n & 4 ? 'status = ?, ' : ''}last_seq = ?, updated_at = ?, outcome = ?, wake_at = ?${n & 1 ? checkpoint : ''}${n & 2 ? release : ''} WHERE run_id = ?`));
 }
@@ -228,6 +228,22 @@ function linesOf(runId: string, row: EventRow): Buffer[] {
   return lines;
 }
 
+/**
+ * The latest checkpoint of a run: its row names its seq (0: none) and holds it when it is small,
+ * `checkpoints` holds a large one (schema v10). A store where they disagree (none where one is
+ * named, both, or one at another seq) would rebuild the run from the wrong state.
+ */
+export function checkpointOf(runId: string, named: number, inline: Buffer | null, storedSeq: number | null, stored: Buffer | null): Buffer | undefined {
+  const problem =
+    inline !== null && stored !== null ? `both in its row and at seq ${storedSeq} in checkpoints`
+    : stored !== null && storedSeq !== named ? `one at seq ${storedSeq}`
+    : named > 0 && inline === null && stored === null ? 'none'
+    : named === 0 && (inline !== null || stored !== null) ? 'one'
+    : undefined;
+  if (problem) throw new StoreError('store.corrupt', `run ${runId}: its row names the checkpoint at seq ${named}, the store holds ${problem}`);
+  return inline ?? stored ?? undefined;
+}
+
 const runColumns = 'run_id, status, last_seq, created_at, updated_at, outcome, lease_owner, lease_epoch, lease_expires_at, concurrency_key';
 
 export class SqliteJournalStore implements SyncJournalStore {
@@ -241,6 +257,7 @@ export class SqliteJournalStore implements SyncJournalStore {
     insertRun: Statement;
     updateRun: readonly Statement[];
     putCheckpoint: Statement;
+    dropCheckpoint: Statement;
     insertEvents: Statement;
     loadRun: Statement;
     eventsAfter: Statement;
@@ -260,12 +277,13 @@ export class SqliteJournalStore implements SyncJournalStore {
     this.stmt = {
       runHead: db.prepare('SELECT status, last_seq, lease_owner, lease_epoch, lease_expires_at FROM runs WHERE run_id = ?'),
       insertRun: db.prepare(
-        'INSERT INTO runs (run_id, status, last_seq, checkpoint_seq, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       updateRun: updateRunStatements(db),
       putCheckpoint: db.prepare('INSERT INTO checkpoints (run_id, seq, body) VALUES (?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, body = excluded.body'),
+      dropCheckpoint: db.prepare('DELETE FROM checkpoints WHERE run_id = ?'),
       insertEvents: db.prepare('INSERT INTO events (run_id, first_seq, seq, body) VALUES (?, ?, ?, ?)'),
-      loadRun: db.prepare('SELECT r.plan, r.checkpoint_seq, r.last_seq, c.seq AS stored_seq, c.body AS checkpoint FROM runs r LEFT JOIN checkpoints c ON c.run_id = r.run_id WHERE r.run_id = ?'),
+      loadRun: db.prepare('SELECT r.plan, r.checkpoint_seq, r.last_seq, r.checkpoint AS inline, c.seq AS stored_seq, c.body AS stored FROM runs r LEFT JOIN checkpoints c ON c.run_id = r.run_id WHERE r.run_id = ?'),
       eventsAfter: db.prepare('SELECT first_seq, seq, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
       getRun: db.prepare(`SELECT ${runColumns} FROM runs WHERE run_id = ?`),
       markApplied: db.prepare("UPDATE run_inbox SET state = 'applied', applied_at = ?, applied_by = ? WHERE id = ? AND run_id = ? AND state = 'pending'"),
@@ -297,21 +315,25 @@ export class SqliteJournalStore implements SyncJournalStore {
         const outcome = e.outcome ? JSON.stringify(e.outcome) : null;
         const wakeAt = e.outcome?.wakeAt ?? null;
         const release = e.releaseLease === true ? 1 : 0;
+        // A large checkpoint goes into its own row, written only when one is taken: in the run's
+        // row it was written again by every commit that changed the row's size (a 10,000-item
+        // foreach's is ~200 KB). A small one stays in the run's row (schema v10).
+        const inline = e.checkpoint && e.checkpoint.byteLength <= checkpointInlineMax ? e.checkpoint : null;
         if (head === undefined) {
           assertPortableId(e.runId, 'run id');
           const owner = e.lease && !release ? e.lease.owner : null;
-          this.stmt.insertRun.run(e.runId, e.status, e.lastSeq, e.checkpoint ? e.lastSeq : 0, e.plan, now, now, outcome, wakeAt, owner, e.lease?.epoch ?? 0, owner ? (e.lease?.expiresAt ?? now) : null, e.delivery ? JSON.stringify(e.delivery.target) : null, e.delivery?.digest ?? null);
+          this.stmt.insertRun.run(e.runId, e.status, e.lastSeq, e.checkpoint ? e.lastSeq : 0, inline, e.plan, now, now, outcome, wakeAt, owner, e.lease?.epoch ?? 0, owner ? (e.lease?.expiresAt ?? now) : null, e.delivery ? JSON.stringify(e.delivery.target) : null, e.delivery?.digest ?? null);
         } else {
           const statusChanges = head.status !== e.status;
           const update = this.stmt.updateRun[(e.checkpoint ? 1 : 0) + (release ? 2 : 0) + (statusChanges ? 4 : 0)];
           const params: unknown[] = statusChanges ? [e.status, e.lastSeq, now, outcome, wakeAt] : [e.lastSeq, now, outcome, wakeAt];
-          if (e.checkpoint) params.push(e.lastSeq);
+          if (e.checkpoint) params.push(inline, e.lastSeq);
           params.push(e.runId);
           update.run(params);
+          // A small checkpoint after a large one: the large one goes (a probe of the index when there is none).
+          if (inline) this.stmt.dropCheckpoint.run(e.runId);
         }
-        // The checkpoint in its own row, written only when one is taken: in the run's row it was
-        // rewritten by every commit that changed the row's size (a 10,000-item foreach's is ~200 KB).
-        if (e.checkpoint) this.stmt.putCheckpoint.run(e.runId, e.lastSeq, e.checkpoint);
+        if (e.checkpoint && !inline) this.stmt.putCheckpoint.run(e.runId, e.lastSeq, e.checkpoint);
         for (let i = 0; i < lines.length; i += eventsPerRow) {
           const last = Math.min(i + eventsPerRow, lines.length) - 1;
           this.stmt.insertEvents.run(e.runId, e.expectedSeq + 1 + i, e.expectedSeq + 1 + last, spanOf(lines, i, last));
@@ -337,13 +359,11 @@ export class SqliteJournalStore implements SyncJournalStore {
   }
 
   load(runId: string): RunTail | undefined {
-    const row = this.stmt.loadRun.get(runId) as { plan: Buffer; checkpoint: Buffer | null; checkpoint_seq: number; stored_seq: number | null; last_seq: number } | undefined;
+    const row = this.stmt.loadRun.get(runId) as { plan: Buffer; checkpoint_seq: number; last_seq: number; inline: Buffer | null; stored_seq: number | null; stored: Buffer | null } | undefined;
     // A queued run that never started has no journal yet.
     if (!row || row.last_seq === 0) return undefined;
     const after = row.checkpoint_seq;
-    if ((row.stored_seq ?? 0) !== after) {
-      throw new StoreError('store.corrupt', `run ${runId}: its row names the checkpoint at seq ${after}, the store holds ${row.stored_seq === null ? 'none' : `one at seq ${row.stored_seq}`}`);
-    }
+    const checkpoint = checkpointOf(runId, after, row.inline, row.stored_seq, row.stored);
     const rows = this.stmt.eventsAfter.all(runId, after, -1) as EventRow[];
     const parts: Buffer[] = [];
     for (const r of rows) {
@@ -353,7 +373,7 @@ export class SqliteJournalStore implements SyncJournalStore {
       const first = r.first_seq ?? r.seq;
       parts.push(first > after ? r.body : spanOf(linesOf(runId, r), after + 1 - first, r.seq - first));
     }
-    return { plan: row.plan, checkpoint: row.checkpoint ?? undefined, events: Buffer.concat(parts), lastSeq: row.last_seq };
+    return { plan: row.plan, checkpoint, events: Buffer.concat(parts), lastSeq: row.last_seq };
   }
 
   readEvents(runId: string, afterSeq: number, limit: number): EventPage {

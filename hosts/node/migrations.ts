@@ -2,6 +2,13 @@
 // version. A migration never edits an earlier one: a new version gets a new entry.
 import type { Database } from 'better-sqlite3';
 
+/**
+ * The largest checkpoint (bytes) a SQLite store keeps in the run's row (schema v10); a larger one
+ * goes into `checkpoints`. A row holds ~4 KB before SQLite moves its tail to overflow pages; a
+ * 2-step run's checkpoint is ~1 KB.
+ */
+export const checkpointInlineMax = 2048;
+
 export interface Migration {
   version: number;
   description: string;
@@ -266,21 +273,23 @@ export const migrations: readonly Migration[] = [
   },
   {
     version: 10,
-    description: "a run's checkpoint in its own table, written only when one is taken",
-    destructive: true,
+    description: "a large checkpoint in its own table, written only when one is taken; a small one stays in the run's row",
+    destructive: false,
     up(db) {
-      // The checkpoint (the run's whole state: ~23 KB for a 1,000-item fan-out, ~200 KB for a
-      // 10,000-item foreach) sat in the run's row, which every commit updates; SQLite rewrites a
-      // row whose size changed in full, overflow pages included. `runs.checkpoint_seq` still
-      // names the one the run reads from; the store checks the two agree.
+      // The checkpoint (the run's whole state: ~1 KB for a 2-step run, ~23 KB for a 1,000-item
+      // fan-out, ~200 KB for a 10,000-item foreach) sat in the run's row, which every commit
+      // updates; SQLite writes a row whose size changed again in full, overflow pages included. A
+      // checkpoint larger than `checkpointInlineMax` (journal.ts) now lives in `checkpoints`; a
+      // small one stays in the row, where it costs no page of its own. `runs.checkpoint_seq`
+      // names the latest either way; the store checks that exactly one place holds it.
       db.exec(`
         CREATE TABLE checkpoints (
           run_id  TEXT PRIMARY KEY,
           seq     INTEGER NOT NULL,
           body    BLOB NOT NULL
         );
-        INSERT INTO checkpoints (run_id, seq, body) SELECT run_id, checkpoint_seq, checkpoint FROM runs WHERE checkpoint IS NOT NULL;
-        ALTER TABLE runs DROP COLUMN checkpoint;
+        INSERT INTO checkpoints (run_id, seq, body) SELECT run_id, checkpoint_seq, checkpoint FROM runs WHERE length(checkpoint) > ${checkpointInlineMax};
+        UPDATE runs SET checkpoint = NULL WHERE length(checkpoint) > ${checkpointInlineMax};
       `);
     },
   },

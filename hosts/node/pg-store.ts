@@ -19,7 +19,8 @@ import { migratePg, quoteSchema } from './pg-migrations.js';
 import { PgOwnership, pgRunRecordOf, runRecordColumns, type PgRunRow } from './pg-ownership.js';
 import { PgDeliveries } from './pg-deliveries.js';
 import { createPool, rows, statement, transaction } from './pg-pool.js';
-import { splitEvents } from './journal.js';
+import { checkpointOf, splitEvents } from './journal.js';
+import { checkpointInlineMax } from './migrations.js';
 import { fencingRefusal } from './lease-rules.js';
 
 export interface PostgresStoreOptions {
@@ -241,18 +242,21 @@ export class PostgresJournalStore implements JournalStore {
     if (writes.size > 0) {
       const ins = [...writes].filter(([, w]) => w.insert);
       const upd = [...writes].filter(([, w]) => !w.insert);
-      const checkpoints = [...writes].filter(([, w]) => w.checkpoint !== null);
+      // A checkpoint larger than `checkpointInlineMax` goes into `checkpoints`, a smaller one into the run's row.
+      const inlined = (w: RunWrite) => w.checkpoint !== null && w.checkpoint.byteLength <= checkpointInlineMax;
+      const large = [...writes].filter(([, w]) => w.checkpoint !== null && !inlined(w));
       const inserted = await rows<{ run_id: string }>(c, {
         name: `${s}.commitGroup`,
         text: `WITH ins AS (
-                 INSERT INTO ${s}.runs (run_id, status, last_seq, checkpoint_seq, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
-                 SELECT i.run_id, i.status, i.last_seq, COALESCE(i.checkpoint_seq, 0), i.plan, $1::bigint, $1::bigint, i.outcome::json, i.wake_at, i.lease_owner, i.lease_epoch, i.lease_expires_at, i.delivery_target::json, i.delivery_digest
+                 INSERT INTO ${s}.runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
+                 SELECT i.run_id, i.status, i.last_seq, COALESCE(i.checkpoint_seq, 0), i.checkpoint, i.plan, $1::bigint, $1::bigint, i.outcome::json, i.wake_at, i.lease_owner, i.lease_epoch, i.lease_expires_at, i.delivery_target::json, i.delivery_digest
                    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::bigint[], $27::text[], $28::text[])
                      AS i(run_id, status, last_seq, checkpoint_seq, checkpoint, plan, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
                  ON CONFLICT (run_id) DO NOTHING
                  RETURNING run_id
                ), upd AS (
                  UPDATE ${s}.runs r SET status = u.status, last_seq = u.last_seq, updated_at = $1::bigint, outcome = u.outcome::json, wake_at = u.wake_at,
+                        checkpoint = CASE WHEN u.checkpoint_seq IS NULL THEN r.checkpoint ELSE u.checkpoint END,
                         checkpoint_seq = COALESCE(u.checkpoint_seq, r.checkpoint_seq),
                         lease_owner = CASE WHEN u.release THEN NULL ELSE r.lease_owner END,
                         lease_expires_at = CASE WHEN u.release THEN NULL ELSE r.lease_expires_at END
@@ -260,11 +264,14 @@ export class PostgresJournalStore implements JournalStore {
                      AS u(run_id, status, last_seq, outcome, wake_at, checkpoint, checkpoint_seq, release)
                   WHERE r.run_id = u.run_id
                ), cp AS (
-                 -- A run's checkpoint in its own row, written only when the group takes one.
+                 -- A large checkpoint in its own row, written only when the group takes one (schema
+                 -- v10); a small one goes into the run's row, and a large one before it goes.
                  INSERT INTO ${s}.checkpoints (run_id, seq, body)
                  SELECT c.run_id, c.seq, c.body FROM unnest($31::text[], $32::bigint[], $33::bytea[]) AS c(run_id, seq, body)
                   WHERE c.run_id <> ALL($2::text[]) OR c.run_id IN (SELECT run_id FROM ins)
                  ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, body = excluded.body
+               ), cpd AS (
+                 DELETE FROM ${s}.checkpoints WHERE run_id = ANY($34::text[])
                ), ev AS (
                  INSERT INTO ${s}.events (run_id, seq, body)
                  SELECT e.run_id, e.seq, e.body FROM unnest($21::text[], $22::bigint[], $23::bytea[]) AS e(run_id, seq, body)
@@ -287,7 +294,7 @@ export class PostgresJournalStore implements JournalStore {
           ins.map(([, w]) => w.status),
           ins.map(([, w]) => w.lastSeq),
           ins.map(([, w]) => w.checkpointSeq),
-          ins.map(([, w]) => w.checkpoint),
+          ins.map(([, w]) => (inlined(w) ? w.checkpoint : null)),
           ins.map(([, w]) => w.plan),
           ins.map(([, w]) => w.outcome),
           ins.map(([, w]) => w.wakeAt),
@@ -299,7 +306,7 @@ export class PostgresJournalStore implements JournalStore {
           upd.map(([, w]) => w.lastSeq),
           upd.map(([, w]) => w.outcome),
           upd.map(([, w]) => w.wakeAt),
-          upd.map(([, w]) => w.checkpoint),
+          upd.map(([, w]) => (inlined(w) ? w.checkpoint : null)),
           upd.map(([, w]) => w.checkpointSeq),
           upd.map(([, w]) => w.release),
           events.runIds,
@@ -312,9 +319,10 @@ export class PostgresJournalStore implements JournalStore {
           ins.map(([, w]) => w.deliveryDigest ?? null),
           this.commitChannel,
           [...writes].map(([id, w]) => `${w.lastSeq}:${id}`),
-          checkpoints.map(([id]) => id),
-          checkpoints.map(([, w]) => w.checkpointSeq),
-          checkpoints.map(([, w]) => w.checkpoint),
+          large.map(([id]) => id),
+          large.map(([, w]) => w.checkpointSeq),
+          large.map(([, w]) => w.checkpoint),
+          upd.filter(([, w]) => inlined(w)).map(([id]) => id),
         ],
       });
       // A run another transaction created meanwhile: this group's entries for it did not commit.
@@ -332,19 +340,17 @@ export class PostgresJournalStore implements JournalStore {
   async load(runId: string): Promise<RunTail | undefined> {
     const s = this.s;
     // One statement, one snapshot: the row and the events after its checkpoint agree.
-    const [row] = await statement<{ plan: Buffer; checkpoint: Buffer | null; checkpoint_seq: number; stored_seq: number | null; last_seq: number; events: Buffer | null }>(this.pool, 'load', {
+    const [row] = await statement<{ plan: Buffer; checkpoint_seq: number; last_seq: number; inline: Buffer | null; stored_seq: number | null; stored: Buffer | null; events: Buffer | null }>(this.pool, 'load', {
       name: `${s}.load`,
-      text: `SELECT r.plan, c.body AS checkpoint, r.checkpoint_seq, c.seq AS stored_seq, r.last_seq,
+      text: `SELECT r.plan, r.checkpoint_seq, r.last_seq, r.checkpoint AS inline, c.seq AS stored_seq, c.body AS stored,
                     (SELECT string_agg(e.body, '\\x0a'::bytea ORDER BY e.seq) FROM ${s}.events e WHERE e.run_id = r.run_id AND e.seq > r.checkpoint_seq) AS events
                FROM ${s}.runs r LEFT JOIN ${s}.checkpoints c ON c.run_id = r.run_id WHERE r.run_id = $1`,
       values: [runId],
     });
     // A queued run that never started has no journal yet.
     if (!row || row.last_seq === 0) return undefined;
-    if ((row.stored_seq ?? 0) !== row.checkpoint_seq) {
-      throw new StoreError('store.corrupt', `run ${runId}: its row names the checkpoint at seq ${row.checkpoint_seq}, the store holds ${row.stored_seq === null ? 'none' : `one at seq ${row.stored_seq}`}`);
-    }
-    return { plan: row.plan, checkpoint: row.checkpoint ?? undefined, events: row.events ?? Buffer.alloc(0), lastSeq: row.last_seq };
+    const checkpoint = checkpointOf(runId, row.checkpoint_seq, row.inline, row.stored_seq, row.stored);
+    return { plan: row.plan, checkpoint, events: row.events ?? Buffer.alloc(0), lastSeq: row.last_seq };
   }
 
   async readEvents(runId: string, afterSeq: number, limit: number): Promise<EventPage> {

@@ -20,16 +20,12 @@ async function pausedRun(dir: string, runId: string): Promise<number> {
   }
 }
 
-/** Where the store keeps a run's plan (`runs.plan`) and its checkpoint (`checkpoints.body`, schema v10). */
-const stored = { plan: { table: 'runs', column: 'plan' }, checkpoint: { table: 'checkpoints', column: 'body' } };
-
-function rewrite(dir: string, runId: string, what: 'plan' | 'checkpoint', edit: (value: any) => void): void {
-  const { table, column } = stored[what];
+function rewrite(dir: string, runId: string, column: 'plan' | 'checkpoint', edit: (value: any) => void): void {
   const db = new BetterSqlite3(join(dir, 'workflow.db'));
   try {
-    const value = JSON.parse((db.prepare(`SELECT ${column} FROM ${table} WHERE run_id = ?`).pluck().get(runId) as Buffer).toString('utf8'));
+    const value = JSON.parse((db.prepare(`SELECT ${column} FROM runs WHERE run_id = ?`).pluck().get(runId) as Buffer).toString('utf8'));
     edit(value);
-    db.prepare(`UPDATE ${table} SET ${column} = ? WHERE run_id = ?`).run(Buffer.from(JSON.stringify(value)), runId);
+    db.prepare(`UPDATE runs SET ${column} = ? WHERE run_id = ?`).run(Buffer.from(JSON.stringify(value)), runId);
   } finally {
     db.close();
   }

@@ -31,6 +31,7 @@ function describeCommit(entries) {
     seq: [e.expectedSeq + 1, e.lastSeq],
     status: e.status,
     checkpoint: e.checkpoint !== undefined,
+    checkpointBytes: e.checkpoint?.byteLength ?? 0,
     types: decoder
       .decode(e.events)
       .split('\n')
@@ -48,7 +49,7 @@ const inner = SqliteJournalStore.open(join(dir, 'workflow.db'));
 
 // Mid-transaction kills: TEMP triggers (this connection only; the stored schema is untouched)
 // call back into this process after each row the commit writes to `runs`, `checkpoints` and
-// `events` (a run's row, its checkpoint when it takes one, then its events, a row of up to 64);
+// `events` (a run's row, its checkpoint when it takes a large one, then its events, a row of up to 64);
 // armed only during the chosen commit.
 let armed;
 let rowsInArmed = 0;

@@ -10,6 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error plain ESM helpers shared with the child process
 import { eventsPerRow } from '../../dist/hosts/node/journal.js';
+import { checkpointInlineMax } from '../../dist/hosts/node/migrations.js';
 import { compilePlans, newCaseDir, readTrace, recoverAndCheck, runChild, tempRoot } from './crash-harness.mjs';
 
 type Kill = { kind: 'commit' | 'mid-commit' | 'gateway'; phase?: 'before' | 'after'; nth: number; row?: number; match?: string };
@@ -38,10 +39,10 @@ function killPoints(scenario: string, trace: any[]): Kill[] {
     return out;
   }
   for (const c of commits) {
-    // The rows the commit writes, as crash-child.mjs counts them: per run its row in `runs`, its
-    // checkpoint's row when it takes one (schema v10), then its events in rows of up to
-    // `eventsPerRow` (schema v9).
-    const rows = c.entries.reduce((n: number, e: any) => n + 1 + (e.checkpoint ? 1 : 0) + Math.ceil(e.types.length / eventsPerRow), 0);
+    // The rows the commit writes, as crash-child.mjs counts them: per run its row in `runs`, a
+    // row in `checkpoints` when it takes a large checkpoint (schema v10), then its events in rows
+    // of up to `eventsPerRow` (schema v9).
+    const rows = c.entries.reduce((n: number, e: any) => n + 1 + (e.checkpointBytes > checkpointInlineMax ? 1 : 0) + Math.ceil(e.types.length / eventsPerRow), 0);
     out.push({ kind: 'commit', phase: 'before', nth: c.commit }, { kind: 'commit', phase: 'after', nth: c.commit }, { kind: 'mid-commit', nth: c.commit, row: 1 });
     if (rows > 2) out.push({ kind: 'mid-commit', nth: c.commit, row: Math.ceil(rows / 2) });
   }

@@ -11,7 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SqliteJournalStore } from '../../dist/hosts/node/journal.js';
 import { pgMigrations } from '../../dist/hosts/node/pg-migrations.js';
-import { migrations } from '../../dist/hosts/node/migrations.js';
+import { checkpointInlineMax, migrations } from '../../dist/hosts/node/migrations.js';
 import { PostgresJournalStore } from '../../dist/hosts/node/pg-store.js';
 import type { ClaimedRun, QueuedLaunch, RunOwnership } from '../../hosts/core/ownership-store.js';
 import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
@@ -560,7 +560,7 @@ describe('PostgreSQL store: version 5 (whole projections)', () => {
   });
 });
 
-describe('PostgreSQL store: version 10 (checkpoints in their own table)', () => {
+describe('PostgreSQL store: version 10 (large checkpoints in their own table)', () => {
   const schema = `t_v10_${Math.random().toString(36).slice(2, 10)}`;
   afterAll(async () => {
     const client = new pg.Client({ connectionString: pgUrl });
@@ -569,13 +569,15 @@ describe('PostgreSQL store: version 10 (checkpoints in their own table)', () => 
     await client.end().catch(() => {});
   });
 
-  it("moves each run's checkpoint out of its row, and the run loads from it after the upgrade", async () => {
+  const large = (at: number) => Buffer.from(JSON.stringify({ at, state: 'x'.repeat(checkpointInlineMax) }));
+
+  it("moves each large checkpoint out of its run's row, keeps the small ones, and the runs load from them after the upgrade", async () => {
     await assertPostgresReachable();
     const client = new pg.Client({ connectionString: pgUrl });
     await client.connect();
     try {
-      // A store at version 9, as an earlier program left it: one run with a checkpoint at seq 2
-      // and an event after it, one without a checkpoint.
+      // A store at version 9, as an earlier program left it: runs with a large and a small
+      // checkpoint at seq 2 and an event after it, one without a checkpoint.
       await client.query(`CREATE SCHEMA "${schema}"`);
       await client.query(`CREATE TABLE "${schema}".schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
       for (const m of pgMigrations.filter((m: { version: number }) => m.version <= 9)) {
@@ -583,38 +585,52 @@ describe('PostgreSQL store: version 10 (checkpoints in their own table)', () => 
         await client.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES ($1, $2)`, [m.version, m.description]);
       }
       const run = `INSERT INTO "${schema}".runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at) VALUES ($1, 'running', 3, $2, $3, '\\x7b7d', 1, 1)`;
-      await client.query(run, ['with-cp', 2, Buffer.from('{"at":2}')]);
-      await client.query(run, ['without-cp', 0, null]);
-      for (const id of ['with-cp', 'without-cp']) {
+      await client.query(run, ['large-cp', 2, large(2)]);
+      await client.query(run, ['small-cp', 2, Buffer.from('{"at":2}')]);
+      await client.query(run, ['no-cp', 0, null]);
+      for (const id of ['large-cp', 'small-cp', 'no-cp']) {
         for (const seq of [1, 2, 3]) await client.query(`INSERT INTO "${schema}".events (run_id, seq, body) VALUES ($1, $2, $3)`, [id, seq, Buffer.from(`{"seq":${seq}}`)]);
       }
     } finally {
       await client.end();
     }
+    const where = async (runId: string) => {
+      const c = new pg.Client({ connectionString: pgUrl });
+      await c.connect();
+      try {
+        const row = await c.query(`SELECT checkpoint IS NOT NULL AS inline FROM "${schema}".runs WHERE run_id = $1`, [runId]);
+        const table = await c.query(`SELECT seq::int AS seq FROM "${schema}".checkpoints WHERE run_id = $1`, [runId]);
+        return { inline: row.rows[0].inline, table: table.rows.map((r) => r.seq) };
+      } finally {
+        await c.end();
+      }
+    };
     const store = await PostgresJournalStore.open(pgUrl, { schema, poolSize: 1 });
     try {
-      const withCp = (await store.load('with-cp'))!;
-      expect(Buffer.from(withCp.checkpoint!).toString()).toBe('{"at":2}');
-      expect(Buffer.from(withCp.events).toString()).toBe('{"seq":3}');
-      const withoutCp = (await store.load('without-cp'))!;
-      expect(withoutCp.checkpoint).toBeUndefined();
-      expect(Buffer.from(withoutCp.events).toString()).toBe('{"seq":1}\n{"seq":2}\n{"seq":3}');
-      // The next checkpoint replaces the moved one.
-      expect(await store.commit([{ runId: 'with-cp', expectedSeq: 3, lastSeq: 4, events: Buffer.from('{"seq":4}'), status: 'completed', checkpoint: Buffer.from('{"at":4}') }])).toEqual([]);
-      const after = (await store.load('with-cp'))!;
-      expect(Buffer.from(after.checkpoint!).toString()).toBe('{"at":4}');
+      expect(await where('large-cp')).toEqual({ inline: false, table: [2] });
+      expect(await where('small-cp')).toEqual({ inline: true, table: [] });
+      const largeTail = (await store.load('large-cp'))!;
+      expect(Buffer.from(largeTail.checkpoint!).toString()).toBe(large(2).toString());
+      expect(Buffer.from(largeTail.events).toString()).toBe('{"seq":3}');
+      expect(Buffer.from((await store.load('small-cp'))!.checkpoint!).toString()).toBe('{"at":2}');
+      const none = (await store.load('no-cp'))!;
+      expect(none.checkpoint).toBeUndefined();
+      expect(Buffer.from(none.events).toString()).toBe('{"seq":1}\n{"seq":2}\n{"seq":3}');
+      // A later large checkpoint replaces the moved one; a small one after it removes it.
+      expect(await store.commit([{ runId: 'large-cp', expectedSeq: 3, lastSeq: 4, events: Buffer.from('{"seq":4}'), status: 'running', checkpoint: large(4) }])).toEqual([]);
+      expect(await where('large-cp')).toEqual({ inline: false, table: [4] });
+      expect(Buffer.from((await store.load('large-cp'))!.checkpoint!).toString()).toBe(large(4).toString());
+      expect(await store.commit([{ runId: 'large-cp', expectedSeq: 4, lastSeq: 5, events: Buffer.from('{"seq":5}'), status: 'completed', checkpoint: Buffer.from('{"at":5}') }])).toEqual([]);
+      expect(await where('large-cp')).toEqual({ inline: true, table: [] });
+      const after = (await store.load('large-cp'))!;
+      expect(Buffer.from(after.checkpoint!).toString()).toBe('{"at":5}');
       expect(after.events.byteLength).toBe(0);
+      // A new run whose first commit carries a large checkpoint.
+      expect(await store.commit([{ runId: 'fresh-large', expectedSeq: 0, lastSeq: 1, events: Buffer.from('{"seq":1}'), status: 'paused', plan: Buffer.from('{}'), checkpoint: large(1) }])).toEqual([]);
+      expect(await where('fresh-large')).toEqual({ inline: false, table: [1] });
+      expect(Buffer.from((await store.load('fresh-large'))!.checkpoint!).toString()).toBe(large(1).toString());
     } finally {
       await store.close();
-    }
-    const check = new pg.Client({ connectionString: pgUrl });
-    await check.connect();
-    try {
-      const columns = await check.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'runs'`, [schema]);
-      expect(columns.rows.map((r) => r.column_name)).not.toContain('checkpoint');
-      expect((await check.query(`SELECT run_id, seq::int AS seq FROM "${schema}".checkpoints ORDER BY run_id`)).rows).toEqual([{ run_id: 'with-cp', seq: 4 }]);
-    } finally {
-      await check.end();
     }
   });
 });

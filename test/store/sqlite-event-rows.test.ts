@@ -59,8 +59,7 @@ describe('the events of a SQLite store, a commit to a row', () => {
     expect(Buffer.from(tail.checkpoint!).toString()).toBe('{"cp":105}');
     expect(Buffer.from(tail.events).toString()).toBe(lines(106, 2).join('\n'));
     // A checkpoint at seq 70 lies inside the row 65..100 of the first commit.
-    store.db.prepare("UPDATE runs SET checkpoint_seq = 70 WHERE run_id = 'r1'").run();
-    store.db.prepare("UPDATE checkpoints SET seq = 70, body = '{\"cp\":70}' WHERE run_id = 'r1'").run();
+    store.db.prepare("UPDATE runs SET checkpoint = '{\"cp\":70}', checkpoint_seq = 70 WHERE run_id = 'r1'").run();
     tail = store.load('r1')!;
     expect(Buffer.from(tail.events).toString()).toBe(lines(71, 37).join('\n'));
     expect(tail.lastSeq).toBe(107);
