@@ -493,14 +493,29 @@ describe.each(harnesses)('store conformance: $name', (harness) => {
   });
 });
 
-describe('PostgreSQL store: migrations', () => {
-  const schema = `t_mig_${Math.random().toString(36).slice(2, 10)}`;
+/** A fresh schema of the store as an earlier program left it: the migrations up to `version` applied. */
+async function storeAtVersion(client: pg.Client, schema: string, version: number): Promise<void> {
+  await client.query(`CREATE SCHEMA "${schema}"`);
+  await client.query(`CREATE TABLE "${schema}".schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+  for (const m of pgMigrations.filter((m: { version: number }) => m.version <= version)) {
+    await client.query(m.up(`"${schema}"`));
+    await client.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES ($1, $2)`, [m.version, m.description]);
+  }
+}
+
+/** Drops a test's schema once its tests are done. */
+function dropSchemaAfterAll(schema: string): void {
   afterAll(async () => {
     const client = new pg.Client({ connectionString: pgUrl });
     await client.connect().catch(() => {});
     await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => {});
     await client.end().catch(() => {});
   });
+}
+
+describe('PostgreSQL store: migrations', () => {
+  const schema = `t_mig_${Math.random().toString(36).slice(2, 10)}`;
+  dropSchemaAfterAll(schema);
 
   it('migrates once when several processes open at the same time, and refuses a newer schema', async () => {
     await assertPostgresReachable();
@@ -525,12 +540,7 @@ describe('PostgreSQL store: migrations', () => {
 
 describe('PostgreSQL store: version 5 (whole projections)', () => {
   const schema = `t_v5_${Math.random().toString(36).slice(2, 10)}`;
-  afterAll(async () => {
-    const client = new pg.Client({ connectionString: pgUrl });
-    await client.connect().catch(() => {});
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => {});
-    await client.end().catch(() => {});
-  });
+  dropSchemaAfterAll(schema);
 
   it('clears the outcome of a run that can still change (derived again from its journal) and keeps a terminal one', async () => {
     await assertPostgresReachable();
@@ -538,12 +548,7 @@ describe('PostgreSQL store: version 5 (whole projections)', () => {
     await client.connect();
     try {
       // A store at version 4, as an earlier program left it.
-      await client.query(`CREATE SCHEMA "${schema}"`);
-      await client.query(`CREATE TABLE "${schema}".schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-      for (const m of pgMigrations.filter((m: { version: number }) => m.version <= 4)) {
-        await client.query(m.up(`"${schema}"`));
-        await client.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES ($1, $2)`, [m.version, m.description]);
-      }
+      await storeAtVersion(client, schema, 4);
       const insert = `INSERT INTO "${schema}".runs (run_id, status, last_seq, plan, created_at, updated_at, outcome) VALUES ($1, $2, 1, '\\x7b7d', 1, 1, $3::json)`;
       await client.query(insert, ['paused-1', 'paused', JSON.stringify({ pausedReason: 'approval' })]);
       await client.query(insert, ['done-1', 'completed', JSON.stringify({ result: { n: 1 } })]);
@@ -562,12 +567,7 @@ describe('PostgreSQL store: version 5 (whole projections)', () => {
 
 describe('PostgreSQL store: version 10 (large checkpoints in their own table)', () => {
   const schema = `t_v10_${Math.random().toString(36).slice(2, 10)}`;
-  afterAll(async () => {
-    const client = new pg.Client({ connectionString: pgUrl });
-    await client.connect().catch(() => {});
-    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => {});
-    await client.end().catch(() => {});
-  });
+  dropSchemaAfterAll(schema);
 
   const large = (at: number) => Buffer.from(JSON.stringify({ at, state: 'x'.repeat(checkpointInlineMax) }));
 
@@ -578,12 +578,7 @@ describe('PostgreSQL store: version 10 (large checkpoints in their own table)', 
     try {
       // A store at version 9, as an earlier program left it: runs with a large and a small
       // checkpoint at seq 2 and an event after it, one without a checkpoint.
-      await client.query(`CREATE SCHEMA "${schema}"`);
-      await client.query(`CREATE TABLE "${schema}".schema_migrations (version integer PRIMARY KEY, description text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
-      for (const m of pgMigrations.filter((m: { version: number }) => m.version <= 9)) {
-        await client.query(m.up(`"${schema}"`));
-        await client.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES ($1, $2)`, [m.version, m.description]);
-      }
+      await storeAtVersion(client, schema, 9);
       const run = `INSERT INTO "${schema}".runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at) VALUES ($1, 'running', 3, $2, $3, '\\x7b7d', 1, 1)`;
       await client.query(run, ['large-cp', 2, large(2)]);
       await client.query(run, ['small-cp', 2, Buffer.from('{"at":2}')]);
