@@ -91,8 +91,8 @@ const originKey = '"origin":';
 /**
  * The type of an event read from its text without parsing it, where the text has the layout the
  * engine writes (it starts with `{"schemaVersion":`): `type` follows `schemaVersion`, `eventId`,
- * `runId` and `seq`, none of which can hold a quote, so the first `,"type":"` is the member itself. `undefined` when the text does
- * not read that way; the caller then parses the event.
+ * `runId` and `seq`, none of which can hold a quote, so the first `,"type":"` is the member
+ * itself. `undefined` when the text does not read that way; the caller then parses the event.
  */
 function typeOfText(text: string): string | undefined {
   if (!text.startsWith(layoutHead)) return undefined;

@@ -8,7 +8,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type RunRecord, type RunTail, type SyncJournalStore } from '../core/store.js';
 import type { RunProjection } from '../core/types.js';
-import { checkpointInlineMax, migrations, schemaVersion } from './migrations.js';
+import { checkpointInRow, migrations, schemaVersion } from './migrations.js';
 import { fencingRefusal } from './lease-rules.js';
 import { SqliteOwnership, runRecordOf, type RunRow } from './sqlite-ownership.js';
 import { SqliteDeliveries } from './sqlite-deliveries.js';
@@ -318,7 +318,7 @@ export class SqliteJournalStore implements SyncJournalStore {
         // A large checkpoint goes into its own row, written only when one is taken: in the run's
         // row it was written again by every commit that changed the row's size (a 10,000-item
         // foreach's is ~200 KB). A small one stays in the run's row (schema v10).
-        const inline = e.checkpoint && e.checkpoint.byteLength <= checkpointInlineMax ? e.checkpoint : null;
+        const inline = e.checkpoint && checkpointInRow(e.checkpoint) ? e.checkpoint : null;
         if (head === undefined) {
           assertPortableId(e.runId, 'run id');
           const owner = e.lease && !release ? e.lease.owner : null;

@@ -3,11 +3,16 @@
 import type { Database } from 'better-sqlite3';
 
 /**
- * The largest checkpoint (bytes) a SQLite store keeps in the run's row (schema v10); a larger one
- * goes into `checkpoints`. A row holds ~4 KB before SQLite moves its tail to overflow pages; a
- * 2-step run's checkpoint is ~1 KB.
+ * The largest checkpoint (bytes) a store keeps in the run's row (schema v10); a larger one goes
+ * into `checkpoints`. A SQLite row holds ~4 KB before SQLite moves its tail to overflow pages; a
+ * 2-step run's checkpoint is ~1 KB. Reading takes a checkpoint from either place whatever its size.
  */
 export const checkpointInlineMax = 2048;
+
+/** Whether a commit keeps this checkpoint in the run's row rather than in `checkpoints`. */
+export function checkpointInRow(checkpoint: Uint8Array): boolean {
+  return checkpoint.byteLength <= checkpointInlineMax;
+}
 
 export interface Migration {
   version: number;
@@ -279,17 +284,18 @@ export const migrations: readonly Migration[] = [
       // The checkpoint (the run's whole state: ~1 KB for a 2-step run, ~23 KB for a 1,000-item
       // fan-out, ~200 KB for a 10,000-item foreach) sat in the run's row, which every commit
       // updates; SQLite writes a row whose size changed again in full, overflow pages included. A
-      // checkpoint larger than `checkpointInlineMax` (journal.ts) now lives in `checkpoints`; a
-      // small one stays in the row, where it costs no page of its own. `runs.checkpoint_seq`
-      // names the latest either way; the store checks that exactly one place holds it.
+      // checkpoint larger than 2 KB (`checkpointInlineMax` when this version was written) now lives
+      // in `checkpoints`; a small one stays in the row, where it costs no page of its own.
+      // `runs.checkpoint_seq` names the latest either way; the store checks that exactly one
+      // place holds it. The size is written out: a migration does not change with later code.
       db.exec(`
         CREATE TABLE checkpoints (
           run_id  TEXT PRIMARY KEY,
           seq     INTEGER NOT NULL,
           body    BLOB NOT NULL
         );
-        INSERT INTO checkpoints (run_id, seq, body) SELECT run_id, checkpoint_seq, checkpoint FROM runs WHERE length(checkpoint) > ${checkpointInlineMax};
-        UPDATE runs SET checkpoint = NULL WHERE length(checkpoint) > ${checkpointInlineMax};
+        INSERT INTO checkpoints (run_id, seq, body) SELECT run_id, checkpoint_seq, checkpoint FROM runs WHERE length(checkpoint) > 2048;
+        UPDATE runs SET checkpoint = NULL WHERE length(checkpoint) > 2048;
       `);
     },
   },

@@ -7,7 +7,6 @@
 // keyed by the schema name, so each migration runs exactly once, in its own transaction.
 import type { Pool, PoolClient } from 'pg';
 import { StoreError } from '../core/store.js';
-import { checkpointInlineMax } from './migrations.js';
 
 export interface PgMigration {
   version: number;
@@ -238,15 +237,16 @@ export const pgMigrations: readonly PgMigration[] = [
     version: 10,
     description: "a large checkpoint in its own table, written only when one is taken; a small one stays in the run's row, as in SQLite",
     // PostgreSQL keeps a large value out of line (TOAST) and an UPDATE of the run's other columns
-    // keeps it; SQLite wrote it again with the row. A version means the same tables on both.
+    // keeps it; SQLite wrote it again with the row. A version means the same tables on both. The
+    // size (2 KB) is written out: a migration does not change with later code.
     up: (s) => `
       CREATE TABLE ${s}.checkpoints (
         run_id  text COLLATE "C" PRIMARY KEY,
         seq     bigint NOT NULL,
         body    bytea NOT NULL
       );
-      INSERT INTO ${s}.checkpoints (run_id, seq, body) SELECT run_id, checkpoint_seq, checkpoint FROM ${s}.runs WHERE length(checkpoint) > ${checkpointInlineMax};
-      UPDATE ${s}.runs SET checkpoint = NULL WHERE length(checkpoint) > ${checkpointInlineMax};`,
+      INSERT INTO ${s}.checkpoints (run_id, seq, body) SELECT run_id, checkpoint_seq, checkpoint FROM ${s}.runs WHERE length(checkpoint) > 2048;
+      UPDATE ${s}.runs SET checkpoint = NULL WHERE length(checkpoint) > 2048;`,
   },
 ];
 

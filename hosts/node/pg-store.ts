@@ -20,7 +20,7 @@ import { PgOwnership, pgRunRecordOf, runRecordColumns, type PgRunRow } from './p
 import { PgDeliveries } from './pg-deliveries.js';
 import { createPool, rows, statement, transaction } from './pg-pool.js';
 import { checkpointOf, splitEvents } from './journal.js';
-import { checkpointInlineMax } from './migrations.js';
+import { checkpointInRow } from './migrations.js';
 import { fencingRefusal } from './lease-rules.js';
 
 export interface PostgresStoreOptions {
@@ -242,8 +242,8 @@ export class PostgresJournalStore implements JournalStore {
     if (writes.size > 0) {
       const ins = [...writes].filter(([, w]) => w.insert);
       const upd = [...writes].filter(([, w]) => !w.insert);
-      // A checkpoint larger than `checkpointInlineMax` goes into `checkpoints`, a smaller one into the run's row.
-      const inlined = (w: RunWrite) => w.checkpoint !== null && w.checkpoint.byteLength <= checkpointInlineMax;
+      // A large checkpoint goes into `checkpoints`, a small one into the run's row (schema v10).
+      const inlined = (w: RunWrite) => w.checkpoint !== null && checkpointInRow(w.checkpoint);
       const large = [...writes].filter(([, w]) => w.checkpoint !== null && !inlined(w));
       const inserted = await rows<{ run_id: string }>(c, {
         name: `${s}.commitGroup`,
