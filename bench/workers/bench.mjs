@@ -8,6 +8,7 @@
 //
 //   node bench/workers/bench.mjs [--json]      BENCH_QUICK=1: 300 runs, 10 latency samples
 //   BENCH_WORKERS_RUNS=N  BENCH_WORKERS_LATENCY=K  BENCH_PG_URL=postgresql://user@host:port/db
+//   BENCH_WORKERS_ONLY=throughput|latency: one of the two sections
 //   BENCH_WORKERS_PROFILE=<dir>: the single PostgreSQL worker runs with --cpu-prof into <dir>
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -231,9 +232,11 @@ export async function runWorkersBench(options = {}) {
       console.error(`[workers bench] ${label}: ERROR ${err?.message ?? err}`);
     }
   };
-  for (const [kind, workers] of [['pg', 1], ['pg', 2], ['pg', 4], ['sqlite', 1]]) {
+  const only = process.env.BENCH_WORKERS_ONLY ?? options.only; // 'throughput' or 'latency'
+  for (const [kind, workers] of only === 'latency' ? [] : [['pg', 1], ['pg', 2], ['pg', 4], ['sqlite', 1]]) {
     await attempt(`throughput ${kind} × ${workers}`, () => throughput(kind, workers, runs, { timeoutMs, profileDir: kind === 'pg' && workers === 1 ? profileDir : undefined }));
   }
+  if (only === 'throughput') return rows;
   await attempt('claim-to-start pg', () => latency('pg', samples));
   await attempt('claim-to-start sqlite', () => latency('sqlite', samples));
   return rows;

@@ -1,11 +1,14 @@
 // One background loop of passes over a store (claiming queued runs, sending deliveries): a pass at
 // a time, the next one at once when the last found work or someone woke the loop during it, else
 // after the idle interval. Stopping waits for the pass in progress.
+import { nextTurn } from './kernel-scheduler.js';
 
 export class PollLoop {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private running: Promise<void> | undefined;
   private wanted = false;
+  /** A pass is due on the next turn of the event loop. */
+  private immediate = false;
   private stopped = true;
 
   /** `pass` answers whether it found work (then the next pass follows at once). */
@@ -32,6 +35,7 @@ export class PollLoop {
       return;
     }
     if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
     this.schedule(0);
   }
 
@@ -44,14 +48,22 @@ export class PollLoop {
 
   private schedule(ms: number): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
+    const run = () => {
       this.timer = undefined;
+      this.immediate = false;
+      if (this.stopped) return;
       this.wanted = false;
       this.running = this.pass().then(
         (found) => this.next(found),
         () => this.next(false),
       );
-    }, ms);
+    };
+    // A pass wanted now runs on the next turn of the event loop, not after a timer's minimum (1 ms in Node).
+    if (ms > 0) this.timer = setTimeout(run, ms);
+    else if (!this.immediate) {
+      this.immediate = true;
+      nextTurn(run);
+    }
   }
 
   private next(found: boolean): void {

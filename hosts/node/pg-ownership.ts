@@ -253,14 +253,82 @@ export class PgOwnership implements RunOwnership {
 
   async claim(owner: string, limit: number, ttlMs: number, now: number): Promise<ClaimedRun[]> {
     if (limit <= 0) return [];
+    // Asked on another connection while the claim runs: an owner found dead stays dead. The claim
+    // uses the owners found dead so far; when this answer adds one, it claims again with it.
+    const deadOwners = this.deadOwners(now);
+    deadOwners.catch(() => {});
+    const known = this.knownDead;
+    let claimed = await this.claimAtOnce(owner, limit, ttlMs, now, known);
+    const dead = await deadOwners;
+    this.knownDead = dead;
+    const newlyDead = dead.some((o) => !known.includes(o));
+    if (claimed === undefined) return this.claimLocked(owner, limit, ttlMs, now, dead);
+    if (newlyDead && claimed.length < limit) {
+      const more = await this.claimAtOnce(owner, limit - claimed.length, ttlMs, now, dead);
+      claimed = [...claimed, ...(more ?? (await this.claimLocked(owner, limit - claimed.length, ttlMs, now, dead)))];
+    }
+    return claimed;
+  }
+
+  /** Owners of leases this process found dead at its last claim (a dead process stays dead). */
+  private knownDead: string[] = [];
+
+  /**
+   * The claim in one statement: runs to take over, then queued runs without a concurrency key,
+   * while no queued run with a key could be admitted. Answers undefined when one could (having
+   * taken nothing): the locked claim then admits runs key by key under its advisory lock.
+   */
+  private async claimAtOnce(owner: string, limit: number, ttlMs: number, now: number, dead: readonly string[]): Promise<ClaimedRun[] | undefined> {
+    const s = this.s;
+    const claimable = `(r.lease_owner IS NULL OR r.lease_expires_at < $1::bigint OR r.lease_owner = ANY($2::text[]))`;
+    const found = await statement<{ keyed: boolean; run_id: string | null; lease_epoch: number; last_seq: number; takeover: boolean; updated_at: number; queued_at: number; plan: Buffer; launch: LaunchRow['launch'] | null; concurrency_limit: number | null }>(this.pool, 'ownership', {
+      name: `${s}.claimAtOnce`,
+      text: `WITH k AS (
+               SELECT EXISTS (SELECT 1 FROM ${s}.runs r JOIN ${s}.run_queue q USING (run_id)
+                 WHERE r.status = 'queued' AND r.concurrency_key IS NOT NULL AND ${claimable}
+                 GROUP BY r.concurrency_key
+                HAVING (SELECT count(*) FROM ${s}.runs a WHERE a.concurrency_key = r.concurrency_key
+                          AND (a.${activeStatus} OR (a.status = 'queued' AND a.lease_owner IS NOT NULL AND a.lease_expires_at >= $1::bigint))) < max(q.concurrency_limit)) AS keyed
+             ), tk AS (
+               SELECT r.run_id FROM ${s}.runs r
+                WHERE NOT (SELECT keyed FROM k) AND r.${activeStatus} AND ${claimable}
+                  AND (r.status = 'running' OR (r.wake_at IS NOT NULL AND r.wake_at <= $1::bigint)
+                       OR EXISTS (SELECT 1 FROM ${s}.run_inbox i WHERE i.run_id = r.run_id AND i.state = 'pending'))
+                ORDER BY r.updated_at LIMIT $3 FOR UPDATE OF r SKIP LOCKED
+             ), qu AS (
+               SELECT r.run_id FROM ${s}.runs r
+                WHERE NOT (SELECT keyed FROM k) AND r.status = 'queued' AND r.concurrency_key IS NULL AND ${claimable}
+                ORDER BY r.queued_at, r.run_id LIMIT GREATEST($3::int - (SELECT count(*) FROM tk), 0) FOR UPDATE OF r SKIP LOCKED
+             ), t AS (
+               UPDATE ${s}.runs SET lease_owner = $4, lease_epoch = lease_epoch + 1, lease_expires_at = $5
+                WHERE run_id IN (SELECT run_id FROM tk UNION ALL SELECT run_id FROM qu)
+                RETURNING run_id, lease_epoch, last_seq, plan, updated_at, queued_at
+             )
+             SELECT k.keyed, t.run_id, t.lease_epoch, t.last_seq, t.run_id IN (SELECT run_id FROM tk) AS takeover, t.updated_at, t.queued_at, t.plan, q.launch, q.concurrency_limit
+               FROM k LEFT JOIN (t LEFT JOIN ${s}.run_queue q USING (run_id)) ON true`,
+      values: [now, dead, limit, owner, now + ttlMs],
+    });
+    if (found[0]?.keyed) return undefined;
+    const claimed: ClaimedRun[] = [];
+    // Takeovers first (oldest update first), then queued runs (oldest first), as the locked claim orders them.
+    const order = (a: (typeof found)[number], b: (typeof found)[number]) =>
+      a.takeover ? a.updated_at - b.updated_at : a.queued_at - b.queued_at || (a.run_id! < b.run_id! ? -1 : a.run_id! > b.run_id! ? 1 : 0);
+    for (const takeover of [true, false]) {
+      for (const r of found.filter((f) => f.run_id !== null && f.takeover === takeover).sort(order)) {
+        const launch = r.launch !== null ? ({ ...r.launch, plan: r.plan, concurrencyLimit: r.concurrency_limit ?? 1 } as QueuedLaunch) : undefined;
+        const start = launch !== undefined && (!takeover || r.last_seq === 0);
+        claimed.push(start ? { runId: r.run_id!, epoch: r.lease_epoch, kind: 'start', launch } : { runId: r.run_id!, epoch: r.lease_epoch, kind: 'takeover' });
+      }
+    }
+    return claimed;
+  }
+
+  /** The claim in one transaction: takeovers, then queued runs, admitted key by key under the key's advisory lock. */
+  private async claimLocked(owner: string, limit: number, ttlMs: number, now: number, dead: readonly string[]): Promise<ClaimedRun[]> {
     const s = this.s;
     // Which leases may be taken: free, expired, or held by a process of this machine that is gone.
     const claimable = `(r.lease_owner IS NULL OR r.lease_expires_at < $1::bigint OR r.lease_owner = ANY($2::text[]))`;
-    // Asked on another connection while this one begins: an owner found dead stays dead.
-    const deadOwners = this.deadOwners(now);
-    deadOwners.catch(() => {});
     return transaction(this.pool, 'ownership', async (c) => {
-      const dead = await deadOwners;
       const claimed: ClaimedRun[] = [];
       const takeovers = await rows<{ run_id: string; last_seq: number; lease_epoch: number }>(c, {
         name: `${s}.takeoverCandidates`,

@@ -68,6 +68,105 @@ interface Head {
   expiresAt: number | null;
 }
 
+/** A commit group folded run by run: what to write, and the entries refused against `heads`. */
+interface FoldedGroup {
+  writes: Map<string, RunWrite>;
+  rejected: (CommitRejection & { index: number })[];
+  events: { runIds: string[]; seqs: number[]; bodies: Buffer[] };
+  applied: { ids: number[]; runIds: string[]; by: (string | null)[] };
+}
+
+/**
+ * Checks each entry against its run's head and folds the accepted ones into one write per run.
+ * `heads` holds the runs' rows as found (absent: no such run) and is moved on as the entries
+ * leave them: a group may hold several activations of one run.
+ */
+function foldEntries(entries: readonly CommitEntry[], heads: Map<string, Head>, now: number): FoldedGroup {
+  const writes = new Map<string, RunWrite>();
+  const rejected: (CommitRejection & { index: number })[] = [];
+  const events = { runIds: [] as string[], seqs: [] as number[], bodies: [] as Buffer[] };
+  const applied = { ids: [] as number[], runIds: [] as string[], by: [] as (string | null)[] };
+
+  entries.forEach((e, index) => {
+    const head = heads.get(e.runId);
+    const stored = head?.lastSeq ?? 0;
+    // A queued run has a row (with its plan) but no events: its first commit carries the plan too.
+    const fresh = head === undefined || stored === 0;
+    if (stored !== e.expectedSeq || (fresh && !e.plan) || (!fresh && e.plan)) {
+      rejected.push({ index, runId: e.runId, code: 'store.conflict', message: `run ${e.runId}: expected last seq ${e.expectedSeq}, the store has ${head === undefined ? 'no such run' : stored}` });
+      return;
+    }
+    if (head !== undefined) {
+      const refusal = fencingRefusal(e, head, now);
+      if (refusal) {
+        rejected.push({ index, runId: e.runId, code: 'store.fenced', message: refusal });
+        return;
+      }
+    }
+    const lines = splitEvents(e.events);
+    if (lines.length !== e.lastSeq - e.expectedSeq) {
+      throw new StoreError('store.corrupt', `run ${e.runId}: commit carries ${lines.length} events for seq ${e.expectedSeq + 1}..${e.lastSeq}`);
+    }
+    const release = e.releaseLease === true;
+    let write = writes.get(e.runId);
+    if (head === undefined) {
+      assertPortableId(e.runId, 'run id');
+      const owner = e.lease && !release ? e.lease.owner : null;
+      write = {
+        insert: true,
+        status: e.status,
+        lastSeq: e.lastSeq,
+        checkpoint: null,
+        checkpointSeq: null,
+        plan: toBuffer(e.plan!),
+        outcome: null,
+        wakeAt: null,
+        owner,
+        epoch: e.lease?.epoch ?? 0,
+        expiresAt: owner ? (e.lease?.expiresAt ?? now) : null,
+        release: false,
+        deliveryTarget: e.delivery ? JSON.stringify(e.delivery.target) : null,
+        deliveryDigest: e.delivery?.digest ?? null,
+        entries: [],
+      };
+      writes.set(e.runId, write);
+    } else if (write === undefined) {
+      // A queued run keeps the plan it was enqueued with.
+      write = { insert: false, status: e.status, lastSeq: e.lastSeq, checkpoint: null, checkpointSeq: null, plan: null, outcome: null, wakeAt: null, owner: head.owner, epoch: head.epoch, expiresAt: head.expiresAt, release: false, entries: [] };
+      writes.set(e.runId, write);
+    }
+    write.status = e.status;
+    write.lastSeq = e.lastSeq;
+    write.outcome = e.outcome ? JSON.stringify(e.outcome) : null;
+    write.wakeAt = e.outcome?.wakeAt ?? null;
+    if (e.checkpoint) {
+      write.checkpoint = toBuffer(e.checkpoint);
+      write.checkpointSeq = e.lastSeq;
+    }
+    if (release) {
+      write.release = true;
+      write.owner = null;
+      write.expiresAt = null;
+    }
+    write.entries.push(index);
+    heads.set(e.runId, { lastSeq: e.lastSeq, owner: write.owner, epoch: write.epoch, expiresAt: write.expiresAt });
+    for (let i = 0; i < lines.length; i++) {
+      events.runIds.push(e.runId);
+      events.seqs.push(e.expectedSeq + 1 + i);
+      events.bodies.push(lines[i]);
+    }
+    for (const id of e.appliedCommands ?? []) {
+      applied.ids.push(id);
+      applied.runIds.push(e.runId);
+      applied.by.push(e.lease?.owner ?? null);
+    }
+  });
+  return { writes, rejected, events, applied };
+}
+
+/** A commit that raced another (a run created meanwhile, a deadlock, a serialization failure). */
+const racedCodes = new Set(['23505', '40P01', '40001']);
+
 export class PostgresJournalStore implements JournalStore {
   /** Leases, inbox, queue and workers, in the same schema (see `RunOwnership`). */
   readonly ownership: PgOwnership;
@@ -145,7 +244,130 @@ export class PostgresJournalStore implements JournalStore {
 
   async commit(entries: readonly CommitEntry[]): Promise<CommitRejection[]> {
     if (entries.length === 0) return [];
+    // The common case, a group whose entries all hold, is one statement; a group with an entry
+    // that must be refused, or that a check needs this machine for, takes the locked path.
+    if (await this.commitAtOnce(entries)) return [];
     return transaction(this.pool, 'commit failed', (c) => this.commitIn(c, entries));
+  }
+
+  /**
+   * Commits the group in one statement when every entry holds against the rows it finds, and
+   * answers true; answers false, having written nothing, when one does not (or may not: a lease
+   * held by an owner this machine might know to be dead), or when another commit raced it
+   * (a run created meanwhile, a deadlock), so that the locked path decides entry by entry.
+   */
+  private async commitAtOnce(entries: readonly CommitEntry[]): Promise<boolean> {
+    const now = this.now();
+    // The heads each run's first entry expects: a fresh entry (expected seq 0) creates the run or
+    // starts a queued one, which the statement tells apart; a later one finds the run at its seq
+    // under its own lease. The statement checks these assumptions on the locked rows.
+    const heads = new Map<string, Head>();
+    const expected = new Map<string, { seq: number; lease?: { owner: string; epoch: number } }>();
+    for (const e of entries) {
+      const first = expected.get(e.runId);
+      if (first) {
+        // Heads are assumed, not read: a later entry under another lease than the first is left to the locked path.
+        if (first.lease?.owner !== e.lease?.owner || first.lease?.epoch !== e.lease?.epoch) return false;
+        continue;
+      }
+      expected.set(e.runId, { seq: e.expectedSeq, lease: e.lease });
+      if (e.expectedSeq > 0) heads.set(e.runId, { lastSeq: e.expectedSeq, owner: e.lease?.owner ?? null, epoch: e.lease?.epoch ?? 0, expiresAt: null });
+    }
+    const group = foldEntries(entries, heads, now);
+    if (group.rejected.length > 0) return false;
+    const runs = [...group.writes];
+    const inlined = (w: RunWrite) => w.checkpoint !== null && checkpointInRow(w.checkpoint);
+    const large = runs.filter(([, w]) => w.checkpoint !== null && !inlined(w));
+    const s = this.s;
+    const ok = (cond = '') => `${cond}${cond ? ' AND ' : ''}(SELECT ok FROM ok)`;
+    try {
+      const { rows: [row] } = await this.pool.query<{ ok: boolean }>({
+        name: `${s}.commitAtOnce`,
+        text: `WITH lk AS (
+                 SELECT run_id, last_seq, lease_owner, lease_epoch, lease_expires_at FROM ${s}.runs WHERE run_id = ANY($2::text[]) ORDER BY run_id FOR UPDATE
+               ), ok AS (
+                 -- Each run as its first entry expects it: absent or queued for a fresh entry, else
+                 -- at the expected seq; under the entry's lease, or under no live lease at all.
+                 SELECT COALESCE(bool_and(CASE WHEN lk.run_id IS NULL THEN g.expected = 0
+                          ELSE lk.last_seq = g.expected AND CASE WHEN g.leased THEN lk.lease_owner IS NOT DISTINCT FROM g.owner AND lk.lease_epoch = g.epoch
+                                                                 ELSE lk.lease_owner IS NULL OR lk.lease_expires_at IS NULL OR lk.lease_expires_at < $1::bigint END
+                          END), false) AS ok
+                   FROM unnest($2::text[], $16::bigint[], $17::boolean[], $18::text[], $19::bigint[]) AS g(run_id, expected, leased, owner, epoch)
+                   LEFT JOIN lk USING (run_id)
+               ), ins AS (
+                 -- No ON CONFLICT: a run another transaction creates meanwhile fails the statement.
+                 INSERT INTO ${s}.runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
+                 SELECT i.run_id, i.status, i.last_seq, COALESCE(i.checkpoint_seq, 0), i.checkpoint, i.plan, $1::bigint, $1::bigint, i.outcome::json, i.wake_at, i.lease_owner, i.lease_epoch, i.lease_expires_at, i.delivery_target::json, i.delivery_digest
+                   FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::bigint[], $14::text[], $15::text[])
+                     AS i(run_id, status, last_seq, checkpoint_seq, checkpoint, plan, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
+                  WHERE ${ok('i.plan IS NOT NULL AND i.run_id NOT IN (SELECT run_id FROM lk)')}
+               ), upd AS (
+                 UPDATE ${s}.runs r SET status = u.status, last_seq = u.last_seq, updated_at = $1::bigint, outcome = u.outcome::json, wake_at = u.wake_at,
+                        checkpoint = CASE WHEN u.checkpoint_seq IS NULL THEN r.checkpoint ELSE u.checkpoint END,
+                        checkpoint_seq = COALESCE(u.checkpoint_seq, r.checkpoint_seq),
+                        lease_owner = CASE WHEN u.release THEN NULL ELSE r.lease_owner END,
+                        lease_expires_at = CASE WHEN u.release THEN NULL ELSE r.lease_expires_at END
+                   FROM unnest($2::text[], $3::text[], $4::bigint[], $8::text[], $9::bigint[], $6::bytea[], $5::bigint[], $13::boolean[])
+                     AS u(run_id, status, last_seq, outcome, wake_at, checkpoint, checkpoint_seq, release)
+                  WHERE ${ok('r.run_id = u.run_id')}
+               ), cp AS (
+                 INSERT INTO ${s}.checkpoints (run_id, seq, body)
+                 SELECT c.run_id, c.seq, c.body FROM unnest($28::text[], $29::bigint[], $30::bytea[]) AS c(run_id, seq, body) WHERE ${ok()}
+                 ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, body = excluded.body
+               ), cpd AS (
+                 DELETE FROM ${s}.checkpoints WHERE ${ok('run_id = ANY($31::text[])')}
+               ), ev AS (
+                 INSERT INTO ${s}.events (run_id, seq, body)
+                 SELECT e.run_id, e.seq, e.body FROM unnest($20::text[], $21::bigint[], $22::bytea[]) AS e(run_id, seq, body) WHERE ${ok()}
+               ), ap AS (
+                 UPDATE ${s}.run_inbox b SET state = 'applied', applied_at = $1::bigint, applied_by = a.by
+                   FROM unnest($23::bigint[], $24::text[], $25::text[]) AS a(id, run_id, by)
+                  WHERE ${ok("b.id = a.id AND b.run_id = a.run_id AND b.state = 'pending'")}
+               ), nt AS (
+                 SELECT pg_notify($26::text, n.payload) FROM unnest($27::text[]) AS n(payload) WHERE ${ok()}
+               )
+               SELECT ok, (SELECT count(*) FROM nt) AS notified FROM ok`,
+        values: [
+          now,
+          runs.map(([id]) => id),
+          runs.map(([, w]) => w.status),
+          runs.map(([, w]) => w.lastSeq),
+          runs.map(([, w]) => w.checkpointSeq),
+          runs.map(([, w]) => (inlined(w) ? w.checkpoint : null)),
+          runs.map(([, w]) => w.plan),
+          runs.map(([, w]) => w.outcome),
+          runs.map(([, w]) => w.wakeAt),
+          runs.map(([, w]) => w.owner),
+          runs.map(([, w]) => w.epoch),
+          runs.map(([, w]) => w.expiresAt),
+          runs.map(([, w]) => w.release),
+          runs.map(([, w]) => w.deliveryTarget ?? null),
+          runs.map(([, w]) => w.deliveryDigest ?? null),
+          runs.map(([id]) => expected.get(id)!.seq),
+          runs.map(([id]) => expected.get(id)!.lease !== undefined),
+          runs.map(([id]) => expected.get(id)!.lease?.owner ?? null),
+          runs.map(([id]) => expected.get(id)!.lease?.epoch ?? null),
+          group.events.runIds,
+          group.events.seqs,
+          group.events.bodies,
+          group.applied.ids,
+          group.applied.runIds,
+          group.applied.by,
+          this.commitChannel,
+          runs.map(([id, w]) => `${w.lastSeq}:${id}`),
+          large.map(([id]) => id),
+          large.map(([, w]) => w.checkpointSeq),
+          large.map(([, w]) => w.checkpoint),
+          runs.filter(([, w]) => inlined(w)).map(([id]) => id),
+        ],
+      });
+      return row?.ok === true;
+    } catch (err) {
+      // A race the locked path reports entry by entry; anything else is the store's failure.
+      const code = (err as { code?: string }).code;
+      if (code !== undefined && racedCodes.has(code)) return false;
+      throw new StoreError('store.io', `commit failed: ${(err as Error).message}`);
+    }
   }
 
   private async commitIn(c: PoolClient, entries: readonly CommitEntry[]): Promise<CommitRejection[]> {
@@ -157,87 +379,8 @@ export class PostgresJournalStore implements JournalStore {
       text: `SELECT run_id, last_seq, lease_owner, lease_epoch, lease_expires_at FROM ${s}.runs WHERE run_id = ANY($1::text[]) ORDER BY run_id FOR UPDATE`,
       values: [ids],
     });
-    // Heads as the entries leave them: a group may hold several activations of one run.
     const heads = new Map<string, Head>(locked.map((r) => [r.run_id, { lastSeq: r.last_seq, owner: r.lease_owner, epoch: r.lease_epoch, expiresAt: r.lease_expires_at }]));
-    const writes = new Map<string, RunWrite>();
-    const rejected: (CommitRejection & { index: number })[] = [];
-    const events = { runIds: [] as string[], seqs: [] as number[], bodies: [] as Buffer[] };
-    const applied = { ids: [] as number[], runIds: [] as string[], by: [] as (string | null)[] };
-
-    entries.forEach((e, index) => {
-      const head = heads.get(e.runId);
-      const stored = head?.lastSeq ?? 0;
-      // A queued run has a row (with its plan) but no events: its first commit carries the plan too.
-      const fresh = head === undefined || stored === 0;
-      if (stored !== e.expectedSeq || (fresh && !e.plan) || (!fresh && e.plan)) {
-        rejected.push({ index, runId: e.runId, code: 'store.conflict', message: `run ${e.runId}: expected last seq ${e.expectedSeq}, the store has ${head === undefined ? 'no such run' : stored}` });
-        return;
-      }
-      if (head !== undefined) {
-        const refusal = fencingRefusal(e, head, now);
-        if (refusal) {
-          rejected.push({ index, runId: e.runId, code: 'store.fenced', message: refusal });
-          return;
-        }
-      }
-      const lines = splitEvents(e.events);
-      if (lines.length !== e.lastSeq - e.expectedSeq) {
-        throw new StoreError('store.corrupt', `run ${e.runId}: commit carries ${lines.length} events for seq ${e.expectedSeq + 1}..${e.lastSeq}`);
-      }
-      const release = e.releaseLease === true;
-      let write = writes.get(e.runId);
-      if (head === undefined) {
-        assertPortableId(e.runId, 'run id');
-        const owner = e.lease && !release ? e.lease.owner : null;
-        write = {
-          insert: true,
-          status: e.status,
-          lastSeq: e.lastSeq,
-          checkpoint: null,
-          checkpointSeq: null,
-          plan: toBuffer(e.plan!),
-          outcome: null,
-          wakeAt: null,
-          owner,
-          epoch: e.lease?.epoch ?? 0,
-          expiresAt: owner ? (e.lease?.expiresAt ?? now) : null,
-          release: false,
-          deliveryTarget: e.delivery ? JSON.stringify(e.delivery.target) : null,
-          deliveryDigest: e.delivery?.digest ?? null,
-          entries: [],
-        };
-        writes.set(e.runId, write);
-      } else if (write === undefined) {
-        // A queued run keeps the plan it was enqueued with.
-        write = { insert: false, status: e.status, lastSeq: e.lastSeq, checkpoint: null, checkpointSeq: null, plan: null, outcome: null, wakeAt: null, owner: head.owner, epoch: head.epoch, expiresAt: head.expiresAt, release: false, entries: [] };
-        writes.set(e.runId, write);
-      }
-      write.status = e.status;
-      write.lastSeq = e.lastSeq;
-      write.outcome = e.outcome ? JSON.stringify(e.outcome) : null;
-      write.wakeAt = e.outcome?.wakeAt ?? null;
-      if (e.checkpoint) {
-        write.checkpoint = toBuffer(e.checkpoint);
-        write.checkpointSeq = e.lastSeq;
-      }
-      if (release) {
-        write.release = true;
-        write.owner = null;
-        write.expiresAt = null;
-      }
-      write.entries.push(index);
-      heads.set(e.runId, { lastSeq: e.lastSeq, owner: write.owner, epoch: write.epoch, expiresAt: write.expiresAt });
-      for (let i = 0; i < lines.length; i++) {
-        events.runIds.push(e.runId);
-        events.seqs.push(e.expectedSeq + 1 + i);
-        events.bodies.push(lines[i]);
-      }
-      for (const id of e.appliedCommands ?? []) {
-        applied.ids.push(id);
-        applied.runIds.push(e.runId);
-        applied.by.push(e.lease?.owner ?? null);
-      }
-    });
+    const { writes, rejected, events, applied } = foldEntries(entries, heads, now);
 
     if (writes.size > 0) {
       const ins = [...writes].filter(([, w]) => w.insert);

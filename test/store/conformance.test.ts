@@ -169,6 +169,27 @@ describe.each(harnesses)('store conformance: $name', (harness) => {
     expect(Buffer.from((await store.load('a'))!.events).toString()).toBe(events(1, 4).toString());
   });
 
+  it('lets exactly one of two processes commit the same seq of a run, new or not; the journal holds the winner\'s events only', async () => {
+    const [one, two] = await freshStores(2);
+    const written = (writer: string, from: number, count: number): Buffer =>
+      Buffer.from(Array.from({ length: count }, (_, i) => JSON.stringify({ seq: from + i, type: 'e', writer })).join('\n'));
+    for (let i = 0; i < 12; i++) {
+      const runId = `race${i}`;
+      // Both create the run, then both append seq 3..4 to it.
+      for (const [expectedSeq, count] of [[0, 2], [2, 2]] as const) {
+        const answers = await Promise.all(
+          [one, two].map((store, w) => store.commit([{ ...entry(runId, expectedSeq, count), events: written(`w${w}`, expectedSeq + 1, count) }])),
+        );
+        const winners = answers.map((a, w) => (a.length === 0 ? `w${w}` : undefined)).filter((w) => w !== undefined);
+        expect(winners).toHaveLength(1);
+        expect(answers.flat()).toMatchObject([{ runId, code: 'store.conflict' }]);
+        const tail = Buffer.from((await one.load(runId))!.events).toString().split('\n').slice(expectedSeq);
+        expect(tail).toEqual(written(winners[0]!, expectedSeq + 1, count).toString().split('\n'));
+      }
+      expect((await two.getRun(runId))!.lastSeq).toBe(4);
+    }
+  });
+
   it('fails the whole commit with store.corrupt when an entry carries the wrong number of events', async () => {
     const store = await freshStore();
     await expect(async () => store.commit([entry('ok', 0, 1), { ...entry('bad', 0, 2), lastSeq: 3 }])).rejects.toMatchObject({ code: 'store.corrupt' });
