@@ -3,12 +3,13 @@
 // however many activations it holds (group commit), each entry guarded by a compare-and-set on the
 // run's last seq and by the fencing rule, checked on the run's locked row.
 //
-// A group commit costs four round trips whatever its size: BEGIN; lock the runs' rows
-// (`SELECT ... FOR UPDATE`, in run id order); one statement that inserts new runs, updates the
-// others, writes the checkpoints taken, appends every event and marks applied commands
-// (data-modifying CTEs over arrays);
-// COMMIT. The checks run here, between the lock and the write, because one of them
-// (`ownerIsDead`) can only be answered by this machine.
+// A group whose entries all hold is one statement (`commitAtOnce`): it locks the runs' rows
+// (`SELECT ... FOR UPDATE`, in run id order), checks them against what the entries expect, and
+// only then inserts new runs, updates the others, writes the checkpoints taken, appends every
+// event and marks applied commands (data-modifying CTEs over arrays). Otherwise the group takes
+// the locked transaction (`commitIn`), four round trips whatever its size: BEGIN; the same lock;
+// the checks, entry by entry, here, because one of them (`ownerIsDead`) can only be answered by
+// this machine; one statement for the accepted entries; COMMIT.
 import { sha256Digest } from '../shared/digest.js';
 import type { Pool, PoolClient } from 'pg';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../core/store.js';
