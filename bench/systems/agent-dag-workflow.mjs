@@ -40,7 +40,7 @@ export default {
   notes: {
     twoStep: 'runtime.launch(template) of two tool.call@1 nodes with a no-op tool that is not idempotent; each step commits capability.requested before the tool runs',
     fanOut1000: 'core.foreach@1 over tool.call@1, maxConcurrency 10',
-    replay10k: 'recorded replay of a foreach run (~10,000 events) by the component, no gateway',
+    replay10k: 'runtime.replay(runId, { mode: "recorded" }) of a foreach run (~10,000 events), as the README calls it: the journal read from the SQLite store and replayed by the component, no gateway',
     coldStart: 'new process to the first completed 2-step run: import, WorkflowRuntime.open (engine component, SQLite), launch(template)',
   },
   async setup(ctx) {
@@ -67,13 +67,14 @@ export default {
         // Each foreach item writes 4 events (item-started, requested, completed, item-committed).
         const items = Math.ceil(events / 4);
         const runId = await runTemplate(fanOut('replay-source', 16, items), { items: Array.from({ length: items }, (_, i) => i) });
-        recorded = await runtime.exportRun(runId);
+        recorded = { runId, events: (await runtime.getRun(runId)).lastSeq };
       }
+      // As the README calls it: the journal is read from the store and replayed by the component.
       const t0 = performance.now();
-      const report = runtime.engine.replay({ mode: 'recorded', plan: recorded.plan, events: recorded.events });
+      const report = await runtime.replay(recorded.runId, { mode: 'recorded' });
       const ms = performance.now() - t0;
       if (report.identical !== true) throw new Error('recorded replay diverged');
-      return { ms, events: recorded.events.length };
+      return { ms, events: recorded.events };
     },
     async coldStart(ctx) {
       // Like every system's: from the workload's start to the first completed run (bench/lib/child.mjs

@@ -513,11 +513,16 @@ export class EngineInstance {
     return JSON.parse(this.call('compile', (e) => e.compile(text))) as ExecutionPlan;
   }
 
-  replay(request: { mode: 'inspect' | 'recorded'; plan: ExecutionPlan; editedPlan?: ExecutionPlan; events: unknown[]; artifacts?: Record<string, string> }): Record<string, unknown> {
+  /**
+   * Replays a journal: `events` as objects, or `eventTexts` as the journal keeps them (one JSON
+   * text per event, no newline inside), which go to the engine as they are.
+   */
+  replay(request: { mode: 'inspect' | 'recorded'; plan: ExecutionPlan; editedPlan?: ExecutionPlan; events?: unknown[]; eventTexts?: readonly string[]; artifacts?: Record<string, string> }): Record<string, unknown> {
     // The events go one per line after the request's JSON, as the journal keeps them: the engine
     // compares the events it replays with these texts as they are (docs/engine.md, "Replay").
-    const { events, ...rest } = request;
-    const text = events.length === 0 ? encodeRequest('replay', request) : [encodeRequest('replay', rest), ...events.map((e) => encodeRequest('replay', e))].join('\n');
+    const { events, eventTexts, ...rest } = request;
+    const lines = eventTexts ?? (events ?? []).map((e) => encodeRequest('replay', e));
+    const text = lines.length === 0 ? encodeRequest('replay', { ...rest, events: [] }) : [encodeRequest('replay', rest), ...lines].join('\n');
     // An inspection folds events only; a recorded replay runs the scripts again.
     if (request.mode !== 'inspect') this.assertScriptsFor('replaying this run', text);
     return JSON.parse(

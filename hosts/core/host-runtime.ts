@@ -21,7 +21,7 @@ import { assertTemplateJson } from './json-input.js';
 import type { RunOutcome } from './kernel.js';
 import { pendingApproval } from './operator.js';
 import { assertPortableId, type EventPage, type JournalStore, type RunRecord, type RunTail, type SyncJournalStore } from './store.js';
-import { exportFormat, artifactTexts, type RunExport } from './export-format.js';
+import { exportFormat, type RunExport } from './export-format.js';
 import { terminalStatuses, type Authority, type ExecutionPlan, type RunProjection, type ValidationReport } from './types.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 
@@ -211,9 +211,59 @@ export async function exportFromStore(store: JournalStore, runId: string): Promi
 /** Replay modes a stored run can be replayed in without calling anything. */
 export type ReplayMode = 'inspect' | 'recorded';
 
-/** The engine's replay request for an export: plan, events and captured artifacts (and an edited plan to compare). */
-export function replayRequest(exported: RunExport, mode: ReplayMode, editedPlan?: ExecutionPlan) {
-  return { mode, plan: exported.plan, ...(editedPlan ? { editedPlan } : {}), events: exported.events, artifacts: artifactTexts(exported) };
+/**
+ * A stored run as a replay reads it: its plan, its events as the journal keeps them (texts, handed
+ * to the engine as they are; parsing and writing them again cost the host about a fifth of a
+ * replay), and the captured artifacts they name, as text.
+ */
+export interface ReplaySource {
+  plan: ExecutionPlan;
+  eventTexts: string[];
+  artifacts: Record<string, string>;
+}
+
+/** The captured artifacts events name, from their texts: only a text that may name one is parsed. */
+function namedArtifacts(eventTexts: readonly string[]): string[] {
+  return artifactDigests(eventTexts.filter((t) => t.includes('"artifact":{')).map((t) => JSON.parse(t)));
+}
+
+const utf8 = new TextDecoder();
+/** Adds an artifact's text when the store has it (a missing one is reported by the replay that needs it). */
+function addArtifact(artifacts: Record<string, string>, digest: string, stored: StoredArtifact): void {
+  if (stored) artifacts[digest] = utf8.decode(stored.bytes);
+}
+
+export async function replaySourceFromStore(store: JournalStore, runId: string): Promise<ReplaySource> {
+  const tail = await store.load(runId);
+  if (!tail) throw runNotFound(runId);
+  const eventTexts: string[] = [];
+  for (let after = 0, more = true; more; ) {
+    const page = await store.readEvents(runId, after, eventPageSize);
+    for (const e of page.events) eventTexts.push(e);
+    ({ lastSeq: after, more } = page);
+  }
+  const artifacts: Record<string, string> = {};
+  for (const d of namedArtifacts(eventTexts)) addArtifact(artifacts, d, await store.getArtifact?.(d));
+  return { plan: planOfTail(tail), eventTexts, artifacts };
+}
+
+export function replaySourceFromSyncStore(store: SyncJournalStore, runId: string): ReplaySource {
+  const tail = store.load(runId);
+  if (!tail) throw runNotFound(runId);
+  const eventTexts: string[] = [];
+  for (let after = 0, more = true; more; ) {
+    const page = store.readEvents(runId, after, eventPageSize);
+    for (const e of page.events) eventTexts.push(e);
+    ({ lastSeq: after, more } = page);
+  }
+  const artifacts: Record<string, string> = {};
+  for (const d of namedArtifacts(eventTexts)) addArtifact(artifacts, d, store.getArtifact?.(d));
+  return { plan: planOfTail(tail), eventTexts, artifacts };
+}
+
+/** The engine's replay request for a stored run read as texts. */
+export function replayRequestOf(source: ReplaySource, mode: ReplayMode, editedPlan?: ExecutionPlan) {
+  return { mode, plan: source.plan, ...(editedPlan ? { editedPlan } : {}), eventTexts: source.eventTexts, artifacts: source.artifacts };
 }
 
 /** The dependencies a run pinned (every template but the root, with its revision), to compile an edited root against. */

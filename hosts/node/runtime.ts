@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
-import { approvalTarget, asHostError, authorityResolver, exportFromStore, isTerminal, launchIdentity, launchTargetOf, pinnedDependencies, planOfTail, replayRequest, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
+import { approvalTarget, asHostError, authorityResolver, exportFromStore, isTerminal, launchIdentity, launchTargetOf, pinnedDependencies, planOfTail, replayRequestOf, replaySourceFromStore, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget, type ReplaySource, type RunView } from '../core/host-runtime.js';
 import { assertRunInput } from '../core/json-input.js';
 import { resolutionFields } from '../core/operator.js';
 import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
@@ -746,10 +746,15 @@ export class WorkflowRuntime {
 
   /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */
   async replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Promise<Record<string, unknown>> {
-    const exported = await this.exportRun(runId);
-    const editedPlan = options.editedTemplate !== undefined ? await this.editedPlan(exported.plan, options.editedTemplate) : undefined;
+    let source: ReplaySource;
     try {
-      return await this.engine.withScripts(() => this.engine.replay(replayRequest(exported, options.mode, editedPlan)));
+      source = await replaySourceFromStore(this.store, runId);
+    } catch (err) {
+      throw asError(err);
+    }
+    const editedPlan = options.editedTemplate !== undefined ? await this.editedPlan(source.plan, options.editedTemplate) : undefined;
+    try {
+      return await this.engine.withScripts(() => this.engine.replay(replayRequestOf(source, options.mode, editedPlan)));
     } catch (err) {
       throw asError(err);
     }

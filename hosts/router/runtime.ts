@@ -21,7 +21,7 @@ import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
 import type { RunExport } from '../core/export-format.js';
-import { approvalTarget, asHostError, authorityResolver, exportFromSyncStore, HostError, launchIdentity, launchTargetOf, mapErrors, planOfTail, readAllEvents, replayRequest, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget as HostLaunchTarget, type RunView } from '../core/host-runtime.js';
+import { approvalTarget, asHostError, authorityResolver, exportFromSyncStore, HostError, launchIdentity, launchTargetOf, mapErrors, planOfTail, readAllEvents, replayRequestOf, replaySourceFromSyncStore, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget as HostLaunchTarget, type RunView } from '../core/host-runtime.js';
 import { assertRunInput } from '../core/json-input.js';
 import { defaultCapture, Kernel, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { outcomeOfRecord } from '../core/projection.js';
@@ -679,8 +679,7 @@ export class RouterHost {
 
   /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway, from its captured artifacts. */
   replay(runId: string, mode: 'inspect' | 'recorded' = 'recorded'): Record<string, unknown> {
-    const exported = this.exportRun(runId);
-    return mapErrors(RouterError, () => this.engine.replay(replayRequest(exported, mode)));
+    return mapErrors(RouterError, () => this.engine.replay(replayRequestOf(replaySourceFromSyncStore(this.store, runId), mode)));
   }
 
   stats(): RouterStats {
