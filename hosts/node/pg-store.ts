@@ -286,31 +286,30 @@ export class PostgresJournalStore implements JournalStore {
         name: `${s}.commitAtOnce`,
         text: `WITH lk AS (
                  SELECT run_id, last_seq, lease_owner, lease_epoch, lease_expires_at FROM ${s}.runs WHERE run_id = ANY($2::text[]) ORDER BY run_id FOR UPDATE
+               ), w AS MATERIALIZED (
+                 -- Each run of the group once: its row as the group leaves it, and what its first entry expects.
+                 SELECT * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::bigint[], $13::boolean[], $14::text[], $15::text[], $16::bigint[], $17::boolean[], $18::text[], $19::bigint[])
+                   AS w(run_id, status, last_seq, checkpoint_seq, checkpoint, plan, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, release, delivery_target, delivery_digest, expected, leased, expected_owner, expected_epoch)
                ), ok AS (
                  -- Each run as its first entry expects it: absent or queued for a fresh entry, else
                  -- at the expected seq; under the entry's lease, or under no live lease at all.
                  SELECT COALESCE(bool_and(CASE WHEN lk.run_id IS NULL THEN g.expected = 0
-                          ELSE lk.last_seq = g.expected AND CASE WHEN g.leased THEN lk.lease_owner IS NOT DISTINCT FROM g.owner AND lk.lease_epoch = g.epoch
+                          ELSE lk.last_seq = g.expected AND CASE WHEN g.leased THEN lk.lease_owner IS NOT DISTINCT FROM g.expected_owner AND lk.lease_epoch = g.expected_epoch
                                                                  ELSE lk.lease_owner IS NULL OR lk.lease_expires_at IS NULL OR lk.lease_expires_at < $1::bigint END
                           END), false) AS ok
-                   FROM unnest($2::text[], $16::bigint[], $17::boolean[], $18::text[], $19::bigint[]) AS g(run_id, expected, leased, owner, epoch)
-                   LEFT JOIN lk USING (run_id)
+                   FROM w g LEFT JOIN lk USING (run_id)
                ), ins AS (
                  -- No ON CONFLICT: a run another transaction creates meanwhile fails the statement.
                  INSERT INTO ${s}.runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
                  SELECT i.run_id, i.status, i.last_seq, COALESCE(i.checkpoint_seq, 0), i.checkpoint, i.plan, $1::bigint, $1::bigint, i.outcome::json, i.wake_at, i.lease_owner, i.lease_epoch, i.lease_expires_at, i.delivery_target::json, i.delivery_digest
-                   FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::bigint[], $14::text[], $15::text[])
-                     AS i(run_id, status, last_seq, checkpoint_seq, checkpoint, plan, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
-                  WHERE ${ok('i.plan IS NOT NULL AND i.run_id NOT IN (SELECT run_id FROM lk)')}
+                   FROM w i WHERE ${ok('i.plan IS NOT NULL AND i.run_id NOT IN (SELECT run_id FROM lk)')}
                ), upd AS (
                  UPDATE ${s}.runs r SET status = u.status, last_seq = u.last_seq, updated_at = $1::bigint, outcome = u.outcome::json, wake_at = u.wake_at,
                         checkpoint = CASE WHEN u.checkpoint_seq IS NULL THEN r.checkpoint ELSE u.checkpoint END,
                         checkpoint_seq = COALESCE(u.checkpoint_seq, r.checkpoint_seq),
                         lease_owner = CASE WHEN u.release THEN NULL ELSE r.lease_owner END,
                         lease_expires_at = CASE WHEN u.release THEN NULL ELSE r.lease_expires_at END
-                   FROM unnest($2::text[], $3::text[], $4::bigint[], $8::text[], $9::bigint[], $6::bytea[], $5::bigint[], $13::boolean[])
-                     AS u(run_id, status, last_seq, outcome, wake_at, checkpoint, checkpoint_seq, release)
-                  WHERE ${ok('r.run_id = u.run_id')}
+                   FROM w u WHERE ${ok('r.run_id = u.run_id')}
                ), cp AS (
                  INSERT INTO ${s}.checkpoints (run_id, seq, body)
                  SELECT c.run_id, c.seq, c.body FROM unnest($28::text[], $29::bigint[], $30::bytea[]) AS c(run_id, seq, body) WHERE ${ok()}
