@@ -254,10 +254,10 @@ export class PgOwnership implements RunOwnership {
   async claim(owner: string, limit: number, ttlMs: number, now: number): Promise<ClaimedRun[]> {
     if (limit <= 0) return [];
     // Asked on another connection while the claim runs: an owner found dead stays dead. The claim
-    // uses the owners found dead so far; when this answer adds one, it claims again with it.
-    const deadOwners = this.deadOwners(now);
-    deadOwners.catch(() => {});
+    // uses the owners found dead so far; when this answer adds one, it claims again with it. A
+    // failed answer adds none (the runs this claim took are still this worker's to start).
     const known = this.knownDead;
+    const deadOwners = this.deadOwners(now).catch(() => known);
     let claimed = await this.claimAtOnce(owner, limit, ttlMs, now, known);
     const dead = await deadOwners;
     this.knownDead = dead;

@@ -165,6 +165,34 @@ function foldEntries(entries: readonly CommitEntry[], heads: Map<string, Head>, 
   return { writes, rejected, events, applied };
 }
 
+/**
+ * The CTEs both commit statements end with, over arrays at the parameter numbers `p` names: large
+ * checkpoints into their own table (schema v10), a small one replacing a large one before it,
+ * every event, the inbox commands applied, and the commit notification for followers in other
+ * processes (sent when the transaction commits). `guard` adds each write's condition, given the
+ * column that names its run (none for the statements that need no per-run condition).
+ */
+function groupWritesSql(s: string, p: { events: number; applied: number; channel: number; large: number; inlined: number }, guard: (runId?: string) => string): string {
+  return `cp AS (
+                 INSERT INTO ${s}.checkpoints (run_id, seq, body)
+                 SELECT c.run_id, c.seq, c.body FROM unnest($${p.large}::text[], $${p.large + 1}::bigint[], $${p.large + 2}::bytea[]) AS c(run_id, seq, body)
+                  WHERE ${guard('c.run_id')}
+                 ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, body = excluded.body
+               ), cpd AS (
+                 DELETE FROM ${s}.checkpoints WHERE run_id = ANY($${p.inlined}::text[]) AND ${guard()}
+               ), ev AS (
+                 INSERT INTO ${s}.events (run_id, seq, body)
+                 SELECT e.run_id, e.seq, e.body FROM unnest($${p.events}::text[], $${p.events + 1}::bigint[], $${p.events + 2}::bytea[]) AS e(run_id, seq, body)
+                  WHERE ${guard('e.run_id')}
+               ), ap AS (
+                 UPDATE ${s}.run_inbox b SET state = 'applied', applied_at = $1::bigint, applied_by = a.by
+                   FROM unnest($${p.applied}::bigint[], $${p.applied + 1}::text[], $${p.applied + 2}::text[]) AS a(id, run_id, by)
+                  WHERE b.id = a.id AND b.run_id = a.run_id AND b.state = 'pending' AND ${guard('a.run_id')}
+               ), nt AS (
+                 SELECT pg_notify($${p.channel}::text, n.payload) FROM unnest($${p.channel + 1}::text[]) AS n(payload) WHERE ${guard()}
+               )`;
+}
+
 /** A commit that raced another (a run created meanwhile, a deadlock, a serialization failure). */
 const racedCodes = new Set(['23505', '40P01', '40001']);
 
@@ -310,22 +338,7 @@ export class PostgresJournalStore implements JournalStore {
                         lease_owner = CASE WHEN u.release THEN NULL ELSE r.lease_owner END,
                         lease_expires_at = CASE WHEN u.release THEN NULL ELSE r.lease_expires_at END
                    FROM w u WHERE ${ok('r.run_id = u.run_id')}
-               ), cp AS (
-                 INSERT INTO ${s}.checkpoints (run_id, seq, body)
-                 SELECT c.run_id, c.seq, c.body FROM unnest($28::text[], $29::bigint[], $30::bytea[]) AS c(run_id, seq, body) WHERE ${ok()}
-                 ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, body = excluded.body
-               ), cpd AS (
-                 DELETE FROM ${s}.checkpoints WHERE ${ok('run_id = ANY($31::text[])')}
-               ), ev AS (
-                 INSERT INTO ${s}.events (run_id, seq, body)
-                 SELECT e.run_id, e.seq, e.body FROM unnest($20::text[], $21::bigint[], $22::bytea[]) AS e(run_id, seq, body) WHERE ${ok()}
-               ), ap AS (
-                 UPDATE ${s}.run_inbox b SET state = 'applied', applied_at = $1::bigint, applied_by = a.by
-                   FROM unnest($23::bigint[], $24::text[], $25::text[]) AS a(id, run_id, by)
-                  WHERE ${ok("b.id = a.id AND b.run_id = a.run_id AND b.state = 'pending'")}
-               ), nt AS (
-                 SELECT pg_notify($26::text, n.payload) FROM unnest($27::text[]) AS n(payload) WHERE ${ok()}
-               )
+               ), ${groupWritesSql(s, { events: 20, applied: 23, channel: 26, large: 28, inlined: 31 }, () => ok())}
                SELECT ok, (SELECT count(*) FROM nt) AS notified FROM ok`,
         values: [
           now,
@@ -406,28 +419,7 @@ export class PostgresJournalStore implements JournalStore {
                    FROM unnest($13::text[], $14::text[], $15::bigint[], $16::text[], $17::bigint[], $18::bytea[], $19::bigint[], $20::boolean[])
                      AS u(run_id, status, last_seq, outcome, wake_at, checkpoint, checkpoint_seq, release)
                   WHERE r.run_id = u.run_id
-               ), cp AS (
-                 -- A large checkpoint in its own row, written only when the group takes one (schema
-                 -- v10); a small one goes into the run's row, and a large one before it goes.
-                 INSERT INTO ${s}.checkpoints (run_id, seq, body)
-                 SELECT c.run_id, c.seq, c.body FROM unnest($31::text[], $32::bigint[], $33::bytea[]) AS c(run_id, seq, body)
-                  WHERE c.run_id <> ALL($2::text[]) OR c.run_id IN (SELECT run_id FROM ins)
-                 ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, body = excluded.body
-               ), cpd AS (
-                 DELETE FROM ${s}.checkpoints WHERE run_id = ANY($34::text[])
-               ), ev AS (
-                 INSERT INTO ${s}.events (run_id, seq, body)
-                 SELECT e.run_id, e.seq, e.body FROM unnest($21::text[], $22::bigint[], $23::bytea[]) AS e(run_id, seq, body)
-                  WHERE e.run_id <> ALL($2::text[]) OR e.run_id IN (SELECT run_id FROM ins)
-               ), ap AS (
-                 UPDATE ${s}.run_inbox b SET state = 'applied', applied_at = $1::bigint, applied_by = a.by
-                   FROM unnest($24::bigint[], $25::text[], $26::text[]) AS a(id, run_id, by)
-                  WHERE b.id = a.id AND b.run_id = a.run_id AND b.state = 'pending'
-                    AND (a.run_id <> ALL($2::text[]) OR a.run_id IN (SELECT run_id FROM ins))
-               ), nt AS (
-                 -- Followers in other processes (live streams) are woken when this transaction commits.
-                 SELECT pg_notify($29::text, n.payload) FROM unnest($30::text[]) AS n(payload)
-               )
+               ), ${groupWritesSql(s, { events: 21, applied: 24, channel: 29, large: 31, inlined: 34 }, (runId) => (runId ? `(${runId} <> ALL($2::text[]) OR ${runId} IN (SELECT run_id FROM ins))` : 'true'))}
                SELECT run_id FROM ins
                UNION ALL
                SELECT NULL::text FROM (SELECT count(*) AS n FROM nt) z WHERE z.n < 0`,
