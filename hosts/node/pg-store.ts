@@ -193,6 +193,36 @@ function groupWritesSql(s: string, p: { events: number; applied: number; channel
                )`;
 }
 
+/** The columns of run rows a commit writes, as arrays in parameter order: id, status, last seq, checkpoint seq, small checkpoint, plan, outcome, wake time, lease owner, epoch, expiry. */
+function runColumns(runs: readonly [string, RunWrite][]): unknown[] {
+  return [
+    runs.map(([id]) => id),
+    runs.map(([, w]) => w.status),
+    runs.map(([, w]) => w.lastSeq),
+    runs.map(([, w]) => w.checkpointSeq),
+    runs.map(([, w]) => (w.checkpoint !== null && checkpointInRow(w.checkpoint) ? w.checkpoint : null)),
+    runs.map(([, w]) => w.plan),
+    runs.map(([, w]) => w.outcome),
+    runs.map(([, w]) => w.wakeAt),
+    runs.map(([, w]) => w.owner),
+    runs.map(([, w]) => w.epoch),
+    runs.map(([, w]) => w.expiresAt),
+  ];
+}
+
+/** The insert of new runs' rows from `i`, a relation of the group's runs (`FROM` follows). */
+const runInsert = (s: string): string =>
+  `INSERT INTO ${s}.runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
+                 SELECT i.run_id, i.status, i.last_seq, COALESCE(i.checkpoint_seq, 0), i.checkpoint, i.plan, $1::bigint, $1::bigint, i.outcome::json, i.wake_at, i.lease_owner, i.lease_epoch, i.lease_expires_at, i.delivery_target::json, i.delivery_digest`;
+
+/** The update of existing runs' rows `r` from `u`, a relation of the group's runs (`FROM` follows). */
+const runUpdate = (s: string): string =>
+  `UPDATE ${s}.runs r SET status = u.status, last_seq = u.last_seq, updated_at = $1::bigint, outcome = u.outcome::json, wake_at = u.wake_at,
+                        checkpoint = CASE WHEN u.checkpoint_seq IS NULL THEN r.checkpoint ELSE u.checkpoint END,
+                        checkpoint_seq = COALESCE(u.checkpoint_seq, r.checkpoint_seq),
+                        lease_owner = CASE WHEN u.release THEN NULL ELSE r.lease_owner END,
+                        lease_expires_at = CASE WHEN u.release THEN NULL ELSE r.lease_expires_at END`;
+
 /** A commit that raced another (a run created meanwhile, a deadlock, a serialization failure). */
 const racedCodes = new Set(['23505', '40P01', '40001']);
 
@@ -328,31 +358,16 @@ export class PostgresJournalStore implements JournalStore {
                    FROM w g LEFT JOIN lk USING (run_id)
                ), ins AS (
                  -- No ON CONFLICT: a run another transaction creates meanwhile fails the statement.
-                 INSERT INTO ${s}.runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
-                 SELECT i.run_id, i.status, i.last_seq, COALESCE(i.checkpoint_seq, 0), i.checkpoint, i.plan, $1::bigint, $1::bigint, i.outcome::json, i.wake_at, i.lease_owner, i.lease_epoch, i.lease_expires_at, i.delivery_target::json, i.delivery_digest
+                 ${runInsert(s)}
                    FROM w i WHERE ${ok('i.plan IS NOT NULL AND i.run_id NOT IN (SELECT run_id FROM lk)')}
                ), upd AS (
-                 UPDATE ${s}.runs r SET status = u.status, last_seq = u.last_seq, updated_at = $1::bigint, outcome = u.outcome::json, wake_at = u.wake_at,
-                        checkpoint = CASE WHEN u.checkpoint_seq IS NULL THEN r.checkpoint ELSE u.checkpoint END,
-                        checkpoint_seq = COALESCE(u.checkpoint_seq, r.checkpoint_seq),
-                        lease_owner = CASE WHEN u.release THEN NULL ELSE r.lease_owner END,
-                        lease_expires_at = CASE WHEN u.release THEN NULL ELSE r.lease_expires_at END
+                 ${runUpdate(s)}
                    FROM w u WHERE ${ok('r.run_id = u.run_id')}
                ), ${groupWritesSql(s, { events: 20, applied: 23, channel: 26, large: 28, inlined: 31 }, () => ok())}
                SELECT ok, (SELECT count(*) FROM nt) AS notified FROM ok`,
         values: [
           now,
-          runs.map(([id]) => id),
-          runs.map(([, w]) => w.status),
-          runs.map(([, w]) => w.lastSeq),
-          runs.map(([, w]) => w.checkpointSeq),
-          runs.map(([, w]) => (inlined(w) ? w.checkpoint : null)),
-          runs.map(([, w]) => w.plan),
-          runs.map(([, w]) => w.outcome),
-          runs.map(([, w]) => w.wakeAt),
-          runs.map(([, w]) => w.owner),
-          runs.map(([, w]) => w.epoch),
-          runs.map(([, w]) => w.expiresAt),
+          ...runColumns(runs),
           runs.map(([, w]) => w.release),
           runs.map(([, w]) => w.deliveryTarget ?? null),
           runs.map(([, w]) => w.deliveryDigest ?? null),
@@ -404,18 +419,13 @@ export class PostgresJournalStore implements JournalStore {
       const inserted = await rows<{ run_id: string }>(c, {
         name: `${s}.commitGroup`,
         text: `WITH ins AS (
-                 INSERT INTO ${s}.runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
-                 SELECT i.run_id, i.status, i.last_seq, COALESCE(i.checkpoint_seq, 0), i.checkpoint, i.plan, $1::bigint, $1::bigint, i.outcome::json, i.wake_at, i.lease_owner, i.lease_epoch, i.lease_expires_at, i.delivery_target::json, i.delivery_digest
+                 ${runInsert(s)}
                    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bytea[], $7::bytea[], $8::text[], $9::bigint[], $10::text[], $11::bigint[], $12::bigint[], $27::text[], $28::text[])
                      AS i(run_id, status, last_seq, checkpoint_seq, checkpoint, plan, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest)
                  ON CONFLICT (run_id) DO NOTHING
                  RETURNING run_id
                ), upd AS (
-                 UPDATE ${s}.runs r SET status = u.status, last_seq = u.last_seq, updated_at = $1::bigint, outcome = u.outcome::json, wake_at = u.wake_at,
-                        checkpoint = CASE WHEN u.checkpoint_seq IS NULL THEN r.checkpoint ELSE u.checkpoint END,
-                        checkpoint_seq = COALESCE(u.checkpoint_seq, r.checkpoint_seq),
-                        lease_owner = CASE WHEN u.release THEN NULL ELSE r.lease_owner END,
-                        lease_expires_at = CASE WHEN u.release THEN NULL ELSE r.lease_expires_at END
+                 ${runUpdate(s)}
                    FROM unnest($13::text[], $14::text[], $15::bigint[], $16::text[], $17::bigint[], $18::bytea[], $19::bigint[], $20::boolean[])
                      AS u(run_id, status, last_seq, outcome, wake_at, checkpoint, checkpoint_seq, release)
                   WHERE r.run_id = u.run_id
@@ -425,17 +435,7 @@ export class PostgresJournalStore implements JournalStore {
                SELECT NULL::text FROM (SELECT count(*) AS n FROM nt) z WHERE z.n < 0`,
         values: [
           now,
-          ins.map(([id]) => id),
-          ins.map(([, w]) => w.status),
-          ins.map(([, w]) => w.lastSeq),
-          ins.map(([, w]) => w.checkpointSeq),
-          ins.map(([, w]) => (inlined(w) ? w.checkpoint : null)),
-          ins.map(([, w]) => w.plan),
-          ins.map(([, w]) => w.outcome),
-          ins.map(([, w]) => w.wakeAt),
-          ins.map(([, w]) => w.owner),
-          ins.map(([, w]) => w.epoch),
-          ins.map(([, w]) => w.expiresAt),
+          ...runColumns(ins),
           upd.map(([id]) => id),
           upd.map(([, w]) => w.status),
           upd.map(([, w]) => w.lastSeq),
