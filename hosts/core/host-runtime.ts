@@ -148,20 +148,30 @@ export const eventPageSize = 5_000;
 
 /** Every event of a run, ascending by seq, from a synchronous store. */
 export function readAllEvents(store: Pick<SyncJournalStore, 'readEvents'>, runId: string): any[] {
-  const events: any[] = [];
-  for (let after = 0, more = true; more; ) ({ after, more } = appendPage(events, store.readEvents(runId, after, eventPageSize)));
-  return events;
+  return readAllEventTexts(store, runId).map((e) => JSON.parse(e));
 }
 
 /** Every event of a run, ascending by seq, from any store. */
 export async function readAllEventsAsync(store: Pick<JournalStore, 'readEvents'>, runId: string): Promise<any[]> {
-  const events: any[] = [];
-  for (let after = 0, more = true; more; ) ({ after, more } = appendPage(events, await store.readEvents(runId, after, eventPageSize)));
-  return events;
+  return (await readAllEventTextsAsync(store, runId)).map((e) => JSON.parse(e));
 }
 
-function appendPage(events: any[], page: EventPage): { after: number; more: boolean } {
-  for (const e of page.events) events.push(JSON.parse(e));
+/** Every event of a run as the journal keeps it (its JSON text), ascending by seq, from a synchronous store. */
+export function readAllEventTexts(store: Pick<SyncJournalStore, 'readEvents'>, runId: string): string[] {
+  const texts: string[] = [];
+  for (let after = 0, more = true; more; ) ({ after, more } = appendPage(texts, store.readEvents(runId, after, eventPageSize)));
+  return texts;
+}
+
+/** Every event of a run as the journal keeps it (its JSON text), ascending by seq, from any store. */
+export async function readAllEventTextsAsync(store: Pick<JournalStore, 'readEvents'>, runId: string): Promise<string[]> {
+  const texts: string[] = [];
+  for (let after = 0, more = true; more; ) ({ after, more } = appendPage(texts, await store.readEvents(runId, after, eventPageSize)));
+  return texts;
+}
+
+function appendPage(texts: string[], page: EventPage): { after: number; more: boolean } {
+  for (const e of page.events) texts.push(e);
   return { after: page.lastSeq, more: page.more };
 }
 
@@ -236,12 +246,7 @@ function addArtifact(artifacts: Record<string, string>, digest: string, stored: 
 export async function replaySourceFromStore(store: JournalStore, runId: string): Promise<ReplaySource> {
   const tail = await store.load(runId);
   if (!tail) throw runNotFound(runId);
-  const eventTexts: string[] = [];
-  for (let after = 0, more = true; more; ) {
-    const page = await store.readEvents(runId, after, eventPageSize);
-    for (const e of page.events) eventTexts.push(e);
-    ({ lastSeq: after, more } = page);
-  }
+  const eventTexts = await readAllEventTextsAsync(store, runId);
   const artifacts: Record<string, string> = {};
   for (const d of namedArtifacts(eventTexts)) addArtifact(artifacts, d, await store.getArtifact?.(d));
   return { plan: planOfTail(tail), eventTexts, artifacts };
@@ -250,12 +255,7 @@ export async function replaySourceFromStore(store: JournalStore, runId: string):
 export function replaySourceFromSyncStore(store: SyncJournalStore, runId: string): ReplaySource {
   const tail = store.load(runId);
   if (!tail) throw runNotFound(runId);
-  const eventTexts: string[] = [];
-  for (let after = 0, more = true; more; ) {
-    const page = store.readEvents(runId, after, eventPageSize);
-    for (const e of page.events) eventTexts.push(e);
-    ({ lastSeq: after, more } = page);
-  }
+  const eventTexts = readAllEventTexts(store, runId);
   const artifacts: Record<string, string> = {};
   for (const d of namedArtifacts(eventTexts)) addArtifact(artifacts, d, store.getArtifact?.(d));
   return { plan: planOfTail(tail), eventTexts, artifacts };

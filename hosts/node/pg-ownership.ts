@@ -35,12 +35,32 @@ export interface PgRunRow {
 /** `status` values that hold a slot of their concurrency key (besides a claimed queued run). */
 const activeStatus = activeStatusSql;
 
+/** The runs holding a slot of concurrency key `key` (an SQL expression); `$1` is the caller's `now`. */
+const keyActiveCount = (s: string, key: string): string =>
+  `(SELECT count(*) FROM ${s}.runs a WHERE a.concurrency_key = ${key}
+           AND (a.${activeStatus} OR (a.status = 'queued' AND a.lease_owner IS NOT NULL AND a.lease_expires_at >= $1::bigint)))`;
+
+/** Which leases a claim may take: free, expired, or held by a process of this machine that is gone (`$2`). */
+const claimable = `(r.lease_owner IS NULL OR r.lease_expires_at < $1::bigint OR r.lease_owner = ANY($2::text[]))`;
+
+/** A run to take over: neither queued nor ended, its lease claimable, and needing an owner (running, a timer due, commands pending). */
+const takeoverWhere = (s: string): string =>
+  `r.${activeStatus} AND ${claimable}
+                  AND (r.status = 'running' OR (r.wake_at IS NOT NULL AND r.wake_at <= $1::bigint)
+                       OR EXISTS (SELECT 1 FROM ${s}.run_inbox i WHERE i.run_id = r.run_id AND i.state = 'pending'))`;
+
+/** The keys with claimable waiting runs and a free slot, one row each (a query's FROM ... HAVING). */
+const admissibleKeys = (s: string): string =>
+  `FROM ${s}.runs r JOIN ${s}.run_queue q USING (run_id)
+                WHERE r.status = 'queued' AND r.concurrency_key IS NOT NULL AND ${claimable}
+                GROUP BY r.concurrency_key
+               HAVING ${keyActiveCount(s, 'r.concurrency_key')} < max(q.concurrency_limit)`;
+
 /** The SELECT list of a run record; `$1` is the caller's `now` (for the wait reason). */
 export function runRecordColumns(s: string): string {
   return `r.run_id, r.status, r.last_seq, r.created_at, r.updated_at, r.outcome, r.lease_owner, r.lease_epoch, r.lease_expires_at, r.concurrency_key,
     CASE WHEN r.status = 'queued' AND r.concurrency_key IS NOT NULL THEN
-      (SELECT count(*) FROM ${s}.runs a WHERE a.concurrency_key = r.concurrency_key
-         AND (a.${activeStatus} OR (a.status = 'queued' AND a.lease_owner IS NOT NULL AND a.lease_expires_at >= $1::bigint))) END AS key_active,
+      ${keyActiveCount(s, 'r.concurrency_key')} END AS key_active,
     (SELECT q.concurrency_limit FROM ${s}.run_queue q WHERE q.run_id = r.run_id) AS key_limit`;
 }
 
@@ -280,20 +300,13 @@ export class PgOwnership implements RunOwnership {
    */
   private async claimAtOnce(owner: string, limit: number, ttlMs: number, now: number, dead: readonly string[]): Promise<ClaimedRun[] | undefined> {
     const s = this.s;
-    const claimable = `(r.lease_owner IS NULL OR r.lease_expires_at < $1::bigint OR r.lease_owner = ANY($2::text[]))`;
     const found = await statement<{ keyed: boolean; run_id: string | null; lease_epoch: number; last_seq: number; takeover: boolean; updated_at: number; queued_at: number; plan: Buffer; launch: LaunchRow['launch'] | null; concurrency_limit: number | null }>(this.pool, 'ownership', {
       name: `${s}.claimAtOnce`,
       text: `WITH k AS (
-               SELECT EXISTS (SELECT 1 FROM ${s}.runs r JOIN ${s}.run_queue q USING (run_id)
-                 WHERE r.status = 'queued' AND r.concurrency_key IS NOT NULL AND ${claimable}
-                 GROUP BY r.concurrency_key
-                HAVING (SELECT count(*) FROM ${s}.runs a WHERE a.concurrency_key = r.concurrency_key
-                          AND (a.${activeStatus} OR (a.status = 'queued' AND a.lease_owner IS NOT NULL AND a.lease_expires_at >= $1::bigint))) < max(q.concurrency_limit)) AS keyed
+               SELECT EXISTS (SELECT 1 ${admissibleKeys(s)}) AS keyed
              ), tk AS (
                SELECT r.run_id FROM ${s}.runs r
-                WHERE NOT (SELECT keyed FROM k) AND r.${activeStatus} AND ${claimable}
-                  AND (r.status = 'running' OR (r.wake_at IS NOT NULL AND r.wake_at <= $1::bigint)
-                       OR EXISTS (SELECT 1 FROM ${s}.run_inbox i WHERE i.run_id = r.run_id AND i.state = 'pending'))
+                WHERE NOT (SELECT keyed FROM k) AND ${takeoverWhere(s)}
                 ORDER BY r.updated_at LIMIT $3 FOR UPDATE OF r SKIP LOCKED
              ), qu AS (
                SELECT r.run_id FROM ${s}.runs r
@@ -326,16 +339,12 @@ export class PgOwnership implements RunOwnership {
   /** The claim in one transaction: takeovers, then queued runs, admitted key by key under the key's advisory lock. */
   private async claimLocked(owner: string, limit: number, ttlMs: number, now: number, dead: readonly string[]): Promise<ClaimedRun[]> {
     const s = this.s;
-    // Which leases may be taken: free, expired, or held by a process of this machine that is gone.
-    const claimable = `(r.lease_owner IS NULL OR r.lease_expires_at < $1::bigint OR r.lease_owner = ANY($2::text[]))`;
     return transaction(this.pool, 'ownership', async (c) => {
       const claimed: ClaimedRun[] = [];
       const takeovers = await rows<{ run_id: string; last_seq: number; lease_epoch: number }>(c, {
         name: `${s}.takeoverCandidates`,
         text: `SELECT r.run_id, r.last_seq, r.lease_epoch FROM ${s}.runs r
-                WHERE r.${activeStatus} AND ${claimable}
-                  AND (r.status = 'running' OR (r.wake_at IS NOT NULL AND r.wake_at <= $1::bigint)
-                       OR EXISTS (SELECT 1 FROM ${s}.run_inbox i WHERE i.run_id = r.run_id AND i.state = 'pending'))
+                WHERE ${takeoverWhere(s)}
                 ORDER BY r.updated_at LIMIT $3 FOR UPDATE OF r SKIP LOCKED`,
         values: [now, dead, limit],
       });
@@ -361,11 +370,7 @@ export class PgOwnership implements RunOwnership {
       const keyRows = await rows<{ concurrency_key: string }>(c, {
         name: `${s}.waitingKeys`,
         // Keys seen at capacity in this snapshot are left for a later claim (checked again under the lock otherwise).
-        text: `SELECT r.concurrency_key FROM ${s}.runs r JOIN ${s}.run_queue q USING (run_id)
-                WHERE r.status = 'queued' AND r.concurrency_key IS NOT NULL AND ${claimable}
-                GROUP BY r.concurrency_key
-               HAVING (SELECT count(*) FROM ${s}.runs a WHERE a.concurrency_key = r.concurrency_key
-                         AND (a.${activeStatus} OR (a.status = 'queued' AND a.lease_owner IS NOT NULL AND a.lease_expires_at >= $1::bigint))) < max(q.concurrency_limit)
+        text: `SELECT r.concurrency_key ${admissibleKeys(s)}
                 ORDER BY min(r.queued_at) LIMIT $3`,
         values: [now, dead, room * 4 + 16],
       });
@@ -376,8 +381,7 @@ export class PgOwnership implements RunOwnership {
         const waiting = await rows<{ run_id: string; queued_at: number; concurrency_limit: number; active: number }>(c, {
           name: `${s}.keyHead`,
           text: `SELECT r.run_id, r.queued_at, q.concurrency_limit,
-                        (SELECT count(*) FROM ${s}.runs a WHERE a.concurrency_key = $3
-                           AND (a.${activeStatus} OR (a.status = 'queued' AND a.lease_owner IS NOT NULL AND a.lease_expires_at >= $1::bigint))) AS active
+                        ${keyActiveCount(s, '$3')} AS active
                    FROM ${s}.runs r JOIN ${s}.run_queue q USING (run_id)
                   WHERE r.concurrency_key = $3 AND r.status = 'queued' AND ${claimable}
                   ORDER BY r.queued_at, r.run_id LIMIT $4 FOR UPDATE OF r`,
