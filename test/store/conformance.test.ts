@@ -54,13 +54,9 @@ function postgresHarness(): Harness {
     },
     async cleanup() {
       if (schemas.length === 0) return;
-      const client = new pg.Client({ connectionString: pgUrl });
-      await client.connect();
-      try {
+      await withClient(async (client) => {
         for (const s of schemas) await client.query(`DROP SCHEMA IF EXISTS "${s}" CASCADE`);
-      } finally {
-        await client.end();
-      }
+      });
     },
   };
 }
@@ -514,6 +510,17 @@ describe.each(harnesses)('store conformance: $name', (harness) => {
   });
 });
 
+/** Runs `fn` with a connection of its own to the test server, closed after. */
+async function withClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
 /** A fresh schema of the store as an earlier program left it: the migrations up to `version` applied. */
 async function storeAtVersion(client: pg.Client, schema: string, version: number): Promise<void> {
   await client.query(`CREATE SCHEMA "${schema}"`);
@@ -542,18 +549,14 @@ describe('PostgreSQL store: migrations', () => {
     await assertPostgresReachable();
     const stores = await Promise.all(Array.from({ length: 4 }, () => PostgresJournalStore.open(pgUrl, { schema, poolSize: 1 })));
     await Promise.all(stores.map((s) => s.close()));
-    const client = new pg.Client({ connectionString: pgUrl });
-    await client.connect();
-    try {
+    await withClient(async (client) => {
       const { rows } = await client.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
       // The same numbered versions as the SQLite store's migrations, each applied once.
       expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
       expect(pgMigrations.map((m) => m.version)).toEqual(migrations.map((m) => m.version));
       expect(pgMigrations.map((m) => m.version)).toEqual(Array.from({ length: pgMigrations.length }, (_, i) => i + 1));
       await client.query(`INSERT INTO "${schema}".schema_migrations (version, description) VALUES (99, 'from the future')`);
-    } finally {
-      await client.end();
-    }
+    });
     await expect(PostgresJournalStore.open(pgUrl, { schema })).rejects.toMatchObject({ code: 'store.schema-too-new' });
     await expect(PostgresJournalStore.open(pgUrl, { schema: 'Bad-Name' })).rejects.toMatchObject({ code: 'store.bad-id' });
   });
@@ -565,17 +568,13 @@ describe('PostgreSQL store: version 5 (whole projections)', () => {
 
   it('clears the outcome of a run that can still change (derived again from its journal) and keeps a terminal one', async () => {
     await assertPostgresReachable();
-    const client = new pg.Client({ connectionString: pgUrl });
-    await client.connect();
-    try {
+    await withClient(async (client) => {
       // A store at version 4, as an earlier program left it.
       await storeAtVersion(client, schema, 4);
       const insert = `INSERT INTO "${schema}".runs (run_id, status, last_seq, plan, created_at, updated_at, outcome) VALUES ($1, $2, 1, '\\x7b7d', 1, 1, $3::json)`;
       await client.query(insert, ['paused-1', 'paused', JSON.stringify({ pausedReason: 'approval' })]);
       await client.query(insert, ['done-1', 'completed', JSON.stringify({ result: { n: 1 } })]);
-    } finally {
-      await client.end();
-    }
+    });
     const store = await PostgresJournalStore.open(pgUrl, { schema, poolSize: 1 });
     try {
       expect((await store.getRun('paused-1'))!.outcome).toBeUndefined();
@@ -594,9 +593,7 @@ describe('PostgreSQL store: version 10 (large checkpoints in their own table)', 
 
   it("moves each large checkpoint out of its run's row, keeps the small ones, and the runs load from them after the upgrade", async () => {
     await assertPostgresReachable();
-    const client = new pg.Client({ connectionString: pgUrl });
-    await client.connect();
-    try {
+    await withClient(async (client) => {
       // A store at version 9, as an earlier program left it: runs with a large and a small
       // checkpoint at seq 2 and an event after it, one without a checkpoint.
       await storeAtVersion(client, schema, 9);
@@ -607,19 +604,13 @@ describe('PostgreSQL store: version 10 (large checkpoints in their own table)', 
       for (const id of ['large-cp', 'small-cp', 'no-cp']) {
         for (const seq of [1, 2, 3]) await client.query(`INSERT INTO "${schema}".events (run_id, seq, body) VALUES ($1, $2, $3)`, [id, seq, Buffer.from(`{"seq":${seq}}`)]);
       }
-    } finally {
-      await client.end();
-    }
+    });
     const where = async (runId: string) => {
-      const c = new pg.Client({ connectionString: pgUrl });
-      await c.connect();
-      try {
+      return await withClient(async (c) => {
         const row = await c.query(`SELECT checkpoint IS NOT NULL AS inline FROM "${schema}".runs WHERE run_id = $1`, [runId]);
         const table = await c.query(`SELECT seq::int AS seq FROM "${schema}".checkpoints WHERE run_id = $1`, [runId]);
         return { inline: row.rows[0].inline, table: table.rows.map((r) => r.seq) };
-      } finally {
-        await c.end();
-      }
+      });
     };
     const store = await PostgresJournalStore.open(pgUrl, { schema, poolSize: 1 });
     try {
