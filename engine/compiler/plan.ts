@@ -1,6 +1,6 @@
 // Compiles a root template and the closure of its `workflow.call@1` dependencies into a pinned
 // execution plan. Resume and replay read only the plan, never "the latest" template.
-import { canonicalDigest } from '../hash.js';
+import { canonicalDigest, canonicalJson, sha256Hex } from '../hash.js';
 import { nodeDefinitions, nodeKinds } from '../nodes/index.js';
 import type { ExecutionPlan, PlanTemplate } from '../protocol/plan.js';
 import type { ValidationError, WorkflowTemplate } from '../protocol/template.js';
@@ -29,6 +29,36 @@ export class CompileError extends CodedError {
 export function semanticHash(template: unknown): string {
   const { layout: _layout, ...semantic } = template as Record<string, unknown>;
   return canonicalDigest(semantic);
+}
+
+/**
+ * The canonical JSON of a template and its semantic hash, canonicalising it once: without a
+ * `layout` the template's canonical JSON is also the semantic one.
+ */
+function canonicalTemplate(template: unknown): { text: string; semanticHash: string } {
+  const text = canonicalJson(template);
+  if ((template as Record<string, unknown>).layout === undefined) return { text, semanticHash: `sha256:${sha256Hex(text)}` };
+  return { text, semanticHash: semanticHash(template) };
+}
+
+/**
+ * The plan hash, `canonicalDigest(body)`, with each template's canonical JSON taken from
+ * `texts` (by template key) instead of canonicalising it a second time: of RFC 8785's sorted
+ * keys, `templates` is the body's last, and `revision`, `semanticHash`, `template` are the
+ * order of a template's entry. test/protocol/plan-hash.test.ts checks it against
+ * `canonicalDigest` of the whole body.
+ */
+export function planHashOf(body: Omit<ExecutionPlan, 'planHash'>, texts: ReadonlyMap<string, string>): string {
+  const { templates, ...rest } = body;
+  const head = canonicalJson(rest);
+  const entries = Object.keys(templates)
+    .sort()
+    .map((key) => {
+      const t = templates[key];
+      const text = texts.get(key) ?? canonicalJson(t.template);
+      return `${canonicalJson(key)}:{${t.revision !== undefined ? `"revision":${canonicalJson(t.revision)},` : ''}"semanticHash":${canonicalJson(t.semanticHash)},"template":${text}}`;
+    });
+  return `sha256:${sha256Hex(`${head.slice(0, -1)},"templates":{${entries.join(',')}}}`)}`;
 }
 
 let definitionSetHash: string | undefined;
@@ -72,7 +102,11 @@ export function compilePlan(request: CompileRequest, checkSyntax: SyntaxChecker)
   const rootErrors = validateTemplate(rootTemplate, checkSyntax);
   if (rootErrors.length > 0) throw new CompileError('template.invalid', `the template has ${rootErrors.length} error(s)`, rootErrors);
   const root = templateKey(rootTemplate.metadata.id, request.root.revision);
-  templates[root] = { template: rootTemplate, semanticHash: semanticHash(rootTemplate), revision: request.root.revision };
+  // Each template's canonical JSON, made once for its semantic hash and again used for the plan hash.
+  const texts = new Map<string, string>();
+  const rootCanonical = canonicalTemplate(rootTemplate);
+  texts.set(root, rootCanonical.text);
+  templates[root] = { template: rootTemplate, semanticHash: rootCanonical.semanticHash, revision: request.root.revision };
 
   const queue = [root];
   while (queue.length > 0) {
@@ -90,7 +124,9 @@ export function compilePlan(request: CompileRequest, checkSyntax: SyntaxChecker)
       if (errors.length > 0) {
         throw new CompileError('template.invalid', `dependency ${depKey} has ${errors.length} error(s)`, errors.map((e) => ({ ...e, message: `${depKey}: ${e.message}` })));
       }
-      templates[depKey] = { template: dep.template as WorkflowTemplate, semanticHash: semanticHash(dep.template), revision: dep.revision };
+      const depCanonical = canonicalTemplate(dep.template);
+      texts.set(depKey, depCanonical.text);
+      templates[depKey] = { template: dep.template as WorkflowTemplate, semanticHash: depCanonical.semanticHash, revision: dep.revision };
       queue.push(depKey);
     }
   }
@@ -105,7 +141,7 @@ export function compilePlan(request: CompileRequest, checkSyntax: SyntaxChecker)
     templates,
     replayable: true,
   };
-  return { ...body, planHash: canonicalDigest(body) };
+  return { ...body, planHash: planHashOf(body, texts) };
 }
 
 function callDepth(key: string, templates: Record<string, PlanTemplate>, seen: string[] = []): number {
