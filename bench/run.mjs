@@ -265,6 +265,8 @@ async function measureFloors() {
 const extraModules = [
   // Engine instructions per activation under callgrind (needs valgrind; about a minute a pair).
   ['instructions/bench.mjs', 'runInstructionsBench'],
+  // runtime.compile of a 4-node template, and how often repeated launch(template) compiles.
+  ['compile/bench.mjs', 'runCompileBench'],
   ['sandbox/bench.mjs', 'runSandboxBench'],
   ['durability/bench.mjs', 'runDurabilityBench'],
   ['router/bench.mjs', 'runRouterBench'],

@@ -21,6 +21,51 @@ export const TARGETS = [
   { figure: 'cold start: new process to the first completed 2-step run', workload: 'coldStart', key: 'median', op: '<=', value: 150, unit: 'ms' },
 ];
 
+/**
+ * Targets read from the extra rows (benchmarks of single areas, bench/run.mjs `extraModules`):
+ * each picks its figure from the rows of one source and says what bounds it.
+ */
+export const EXTRA_TARGETS = [
+  {
+    figure: 'compile of a 4-node template (runtime.compile, steady p50)',
+    source: 'bench/compile/bench.mjs',
+    pick: (rows) => rows.find((r) => r.section?.startsWith('runtime.compile'))?.p50Ms,
+    op: '<=', value: 0.5, unit: 'ms',
+    bound: 'the template schema checked by ajv and the canonical JSON of the template, both interpreted in the guest (bench/README.md, "Compile")',
+  },
+  {
+    figure: 'compiled once per template: engine compiles for repeated launch(template)',
+    source: 'bench/compile/bench.mjs',
+    pick: (rows) => rows.find((r) => r.section?.startsWith('launch(template)'))?.engineCompiles,
+    op: '<=', value: 1, unit: 'compiles',
+    bound: "the runtime's plan cache (digest of template, dependencies and node-definition set)",
+  },
+  {
+    figure: 'engine instructions per activation (2-step run, callgrind)',
+    source: 'bench/instructions/bench.mjs',
+    pick: (rows) => rows[0]?.instructionsPerActivation,
+    op: '<=', value: 700_000, unit: 'instructions',
+    bound: 'QuickJS interpreting the engine inside WebAssembly; no single function of the guest is more than an eighth of it (bench/README.md)',
+  },
+  {
+    figure: 'recorded replay in Chromium (largest journal of the browser bench)',
+    source: 'bench/browser/bench.mjs',
+    pick: (rows) => rows.reduce((best, r) => (r.events > (best?.events ?? -1) && typeof r['events/s (chromium)'] === 'number' ? r : best), undefined)?.['events/s (chromium)'],
+    op: '>=', value: 25_000, unit: 'events/s',
+    bound: 'one interpreted engine activation per recorded one, in the page',
+  },
+];
+
+/** The extra targets with this run's figure (`value` null when the source did not run). */
+export function extraTargetResults(doc) {
+  return EXTRA_TARGETS.map((t) => {
+    const x = (doc.extras ?? []).find((e) => e.source === t.source);
+    const rows = x?.status === 'ok' ? (Array.isArray(x.rows) ? x.rows : x.rows?.rows ?? []) : [];
+    const v = rows.length ? t.pick(rows) : undefined;
+    return { ...t, measured: typeof v === 'number' ? v : null, status: x ? x.status : 'not run' };
+  });
+}
+
 /** Adds `ratioToBestPeer` to every measured row, `bestPeer` to every workload, and `floorDistance`. */
 export function analyse(doc) {
   const kind = Object.fromEntries(doc.systems.map((s) => [s.name, s.kind]));
@@ -132,6 +177,11 @@ export function renderMarkdown(doc) {
       const v = r?.status !== 'ok' ? null : t.key === 'peakRss' ? r.peakRssMB?.median : r.median;
       const met = v == null ? '–' : (t.op === '<=' ? v <= t.value : v >= t.value) ? 'yes' : '**no**';
       L.push(`| ${t.figure} | ${t.op === '<=' ? '≤' : '≥'} ${fmt(t.value)} ${t.unit} | ${v == null ? (r?.status ?? '–') : `${fmt(v)} ${t.unit}`} | ${met} | ${esc(v == null ? '' : boundOf(doc, t.workload, r))} |`);
+    }
+    for (const t of extraTargetResults(doc)) {
+      const v = t.measured;
+      const met = v == null ? '–' : (t.op === '<=' ? v <= t.value : v >= t.value) ? 'yes' : '**no**';
+      L.push(`| ${t.figure} | ${t.op === '<=' ? '≤' : '≥'} ${fmt(t.value)} ${t.unit} | ${v == null ? `${t.status} (${t.source})` : `${fmt(v)} ${t.unit}`} | ${met} | ${esc(v == null ? '' : t.bound)} |`);
     }
   }
 
