@@ -3,9 +3,11 @@
 // `WorkflowRuntime` opened with its defaults (SQLite in a fresh directory), the first compile of
 // the process and the steady cost over distinct templates (each a new `metadata.id`, so every
 // call compiles); and `launch(template)` of one template many times, counting the calls into the
-// engine's `compile` (the runtime's plan cache should make it one). Prints a table; never asserts.
+// engine's `compile` (the runtime's plan cache should make it one). Runs in a fresh process of
+// its own, so the first compile is the process's first. Prints a table; never asserts.
 //
 //   node bench/compile/bench.mjs [--quick] [--json]        (imports the built package: `node build.mjs` first)
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +23,23 @@ function quantiles(samples) {
   return { n: s.length, p50Ms: at(0.5), p99Ms: at(0.99), minMs: s[0] };
 }
 
-export async function runCompileBench(options = {}) {
+/** The rows of one fresh process running this file (what `npm run bench` calls). */
+export function runCompileBench(options = {}) {
+  const quick = options.quick ?? process.env.BENCH_QUICK === '1';
+  const args = [fileURLToPath(import.meta.url), '--json', ...(quick ? ['--quick'] : [])];
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, args, { maxBuffer: 1 << 20 }, (err, stdout, stderr) => {
+      if (err) return reject(new Error(`compile bench failed: ${err.message} ${stderr}`));
+      try {
+        resolve(JSON.parse(stdout));
+      } catch (e) {
+        reject(new Error(`compile bench printed no rows: ${e.message}`));
+      }
+    });
+  });
+}
+
+async function measure(options = {}) {
   const quick = options.quick ?? process.env.BENCH_QUICK === '1';
   const warmup = quick ? 20 : 100;
   const measured = quick ? 50 : 500;
@@ -74,7 +92,7 @@ export async function runCompileBench(options = {}) {
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const rows = await runCompileBench({ quick: process.argv.includes('--quick') });
+  const rows = await measure({ quick: process.argv.includes('--quick') });
   if (process.argv.includes('--json')) console.log(JSON.stringify(rows, null, 2));
   else console.table(rows);
 }
