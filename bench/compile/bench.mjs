@@ -13,15 +13,11 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sequence } from '../lib/templates.mjs';
+import { stats } from '../lib/util.mjs';
 
 const dist = (p) => new URL(`../../dist/${p}`, import.meta.url).href;
 const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
 
-function quantiles(samples) {
-  const s = [...samples].sort((a, b) => a - b);
-  const at = (q) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
-  return { n: s.length, p50Ms: at(0.5), p99Ms: at(0.99), minMs: s[0] };
-}
 
 /** The rows of one fresh process running this file (what `npm run bench` calls). */
 export function runCompileBench(options = {}) {
@@ -69,7 +65,8 @@ async function measure(options = {}) {
       await runtime.compile(t);
       if (i >= warmup) samples.push(performance.now() - t0);
     }
-    const steady = quantiles(samples);
+    const st = stats(samples);
+    const steady = { n: st.n, p50Ms: st.median, p99Ms: st.p99, minMs: st.min };
 
     const once = sequence('compile-once', 2);
     const before = engineCompiles;

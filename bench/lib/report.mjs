@@ -175,14 +175,9 @@ export function renderMarkdown(doc) {
     for (const t of TARGETS) {
       const r = doc.workloads[t.workload].systems[product.name];
       const v = r?.status !== 'ok' ? null : t.key === 'peakRss' ? r.peakRssMB?.median : r.median;
-      const met = v == null ? '–' : (t.op === '<=' ? v <= t.value : v >= t.value) ? 'yes' : '**no**';
-      L.push(`| ${t.figure} | ${t.op === '<=' ? '≤' : '≥'} ${fmt(t.value)} ${t.unit} | ${v == null ? (r?.status ?? '–') : `${fmt(v)} ${t.unit}`} | ${met} | ${esc(v == null ? '' : boundOf(doc, t.workload, r))} |`);
+      L.push(targetLine(t, v, r?.status ?? '–', () => boundOf(doc, t.workload, r)));
     }
-    for (const t of extraTargetResults(doc)) {
-      const v = t.measured;
-      const met = v == null ? '–' : (t.op === '<=' ? v <= t.value : v >= t.value) ? 'yes' : '**no**';
-      L.push(`| ${t.figure} | ${t.op === '<=' ? '≤' : '≥'} ${fmt(t.value)} ${t.unit} | ${v == null ? `${t.status} (${t.source})` : `${fmt(v)} ${t.unit}`} | ${met} | ${esc(v == null ? '' : t.bound)} |`);
-    }
+    for (const t of extraTargetResults(doc)) L.push(targetLine(t, t.measured, `${t.status} (${t.source})`, () => t.bound));
   }
 
   if (doc.extras?.length) {
@@ -202,6 +197,12 @@ export function renderMarkdown(doc) {
   }
   L.push('', 'Chart: [latest.svg](latest.svg) (ratio to the best peer per workload, log scale).', '');
   return L.join('\n');
+}
+
+/** One row of the targets table: the figure against its target, or why there is no figure. */
+function targetLine(t, v, missing, bound) {
+  const met = v == null ? '–' : (t.op === '<=' ? v <= t.value : v >= t.value) ? 'yes' : '**no**';
+  return `| ${t.figure} | ${t.op === '<=' ? '≤' : '≥'} ${fmt(t.value)} ${t.unit} | ${v == null ? missing : `${fmt(v)} ${t.unit}`} | ${met} | ${esc(v == null ? '' : bound())} |`;
 }
 
 /**

@@ -104,9 +104,12 @@ export function compilePlan(request: CompileRequest, checkSyntax: SyntaxChecker)
   const root = templateKey(rootTemplate.metadata.id, request.root.revision);
   // Each template's canonical JSON, made once for its semantic hash and again used for the plan hash.
   const texts = new Map<string, string>();
-  const rootCanonical = canonicalTemplate(rootTemplate);
-  texts.set(root, rootCanonical.text);
-  templates[root] = { template: rootTemplate, semanticHash: rootCanonical.semanticHash, revision: request.root.revision };
+  const addTemplate = (key: string, template: WorkflowTemplate, revision: number | undefined) => {
+    const canonical = canonicalTemplate(template);
+    texts.set(key, canonical.text);
+    templates[key] = { template, semanticHash: canonical.semanticHash, revision };
+  };
+  addTemplate(root, rootTemplate, request.root.revision);
 
   const queue = [root];
   while (queue.length > 0) {
@@ -124,9 +127,7 @@ export function compilePlan(request: CompileRequest, checkSyntax: SyntaxChecker)
       if (errors.length > 0) {
         throw new CompileError('template.invalid', `dependency ${depKey} has ${errors.length} error(s)`, errors.map((e) => ({ ...e, message: `${depKey}: ${e.message}` })));
       }
-      const depCanonical = canonicalTemplate(dep.template);
-      texts.set(depKey, depCanonical.text);
-      templates[depKey] = { template: dep.template as WorkflowTemplate, semanticHash: depCanonical.semanticHash, revision: dep.revision };
+      addTemplate(depKey, dep.template as WorkflowTemplate, dep.revision);
       queue.push(depKey);
     }
   }
