@@ -56,6 +56,11 @@ const admissibleKeys = (s: string): string =>
                 GROUP BY r.concurrency_key
                HAVING ${keyActiveCount(s, 'r.concurrency_key')} < max(q.concurrency_limit)`;
 
+/** The launch of a queued run a claim took, from its queue row and its plan (a limit of 1 when the row has none). */
+function launchOfRow(launch: LaunchRow['launch'], plan: Buffer, concurrencyLimit: number | null): QueuedLaunch {
+  return { ...launch, plan, concurrencyLimit: concurrencyLimit ?? 1 } as QueuedLaunch;
+}
+
 /** The SELECT list of a run record; `$1` is the caller's `now` (for the wait reason). */
 export function runRecordColumns(s: string): string {
   return `r.run_id, r.status, r.last_seq, r.created_at, r.updated_at, r.outcome, r.lease_owner, r.lease_epoch, r.lease_expires_at, r.concurrency_key,
@@ -328,7 +333,7 @@ export class PgOwnership implements RunOwnership {
       a.takeover ? a.updated_at - b.updated_at : a.queued_at - b.queued_at || (a.run_id! < b.run_id! ? -1 : a.run_id! > b.run_id! ? 1 : 0);
     for (const takeover of [true, false]) {
       for (const r of found.filter((f) => f.run_id !== null && f.takeover === takeover).sort(order)) {
-        const launch = r.launch !== null ? ({ ...r.launch, plan: r.plan, concurrencyLimit: r.concurrency_limit ?? 1 } as QueuedLaunch) : undefined;
+        const launch = r.launch !== null ? launchOfRow(r.launch, r.plan, r.concurrency_limit) : undefined;
         const start = launch !== undefined && (!takeover || r.last_seq === 0);
         claimed.push(start ? { runId: r.run_id!, epoch: r.lease_epoch, kind: 'start', launch } : { runId: r.run_id!, epoch: r.lease_epoch, kind: 'takeover' });
       }
@@ -418,7 +423,7 @@ export class PgOwnership implements RunOwnership {
       values: [owner, expiresAt, runIds],
     });
     return new Map(
-      taken.map((r) => [r.run_id, { epoch: r.lease_epoch, ...(r.launch !== null ? { launch: { ...r.launch, plan: r.plan, concurrencyLimit: r.concurrency_limit ?? 1 } as QueuedLaunch } : {}) }]),
+      taken.map((r) => [r.run_id, { epoch: r.lease_epoch, ...(r.launch !== null ? { launch: launchOfRow(r.launch, r.plan, r.concurrency_limit) } : {}) }]),
     );
   }
 
