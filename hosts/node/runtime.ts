@@ -579,20 +579,32 @@ export class WorkflowRuntime {
   async command(runId: string, command: OperatorCommand, options: { timeoutMs?: number } = {}): Promise<CommandOutcome> {
     const id = await this.post(runId, command);
     const leases = this.kernel.leases!;
+    // Set when the run was found terminal: the commit that ended it either applied this command
+    // (its owner marks the command applied in that same transaction) or never will.
+    let ended: { code: string; message: string } | undefined;
     // With workers on the store, a run nobody owns is theirs to take: this process only follows.
     const applyHere = async () => {
       if (leases.held(runId)) return true;
-      if ((await this.liveWorkers()).length > 0) return false;
+      if ((await this.liveWorkers()).length > 0) {
+        const record = await this.store.getRun(runId);
+        if (record && isTerminal(record)) ended = { code: 'run.terminal', message: `run ${runId} is ${record.status}` };
+        return false;
+      }
       const grant = await this.kernel.takeLease(runId);
-      if (!grant.ok && grant.code !== 'lease.held') throw new WorkflowError(grant.code, grant.message);
-      return grant.ok;
+      if (grant.ok) return true;
+      if (grant.code === 'run.terminal') ended = grant;
+      else if (grant.code !== 'lease.held') throw new WorkflowError(grant.code, grant.message);
+      return false;
     };
     if (await applyHere()) void leases.poll();
     const deadline = Date.now() + (options.timeoutMs ?? 30_000);
     for (;;) {
+      // Read after the run was seen terminal, a pending command stays pending for good.
+      const endedBefore = ended;
       const result = await this.ownership.commandResult(id);
       if (result?.state === 'applied') return { ...(await this.kernel.outcomeFromStore(runId)), commandId: id, ...(result.appliedBy ? { appliedBy: result.appliedBy } : {}) };
       if (result?.state === 'refused') throw new WorkflowError(result.error?.code ?? 'command.refused', result.error?.message ?? 'the command was refused', { commandId: id });
+      if (endedBefore) throw new WorkflowError('run.terminal', `${endedBefore.message}; it ended before command ${id} (${command.type}) was applied`, { commandId: id });
       if (Date.now() >= deadline) {
         const record = await this.store.getRun(runId);
         throw new WorkflowError(
@@ -603,7 +615,7 @@ export class WorkflowRuntime {
       }
       // The lease may have been given up meanwhile: then this process (or a worker) applies it.
       if (await applyHere()) void leases.poll();
-      await new Promise((r) => setTimeout(r, this.pollMs));
+      if (!ended) await new Promise((r) => setTimeout(r, this.pollMs));
     }
   }
 
@@ -658,7 +670,14 @@ export class WorkflowRuntime {
     const by = options.by ?? 'sdk';
     if (isTerminal(record)) return this.kernel.outcomeFromStore(runId);
     if (record.status === 'queued' && (await this.ownership.cancelQueued(runId, reason, by, this.kernel.now()))) return this.kernel.outcomeFromStore(runId);
-    return this.command(runId, { type: 'cancel', reason, by });
+    try {
+      return await this.command(runId, { type: 'cancel', reason, by });
+    } catch (err) {
+      // The run ended on its own before its owner read the cancel: like a cancel of a run that
+      // had already ended, the answer is its outcome.
+      if (err instanceof WorkflowError && err.code === 'run.terminal') return this.kernel.outcomeFromStore(runId);
+      throw err;
+    }
   }
 
   async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean; /** How long to wait for the command to be applied (default 30 s); then `command.pending`. */ timeoutMs?: number }): Promise<CommandOutcome> {

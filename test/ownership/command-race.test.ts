@@ -1,0 +1,101 @@
+// An operator command posted from one runtime while another runtime owns the run. The owner marks
+// a command applied in the same transaction as the commit it led to, so a run the command itself
+// ended is reported as the command's outcome, never as "run.terminal". The interleavings are
+// forced, not waited for: the follower's read of its command's state is held back until the owner
+// has applied it, the order in which a busy machine runs the two processes now and then.
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
+import { tempDir } from '../helpers/node-host.js';
+import { template } from './helpers.js';
+
+const opened: WorkflowRuntime[] = [];
+
+afterEach(async () => {
+  for (const rt of opened.splice(0)) await rt.close();
+});
+
+async function open(dir: string, ownerId: string, tools: Record<string, unknown> = {}): Promise<WorkflowRuntime> {
+  const rt = await WorkflowRuntime.open({ dir, ownerId, pollMs: 10, log: () => undefined, tools: tools as never });
+  opened.push(rt);
+  return rt;
+}
+
+const oneCharge = template('race-charge', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], [
+  ['start', 'charge'],
+  ['charge', 'end'],
+], { requires: ['tool:charge'] });
+
+/** A charge that lasts until it is aborted; its log (outside the store) is the oracle. */
+function abortableCharge(log: string) {
+  return (_input: unknown, ctx: { signal: AbortSignal }) => {
+    appendFileSync(log, 'charge started\n');
+    return new Promise((resolve) => ctx.signal.addEventListener('abort', () => {
+      appendFileSync(log, 'charge aborted\n');
+      resolve({ charged: 0 });
+    }));
+  };
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('a command applied by the run\'s owner', () => {
+  it('a cancel the owner applies between the follower\'s two looks is reported as the cancel\'s outcome', async () => {
+    const dir = tempDir();
+    const log = join(dir, 'charges.log');
+    writeFileSync(log, '');
+    const owner = await open(dir, 'owner-a', { charge: abortableCharge(log) });
+    const follower = await open(dir, 'follower-b');
+    const handle = await owner.launch(oneCharge);
+    await until('the charge to start', () => readFileSync(log, 'utf8').includes('charge started'));
+
+    // The follower's first read of its command's state happens before the owner applies it and
+    // is answered only after: its next look at the run finds it terminal.
+    const ownership = (follower as unknown as { store: { ownership: { commandResult(id: number): unknown } } }).store.ownership;
+    const read = ownership.commandResult.bind(ownership);
+    let held = 0;
+    ownership.commandResult = async (id: number) => {
+      const state = await read(id);
+      if (held++ === 0) await until('the owner to apply the cancel', async () => (await follower.getRun(handle.runId)).status === 'cancelled');
+      return state;
+    };
+
+    const outcome = await follower.cancel(handle.runId, { reason: 'customer asked', by: 'operator' });
+    expect(held).toBeGreaterThan(1);
+    expect(outcome).toMatchObject({ runId: handle.runId, status: 'cancelled', appliedBy: 'owner-a' });
+    await until('the charge to see the abort', () => readFileSync(log, 'utf8').includes('charge aborted'));
+    const events = (await follower.readEvents(handle.runId)).events;
+    expect(events.filter((e) => e.type === 'run.cancelled')).toHaveLength(1);
+    expect(events.find((e) => e.type === 'run.cancel-requested')).toMatchObject({ payload: { reason: 'customer asked', by: 'operator' } });
+  }, 30_000);
+
+  it('a command on a run that ended without applying it fails at once with run.terminal, also with workers on the store', async () => {
+    const dir = tempDir();
+    const owner = await open(dir, 'owner-a', { charge: () => ({ charged: 1 }) });
+    const handle = await owner.launch(oneCharge);
+    expect((await handle.result).status).toBe('completed');
+
+    const follower = await open(dir, 'follower-b');
+    const direct = await follower.command(handle.runId, { type: 'cancel', reason: 'late', by: 'operator' }, { timeoutMs: 20_000 }).then(() => undefined, (e: { code?: string; message?: string; detail?: { commandId?: number } }) => e);
+    expect(direct).toMatchObject({ code: 'run.terminal', detail: { commandId: expect.any(Number) } });
+    expect(direct?.message).toMatch(/is completed; it ended before command \d+ \(cancel\) was applied/);
+
+    // With a live worker the follower does not take leases itself; it must still see the end.
+    const worker = await open(dir, 'worker-c');
+    await worker.startWorker({ idlePollMs: 600_000 });
+    await until('the worker to be live', async () => (await follower.liveWorkers()).length > 0);
+    const withWorkers = await follower.command(handle.runId, { type: 'cancel', reason: 'late', by: 'operator' }, { timeoutMs: 20_000 }).then(() => undefined, (e: { code?: string }) => e);
+    expect(withWorkers).toMatchObject({ code: 'run.terminal' });
+    // The SDK's cancel of such a run answers with its outcome, as for any run that has ended.
+    expect(await follower.cancel(handle.runId)).toMatchObject({ status: 'completed' });
+  }, 60_000);
+});
