@@ -8,7 +8,7 @@ import { assertRunInput } from '../core/json-input.js';
 import { resolutionFields } from '../core/operator.js';
 import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { leaseDefaults } from '../core/leases.js';
-import type { OperatorCommand, QueuedLaunch, RunOwnership } from '../core/ownership-store.js';
+import type { CommandResult, OperatorCommand, QueuedLaunch, RunOwnership } from '../core/ownership-store.js';
 import type { JournalStore } from '../core/store.js';
 import { WorkflowError } from './errors.js';
 import { newOwnerId } from './owner-id.js';
@@ -634,9 +634,20 @@ export class WorkflowRuntime {
     return id;
   }
 
-  /** Where a posted command stands: pending, applied (by whom), or refused (with the error). */
-  async commandResult(commandId: number) {
-    return this.ownership.commandResult(commandId);
+  /**
+   * Where a posted command stands: pending, applied (by whom), or refused (with the error). A
+   * command still pending on a run that has ended is never applied (the commit that ends a run
+   * marks the commands it applied): it is answered as refused with `run.terminal`.
+   */
+  async commandResult(commandId: number): Promise<CommandResult | undefined> {
+    const result = await this.ownership.commandResult(commandId);
+    if (result?.state !== 'pending') return result;
+    const record = await this.store.getRun(result.runId);
+    if (!record || !isTerminal(record)) return result;
+    // Read again after the run was seen terminal: its last commit may have applied the command.
+    const after = await this.ownership.commandResult(commandId);
+    if (after?.state !== 'pending') return after;
+    return { ...after, state: 'refused', error: { code: 'run.terminal', message: `run ${after.runId} is ${record.status}; it ended before command ${commandId} was applied` } };
   }
 
   /**

@@ -97,5 +97,8 @@ describe('a command applied by the run\'s owner', () => {
     expect(withWorkers).toMatchObject({ code: 'run.terminal' });
     // The SDK's cancel of such a run answers with its outcome, as for any run that has ended.
     expect(await follower.cancel(handle.runId)).toMatchObject({ status: 'completed' });
+    // A command only posted (not followed) reads as refused, never as pending for good.
+    const posted = await follower.post(handle.runId, { type: 'cancel', reason: 'late', by: 'operator' });
+    expect(await follower.commandResult(posted)).toMatchObject({ id: posted, runId: handle.runId, state: 'refused', error: { code: 'run.terminal' } });
   }, 60_000);
 });
