@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 import { tempDir } from '../helpers/node-host.js';
-import { template } from './helpers.js';
+import { template, until } from './helpers.js';
 
 const opened: WorkflowRuntime[] = [];
 
@@ -36,16 +36,6 @@ function abortableCharge(log: string) {
       resolve({ charged: 0 });
     }));
   };
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
 
 describe('a command applied by the run\'s owner', () => {
