@@ -2,7 +2,8 @@
 // a command applied in the same transaction as the commit it led to, so a run the command itself
 // ended is reported as the command's outcome, never as "run.terminal". The interleavings are
 // forced, not waited for: the follower's read of its command's state is held back until the owner
-// has applied it, the order in which a busy machine runs the two processes now and then.
+// has applied it (and the owner reads its inbox only after that first read): the order in which a
+// busy machine runs the two processes now and then.
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -48,14 +49,23 @@ describe('a command applied by the run\'s owner', () => {
     const handle = await owner.launch(oneCharge);
     await until('the charge to start', () => readFileSync(log, 'utf8').includes('charge started'));
 
-    // The follower's first read of its command's state happens before the owner applies it and
-    // is answered only after: its next look at the run finds it terminal.
+    // The order is forced: the owner reads no command from its inbox until the follower has read
+    // its command's state (pending), and that read is answered only after the owner applied it, so
+    // the follower's next look at the run finds it terminal.
+    let followerRead = false;
+    const ownerInbox = (owner as unknown as { store: { ownership: { pendingCommands(...args: unknown[]): unknown } } }).store.ownership;
+    const pending = ownerInbox.pendingCommands.bind(ownerInbox);
+    ownerInbox.pendingCommands = (...args: unknown[]) => (followerRead ? pending(...args) : []);
     const ownership = (follower as unknown as { store: { ownership: { commandResult(id: number): unknown } } }).store.ownership;
     const read = ownership.commandResult.bind(ownership);
     let held = 0;
     ownership.commandResult = async (id: number) => {
       const state = await read(id);
-      if (held++ === 0) await until('the owner to apply the cancel', async () => (await follower.getRun(handle.runId)).status === 'cancelled');
+      if (held++ === 0) {
+        expect(state).toMatchObject({ state: 'pending' });
+        followerRead = true;
+        await until('the owner to apply the cancel', async () => (await follower.getRun(handle.runId)).status === 'cancelled');
+      }
       return state;
     };
 
