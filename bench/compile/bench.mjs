@@ -18,7 +18,6 @@ import { stats } from '../lib/util.mjs';
 const dist = (p) => new URL(`../../dist/${p}`, import.meta.url).href;
 const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
 
-
 /** The rows of one fresh process running this file (what `npm run bench` calls). */
 export function runCompileBench(options = {}) {
   const quick = options.quick ?? process.env.BENCH_QUICK === '1';
