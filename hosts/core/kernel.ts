@@ -82,7 +82,7 @@ export class Kernel {
   /** `waitFor` calls to fail when a fact of their run could not be made durable here. */
   private readonly lossListeners = new Map<string, Set<(err: unknown) => void>>();
   private readonly plans = new Map<string, ExecutionPlan>();
-  /** Runs this process has activated: their in-flight work is known to this process. */
+  /** Runs this process has activated and that have not ended: their in-flight work is known to this process. */
   private readonly known = new Set<string>();
   /** Runs whose lease this process took from another owner; their next activation resumes them as after a restart. */
   private readonly takeovers = new Set<string>();
@@ -432,11 +432,15 @@ export class Kernel {
       if (r.rest) this.leases?.released(r.runId, r.lease.epoch);
       else this.leases?.committed(r.runId, r.lease.epoch);
     }
-    this.known.add(r.runId);
+    const ended = terminalStatuses.has(r.summary.status);
+    // An ended run has no in-flight work left to know about (a resume of it changes nothing), so
+    // it is not kept: a process that runs millions of runs would hold every id it ever ran.
+    if (ended) this.known.delete(r.runId);
+    else this.known.add(r.runId);
     for (const c of r.cancels) this.dispatcher.cancel(c.invocationId, c.reason);
     for (const request of r.requests) this.dispatcher.dispatch(request);
     this.wakeUps.arm(r.runId, r.summary);
-    if (terminalStatuses.has(r.summary.status)) {
+    if (ended) {
       this.plans.delete(r.runId);
       this.children.ended(r.runId, r.summary);
     }
