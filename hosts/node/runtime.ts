@@ -579,32 +579,30 @@ export class WorkflowRuntime {
   async command(runId: string, command: OperatorCommand, options: { timeoutMs?: number } = {}): Promise<CommandOutcome> {
     const id = await this.post(runId, command);
     const leases = this.kernel.leases!;
-    // Set when the run was found terminal: the commit that ended it either applied this command
-    // (its owner marks the command applied in that same transaction) or never will.
-    let ended: { code: string; message: string } | undefined;
+    // Set when the run was found terminal (`run <id> is <status>`): the commit that ended it either
+    // applied this command (its owner marks the command applied in that same transaction) or never will.
+    let ended: string | undefined;
     // With workers on the store, a run nobody owns is theirs to take: this process only follows.
     const applyHere = async () => {
       if (leases.held(runId)) return true;
       if ((await this.liveWorkers()).length > 0) {
         const record = await this.store.getRun(runId);
-        if (record && isTerminal(record)) ended = { code: 'run.terminal', message: `run ${runId} is ${record.status}` };
+        if (record && isTerminal(record)) ended = `run ${runId} is ${record.status}`;
         return false;
       }
       const grant = await this.kernel.takeLease(runId);
       if (grant.ok) return true;
-      if (grant.code === 'run.terminal') ended = grant;
+      if (grant.code === 'run.terminal') ended = grant.message;
       else if (grant.code !== 'lease.held') throw new WorkflowError(grant.code, grant.message);
       return false;
     };
     if (await applyHere()) void leases.poll();
     const deadline = Date.now() + (options.timeoutMs ?? 30_000);
     for (;;) {
-      // Read after the run was seen terminal, a pending command stays pending for good.
-      const endedBefore = ended;
-      const result = await this.ownership.commandResult(id);
+      const result = ended !== undefined ? await this.settleEnded(id, ended) : await this.ownership.commandResult(id);
       if (result?.state === 'applied') return { ...(await this.kernel.outcomeFromStore(runId)), commandId: id, ...(result.appliedBy ? { appliedBy: result.appliedBy } : {}) };
       if (result?.state === 'refused') throw new WorkflowError(result.error?.code ?? 'command.refused', result.error?.message ?? 'the command was refused', { commandId: id });
-      if (endedBefore) throw new WorkflowError('run.terminal', `${endedBefore.message}; it ended before command ${id} (${command.type}) was applied`, { commandId: id });
+      if (ended !== undefined) throw new WorkflowError('run.terminal', `${ended}; it ended before command ${id} was applied`, { commandId: id });
       if (Date.now() >= deadline) {
         const record = await this.store.getRun(runId);
         throw new WorkflowError(
@@ -636,18 +634,28 @@ export class WorkflowRuntime {
 
   /**
    * Where a posted command stands: pending, applied (by whom), or refused (with the error). A
-   * command still pending on a run that has ended is never applied (the commit that ends a run
-   * marks the commands it applied): it is answered as refused with `run.terminal`.
+   * command posted to a run that had ended is stored refused (`run.terminal`); one still pending
+   * when its run ended is refused by the first reader that sees the run ended (`settleEnded`).
    */
   async commandResult(commandId: number): Promise<CommandResult | undefined> {
     const result = await this.ownership.commandResult(commandId);
     if (result?.state !== 'pending') return result;
     const record = await this.store.getRun(result.runId);
     if (!record || !isTerminal(record)) return result;
-    // Read again after the run was seen terminal: its last commit may have applied the command.
-    const after = await this.ownership.commandResult(commandId);
-    if (after?.state !== 'pending') return after;
-    return { ...after, state: 'refused', error: { code: 'run.terminal', message: `run ${after.runId} is ${record.status}; it ended before command ${commandId} was applied` } };
+    return this.settleEnded(commandId, `run ${result.runId} is ${record.status}`);
+  }
+
+  /**
+   * The state of a command read after its run was seen ended (`ended`: "run <id> is <status>"):
+   * applied by the commit that ended the run or an earlier one (marked in the same transaction as
+   * that commit, so visible by now), refused, or pending for good, since no commit of an ended run
+   * applies anything. Then it is stored refused with `run.terminal`, for every later reader.
+   */
+  private async settleEnded(id: number, ended: string): Promise<CommandResult | undefined> {
+    const result = await this.ownership.commandResult(id);
+    if (result?.state !== 'pending') return result;
+    await this.ownership.refuseCommands([{ id, error: { code: 'run.terminal', message: `${ended}; it ended before command ${id} was applied` } }], this.ownerId, this.kernel.now());
+    return this.ownership.commandResult(id);
   }
 
   /**

@@ -6,7 +6,8 @@ import { closeSync, openSync, utimesSync, watch, type FSWatcher } from 'node:fs'
 import type { Database, Statement } from 'better-sqlite3';
 import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorCommand, QueuedLaunch, RunOwnership, WorkerRecord } from '../core/ownership-store.js';
 import { assertPortableId, StoreError, type RunRecord } from '../core/store.js';
-import { activeStatusSql, commandResultOf, leaseDecision, type InboxResultRow, type LeaseRow } from './lease-rules.js';
+import { terminalStatuses } from '../core/types.js';
+import { activeStatusSql, commandResultOf, leaseDecision, postedAfterEnd, type InboxResultRow, type LeaseRow } from './lease-rules.js';
 import { ownerIsDead } from './owner-id.js';
 
 export interface RunRow {
@@ -52,8 +53,9 @@ export class SqliteOwnership implements RunOwnership {
       take: db.prepare('UPDATE runs SET lease_owner = ?, lease_epoch = lease_epoch + 1, lease_expires_at = ? WHERE run_id = ? AND lease_epoch = ?'),
       renew: db.prepare('UPDATE runs SET lease_expires_at = ? WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?'),
       release: db.prepare('UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL WHERE run_id = ? AND lease_owner = ? AND lease_epoch = ?'),
-      exists: db.prepare('SELECT 1 FROM runs WHERE run_id = ?').pluck(),
+      status: db.prepare('SELECT status FROM runs WHERE run_id = ?').pluck(),
       post: db.prepare('INSERT INTO run_inbox (run_id, command, posted_at) VALUES (?, ?, ?)'),
+      postRefused: db.prepare("INSERT INTO run_inbox (run_id, command, posted_at, state, applied_at, error) VALUES (?, ?, ?, 'refused', ?, ?)"),
       refuse: db.prepare("UPDATE run_inbox SET state = 'refused', error = ?, applied_at = ?, applied_by = ? WHERE id = ? AND state = 'pending'"),
       result: db.prepare('SELECT id, run_id, state, applied_at, applied_by, error FROM run_inbox WHERE id = ?'),
       byIdempotencyKey: db.prepare('SELECT run_id FROM run_queue WHERE idempotency_key = ?').pluck(),
@@ -140,11 +142,14 @@ export class SqliteOwnership implements RunOwnership {
   }
 
   postCommand(runId: string, command: OperatorCommand, now: number): number {
-    const id = this.tx(() => {
-      if (!this.stmt.exists.get(runId)) throw new StoreError('store.not-found', `run ${runId} does not exist in this store`);
-      return Number(this.stmt.post.run(runId, JSON.stringify(command), now).lastInsertRowid);
+    const { id, pending } = this.tx(() => {
+      const status = this.stmt.status.get(runId) as string | undefined;
+      if (status === undefined) throw new StoreError('store.not-found', `run ${runId} does not exist in this store`);
+      // In the transaction that read the status: no commit of the run can come between.
+      if (terminalStatuses.has(status)) return { id: Number(this.stmt.postRefused.run(runId, JSON.stringify(command), now, now, JSON.stringify(postedAfterEnd(runId, status))).lastInsertRowid), pending: false };
+      return { id: Number(this.stmt.post.run(runId, JSON.stringify(command), now).lastInsertRowid), pending: true };
     });
-    this.signal('inbox');
+    if (pending) this.signal('inbox');
     return id;
   }
 
@@ -213,7 +218,7 @@ export class SqliteOwnership implements RunOwnership {
         const existing = this.stmt.byIdempotencyKey.get(launch.idempotencyKey) as string | undefined;
         if (existing) return { runId: existing, created: false };
       }
-      if (this.stmt.exists.get(launch.runId)) return { runId: launch.runId, created: false };
+      if (this.stmt.status.get(launch.runId) !== undefined) return { runId: launch.runId, created: false };
       const { plan, concurrencyLimit, idempotencyKey, delivery, ...request } = launch;
       this.stmt.insertQueuedRun.run(launch.runId, plan, now, now, launch.concurrencyKey ?? null, now, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null);
       this.stmt.insertQueue.run(launch.runId, JSON.stringify(request), concurrencyLimit ?? 1, idempotencyKey ?? null);

@@ -78,7 +78,7 @@ describe('a command applied by the run\'s owner', () => {
     expect(events.find((e) => e.type === 'run.cancel-requested')).toMatchObject({ payload: { reason: 'customer asked', by: 'operator' } });
   }, 30_000);
 
-  it('a command on a run that ended without applying it fails at once with run.terminal, also with workers on the store', async () => {
+  it('a command on a run that had ended is refused at once with run.terminal, also with workers on the store', async () => {
     const dir = tempDir();
     const owner = await open(dir, 'owner-a', { charge: () => ({ charged: 1 }) });
     const handle = await owner.launch(oneCharge);
@@ -87,7 +87,7 @@ describe('a command applied by the run\'s owner', () => {
     const follower = await open(dir, 'follower-b');
     const direct = await follower.command(handle.runId, { type: 'cancel', reason: 'late', by: 'operator' }, { timeoutMs: 20_000 }).then(() => undefined, (e: { code?: string; message?: string; detail?: { commandId?: number } }) => e);
     expect(direct).toMatchObject({ code: 'run.terminal', detail: { commandId: expect.any(Number) } });
-    expect(direct?.message).toMatch(/is completed; it ended before command \d+ \(cancel\) was applied/);
+    expect(direct?.message).toBe(`run ${handle.runId} is completed; it had ended when the command was posted`);
 
     // With a live worker the follower does not take leases itself; it must still see the end.
     const worker = await open(dir, 'worker-c');
@@ -101,4 +101,29 @@ describe('a command applied by the run\'s owner', () => {
     const posted = await follower.post(handle.runId, { type: 'cancel', reason: 'late', by: 'operator' });
     expect(await follower.commandResult(posted)).toMatchObject({ id: posted, runId: handle.runId, state: 'refused', error: { code: 'run.terminal' } });
   }, 60_000);
+
+  it('a command still pending when its run ended is refused with run.terminal, in the store too', async () => {
+    const dir = tempDir();
+    let finish!: () => void;
+    const charged = new Promise<void>((resolve) => (finish = resolve));
+    const owner = await open(dir, 'owner-a', { charge: () => charged.then(() => ({ charged: 1 })) });
+    const handle = await owner.launch(oneCharge);
+    // The owner reads no command from its inbox: the run ends on its own with the command pending.
+    const ownerInbox = (owner as unknown as { store: { ownership: { pendingCommands(...args: unknown[]): unknown } } }).store.ownership;
+    ownerInbox.pendingCommands = () => [];
+    const follower = await open(dir, 'follower-b');
+    const posted = await follower.post(handle.runId, { type: 'cancel', reason: 'too late', by: 'operator' });
+    const raw = (follower as unknown as { store: { ownership: { commandResult(id: number): Promise<unknown> } } }).store.ownership;
+    expect(await raw.commandResult(posted)).toMatchObject({ state: 'pending' });
+    expect(await follower.commandResult(posted)).toMatchObject({ state: 'pending' });
+    finish();
+    expect((await handle.result).status).toBe('completed');
+
+    const refused = { id: posted, runId: handle.runId, state: 'refused', appliedBy: 'follower-b', error: { code: 'run.terminal', message: `run ${handle.runId} is completed; it ended before command ${posted} was applied` } };
+    expect(await follower.commandResult(posted)).toMatchObject(refused);
+    // The answer was stored: a process that reads the inbox row itself sees the same.
+    expect(await raw.commandResult(posted)).toMatchObject(refused);
+    const events = (await follower.readEvents(handle.runId)).events;
+    expect(events.some((e) => e.type === 'run.cancel-requested')).toBe(false);
+  }, 30_000);
 });

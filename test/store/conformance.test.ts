@@ -304,6 +304,29 @@ describe.each(harnesses)('store conformance: $name', (harness) => {
     expect(await own.commandResult(999_999)).toBeUndefined();
   });
 
+  it('stores a command posted to a run that has ended as refused with run.terminal', async () => {
+    const store = await freshStore();
+    const own = store.ownership;
+    const now = Date.now();
+    await store.commit([entry('r1', 0, 1), entry('r2', 0, 1)]);
+    await store.commit([entry('r1', 1, 1, { status: 'cancelled' })]);
+    const late = await own.postCommand('r1', { type: 'late-outcome', invocationId: 'i', ok: true, output: { charged: 1 }, by: 'w' } as never, now);
+    expect(await own.commandResult(late)).toEqual({
+      id: late,
+      runId: 'r1',
+      state: 'refused',
+      appliedAt: now,
+      error: { code: 'run.terminal', message: 'run r1 is cancelled; it had ended when the command was posted' },
+    });
+    const live = await own.postCommand('r2', { type: 'resume', by: 'op' }, now + 1);
+    expect(live).toBeGreaterThan(late);
+    expect((await own.pendingCommands(['r1', 'r2'], 10)).map((c) => c.id)).toEqual([live]);
+    // A command that was pending when its run ended is refused by whoever settles it; an applied one stays applied.
+    await own.refuseCommands([{ id: live, error: { code: 'run.terminal', message: 'ended' } }], 'b', now + 2);
+    await own.refuseCommands([{ id: live, error: { code: 'other', message: 'again' } }], 'c', now + 3);
+    expect(await own.commandResult(live)).toMatchObject({ state: 'refused', appliedBy: 'b', error: { code: 'run.terminal' } });
+  });
+
   it('enqueues a run once per idempotency key; a queued run has no journal and says why it waits', async () => {
     const store = await freshStore();
     const own = store.ownership;
