@@ -368,6 +368,13 @@ export class Kernel {
   private async leaseFor(runId: string, pending: Pending): Promise<CommitEntry['lease'] | null | undefined> {
     const leases = this.leases;
     if (!leases) return undefined;
+    const skew = leases.clockRefusal();
+    // A run this process owns already keeps its lease (renewed by heartbeat); it takes no new one.
+    if (skew && !leases.held(runId)) {
+      const err = new KernelError(skew.code, skew.message);
+      for (const g of pending.groups) g.reject(err);
+      return null;
+    }
     if (pending.newRun) return leases.forNewRun(runId, pending.newRun.epoch);
     if (!leases.held(runId)) {
       const grant = await this.takeLease(runId);

@@ -40,6 +40,9 @@ export class LeaseKeeper {
   private readonly applying = new Set<number>();
   private readonly lostListeners: ((runId: string) => void)[] = [];
   private heartbeat: ReturnType<typeof setInterval> | undefined;
+  private clockWatch: ReturnType<typeof setInterval> | undefined;
+  /** Why this process takes no lease now: its clock is too far from the store's (`checkClock`). */
+  private clockProblem: string | undefined;
   private poller: ReturnType<typeof setTimeout> | undefined;
   private polling = false;
   private stopped = false;
@@ -68,6 +71,53 @@ export class LeaseKeeper {
   held(runId: string): { owner: string; epoch: number } | undefined {
     const epoch = this.mine.get(runId);
     return epoch === undefined ? undefined : { owner: this.owner, epoch };
+  }
+
+  /**
+   * How far this process's clock may be from the store's: an eighth of the lease lifetime. Two
+   * processes then differ by at most a quarter, less than the third of a lifetime a lease must
+   * still be known valid for before a call starts (`knownValid`), so a process that takes a lease
+   * it judges expired never takes it while its owner may still start a call under it.
+   */
+  get maxClockSkewMs(): number {
+    return Math.floor(this.ttlMs / 8);
+  }
+
+  /**
+   * Compares this process's clock with the store's, for a store that machines share (`serverTime`);
+   * a store without one passes. Beyond `maxClockSkewMs` (the round trip's uncertainty given the
+   * benefit of the doubt), the process takes no lease and claims nothing (`clockRefusal`) until a
+   * later check finds the clocks agree again; the first finding is logged as an error.
+   */
+  async checkClock(): Promise<void> {
+    if (!this.ownership.serverTime) return;
+    const sent = this.now();
+    const server = await this.ownership.serverTime();
+    const received = this.now();
+    const offset = server - (sent + received) / 2;
+    const bound = this.maxClockSkewMs;
+    if (Math.abs(offset) - (received - sent) / 2 > bound) {
+      const problem = `this process's clock is ${Math.round(Math.abs(offset))} ms ${offset > 0 ? 'behind' : 'ahead of'} the store's; at most ${bound} ms are allowed (an eighth of the lease lifetime, ${this.ttlMs} ms), because a lease's expiry is written by one machine's clock and read by another's. Until the clock is corrected (NTP), this process takes no lease and claims no run`;
+      if (this.clockProblem === undefined) this.log('error', `lease.clock-skew: ${problem}`);
+      this.clockProblem = problem;
+    } else if (this.clockProblem !== undefined) {
+      this.clockProblem = undefined;
+      this.log('info', `this process's clock agrees with the store's again (${Math.round(offset)} ms apart); it takes leases again`);
+    }
+  }
+
+  /** Checks the clock now and then every `everyMs` (a store without a clock of its own: never). */
+  async watchClock(everyMs = Math.max(1000, this.heartbeatMs)): Promise<void> {
+    if (!this.ownership.serverTime) return;
+    await this.checkClock();
+    if (this.stopped || this.clockWatch) return;
+    this.clockWatch = setInterval(() => this.checkClock().catch((err) => this.log('warn', `checking the clock against the store's failed: ${(err as Error).message}`)), everyMs);
+    (this.clockWatch as { unref?: () => void }).unref?.();
+  }
+
+  /** The refusal to give while this process's clock is too far from the store's. */
+  clockRefusal(): { code: 'lease.clock-skew'; message: string } | undefined {
+    return this.clockProblem === undefined ? undefined : { code: 'lease.clock-skew', message: this.clockProblem };
   }
 
   /** The lease a new run's first commit creates (epoch 1), or the one a worker claimed it with. */
@@ -154,6 +204,8 @@ export class LeaseKeeper {
    * up, so what this process knows of it is still current.
    */
   async acquire(runId: string): Promise<LeaseGrant & { continued?: boolean }> {
+    const skew = this.clockRefusal();
+    if (skew) return { ok: false, ...skew };
     const at = this.now();
     const grant = await this.ownership.acquireLease(runId, this.owner, this.ttlMs, at);
     if (!grant.ok) return grant;
@@ -278,6 +330,8 @@ export class LeaseKeeper {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.clockWatch) clearInterval(this.clockWatch);
+    this.clockWatch = undefined;
     if (this.poller) clearTimeout(this.poller);
     this.heartbeat = undefined;
     this.poller = undefined;

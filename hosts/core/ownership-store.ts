@@ -27,7 +27,7 @@ import type { DeliveryTarget } from './delivery-outbox.js';
 /** The result of trying to take a run's lease. */
 export type LeaseGrant =
   | { ok: true; epoch: number; /** The epoch before this acquisition (0: never owned). */ previousEpoch: number; previousOwner?: string }
-  | { ok: false; code: 'lease.held' | 'run.not-found' | 'run.terminal'; holder?: { owner: string; epoch: number; expiresAt: number }; message: string };
+  | { ok: false; code: 'lease.held' | 'run.not-found' | 'run.terminal' | 'lease.clock-skew'; holder?: { owner: string; epoch: number; expiresAt: number }; message: string };
 
 /** A command waiting in a run's inbox. */
 export interface InboxCommand {
@@ -138,6 +138,14 @@ export interface RunOwnership {
    * Without it, workers and owners poll (and they keep polling as a fallback).
    */
   subscribe?(listener: (event: { channel: 'queue' | 'inbox'; runId?: string }) => void): Awaitable<() => Awaitable<void>>;
+
+  /**
+   * The store's own clock (ms since the epoch), for a store that processes on several machines
+   * share (PostgreSQL): a lease's expiry is written by one machine's clock and read by another's,
+   * so each process checks its clock against this one (`LeaseKeeper.checkClock`). A store on one
+   * machine (SQLite) has none: its processes share the clock.
+   */
+  serverTime?(): Awaitable<number>;
 
   /** Worker presence, so `--no-wait` can say whether anyone will run the queue. */
   heartbeatWorker(record: WorkerRecord): Awaitable<void>;

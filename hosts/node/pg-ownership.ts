@@ -457,6 +457,15 @@ export class PgOwnership implements RunOwnership {
     return changed.length > 0;
   }
 
+  async serverTime(): Promise<number> {
+    const [row] = await statement<{ t: number }>(this.pool, 'ownership', {
+      name: `${this.s}.serverTime`,
+      text: `SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS t`,
+      values: [],
+    });
+    return row.t;
+  }
+
   async heartbeatWorker(record: WorkerRecord): Promise<void> {
     await statement(this.pool, 'ownership', {
       name: `${this.s}.worker`,

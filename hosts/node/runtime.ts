@@ -236,11 +236,15 @@ export class WorkflowRuntime {
         leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
         ...(options.dispatchBeforeCommit === false ? { dispatchBeforeCommit: false } : {}),
       });
+      // On a store that machines share, this process's clock is checked against the store's now
+      // and every few seconds (leases are compared across machines' clocks; docs/postgres.md).
+      await kernel.leases?.watchClock().catch((err) => log('warn', `checking the clock against the store's failed: ${(err as Error).message}`));
       live = new LiveStreams(store, kernel, pollMs);
       if (options.telemetry) exporter = await TraceExporter.start(store, kernel, options.telemetry);
       return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.dispose(), ownerId, pollMs, live, log, options.delivery ?? {}, traces, exporter);
     } catch (err) {
       await exporter?.close();
+      await kernel?.leases?.stop().catch(() => undefined);
       await store.close();
       throw err;
     }
@@ -593,6 +597,7 @@ export class WorkflowRuntime {
       const grant = await this.kernel.takeLease(runId);
       if (grant.ok) return true;
       if (grant.code === 'run.terminal') ended = grant.message;
+      else if (grant.code === 'lease.clock-skew') throw new WorkflowError(grant.code, `${grant.message}. Command ${id} (${command.type}) is committed to run ${runId}'s inbox: its owner, or a worker, applies it`, { commandId: id });
       else if (grant.code !== 'lease.held') throw new WorkflowError(grant.code, grant.message);
       return false;
     };
@@ -836,6 +841,10 @@ export class WorkflowRuntime {
   }
 
   async close(): Promise<void> {
+    // Workers still running stop claiming first (their calls in flight are handed back below,
+    // as every call of a closing runtime is): a claim loop left running kept the store open.
+    for (const w of this.workers) await w.stop({ drainMs: 0 });
+    this.workers.clear();
     await this.sender?.stop();
     this.liveStreams.close();
     await this.kernel.close({ abortInflight: true });

@@ -105,6 +105,8 @@ export class Worker {
     const room = this.maxRuns - this.owned;
     if (room <= 0 || this.stopped) return false;
     const leases = this.runtime.kernel.leases!;
+    // A clock too far from the store's claims nothing (logged by the lease keeper when found).
+    if (leases.clockRefusal()) return false;
     let claimed: ClaimedRun[];
     let claimedAt: number;
     try {
@@ -173,12 +175,12 @@ export class Worker {
   }
 
   /** Graceful stop: no new claims, calls in flight finish (or are handed back at `drainMs`). */
-  async stop(): Promise<{ drained: boolean }> {
+  async stop(options: { /** How long calls in flight may finish (default: the worker's `drainMs`). */ drainMs?: number } = {}): Promise<{ drained: boolean }> {
     this.stopped = true;
     if (this.presence) clearInterval(this.presence);
     await this.claims.stop();
     await Promise.resolve(this.unsubscribe?.()).catch(() => undefined);
-    const drained = await this.runtime.kernel.drain(this.drainMs);
+    const drained = await this.runtime.kernel.drain(options.drainMs ?? this.drainMs);
     if (this.sendsDeliveries) await this.runtime.deliveries.stop();
     await Promise.resolve(this.runtime.store.ownership.removeWorker(this.runtime.ownerId)).catch(() => undefined);
     return { drained };

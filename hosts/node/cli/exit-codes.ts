@@ -28,7 +28,7 @@ export const exitCodeLines: readonly string[] = [
   '6   not found (run, file, revision)',
   '7   replay diverged',
   '8   conflict: someone else changed it first (compare-and-set, run ownership)',
-  '9   the store is unusable: corrupt, not a store, or a newer schema',
+  '9   the store is unusable: corrupt, not a store, a newer schema, or this clock too far from its own',
   '10  permission denied: on the state directory or its database, or an approver the node does not allow',
   '11  storage full',
   '70  internal error',
@@ -51,7 +51,8 @@ export function exitCodeForError(code: string, message = ''): number {
   if (code === 'host.bad-option' || code === 'store.bad-option') return exitCodes.usage;
   if (code.startsWith('template.') || code.startsWith('run.input') || code === 'cli.bad-json' || code === 'workflow.dependency-missing' || code === 'binding.invalid') return exitCodes.invalid;
   if (conflictCodes.has(code) || code.endsWith('.lease-held') || code.endsWith('.not-owner')) return exitCodes.conflict;
-  if (code === 'store.corrupt' || code === 'store.not-a-store' || code === 'store.schema-too-new') return exitCodes.storeUnusable;
+  // `lease.clock-skew`: this machine's clock is too far from a shared store's to take leases on it.
+  if (code === 'store.corrupt' || code === 'store.not-a-store' || code === 'store.schema-too-new' || code === 'lease.clock-skew') return exitCodes.storeUnusable;
   if (code === 'store.permission-denied' || code === 'approval.not-allowed') return exitCodes.permissionDenied;
   if (code === 'store.full') return exitCodes.storageFull;
   // Raw SQLite and file-system errors that reached the top unwrapped.
