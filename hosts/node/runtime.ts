@@ -453,6 +453,11 @@ export class WorkflowRuntime {
     return this.ownership.liveWorkers(this.kernel.now(), 3 * (this.kernel.leases?.ttlMs ?? leaseDefaults.ttlMs));
   }
 
+  /** @internal A worker of this runtime has stopped: it is no longer woken nor stopped by `close`. */
+  workerStopped(worker: import('./worker.js').Worker): void {
+    this.workers.delete(worker);
+  }
+
   /** A worker in this process: claims queued runs and runs whose owner is gone (see worker.ts). */
   async startWorker(options: import('./worker.js').WorkerOptions = {}) {
     const { Worker } = await import('./worker.js');
@@ -843,8 +848,7 @@ export class WorkflowRuntime {
   async close(): Promise<void> {
     // Workers still running stop claiming first (their calls in flight are handed back below,
     // as every call of a closing runtime is): a claim loop left running kept the store open.
-    for (const w of this.workers) await w.stop({ drainMs: 0 });
-    this.workers.clear();
+    for (const w of [...this.workers]) await w.stop({ drainMs: 0 });
     await this.sender?.stop();
     this.liveStreams.close();
     await this.kernel.close({ abortInflight: true });

@@ -183,6 +183,7 @@ export class Worker {
     const drained = await this.runtime.kernel.drain(options.drainMs ?? this.drainMs);
     if (this.sendsDeliveries) await this.runtime.deliveries.stop();
     await Promise.resolve(this.runtime.store.ownership.removeWorker(this.runtime.ownerId)).catch(() => undefined);
+    this.runtime.workerStopped(this);
     return { drained };
   }
 }

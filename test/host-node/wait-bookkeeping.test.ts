@@ -50,6 +50,12 @@ describe('waits on runs', () => {
       release();
       expect((await waiting.result).status).toBe('completed');
       expect(kernel.known.size).toBe(0);
+      // A stopped worker is forgotten by its runtime; a running one is stopped by `close`.
+      const workers = (rt as unknown as { workers: Set<unknown> }).workers;
+      await (await rt.startWorker({ idlePollMs: 20 })).stop();
+      expect(workers.size).toBe(0);
+      await rt.startWorker({ idlePollMs: 20 });
+      expect(workers.size).toBe(1);
       // An ended run asked to resume stays as it was: nothing is appended to its journal.
       const before = (await rt.getRun(ended[0].runId))!.lastSeq;
       expect((await (await rt.resume(ended[0].runId)).result).status).toBe('completed');
