@@ -32,6 +32,8 @@ export interface WorkerStats {
   started: number;
   takenOver: number;
   claimErrors: number;
+  /** Claim passes skipped because this process's clock was too far from the store's (`lease.clock-skew`). */
+  clockSkewSkips: number;
 }
 
 export class Worker {
@@ -56,7 +58,7 @@ export class Worker {
     this.drainMs = options.drainMs ?? 10_000;
     this.sendsDeliveries = options.deliveries !== false && runtime.store.deliveries !== undefined;
     this.log = options.log ?? (() => undefined);
-    this.stats = { owner: runtime.ownerId, started: 0, takenOver: 0, claimErrors: 0 };
+    this.stats = { owner: runtime.ownerId, started: 0, takenOver: 0, claimErrors: 0, clockSkewSkips: 0 };
     this.claims = new PollLoop(() => this.claimOnce(), this.idlePollMs);
   }
 
@@ -106,7 +108,10 @@ export class Worker {
     if (room <= 0 || this.stopped) return false;
     const leases = this.runtime.kernel.leases!;
     // A clock too far from the store's claims nothing (logged by the lease keeper when found).
-    if (leases.clockRefusal()) return false;
+    if (leases.clockRefusal()) {
+      this.stats.clockSkewSkips += 1;
+      return false;
+    }
     let claimed: ClaimedRun[];
     let claimedAt: number;
     try {

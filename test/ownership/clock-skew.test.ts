@@ -58,11 +58,13 @@ describe('a process whose clock is far from a shared store\'s', () => {
       const [, apart] = /clock is (\d+) ms ahead of the store's; at most 1000 ms are allowed/.exec(error[0]) ?? [];
       expect(Math.abs(Number(apart) - 60_000)).toBeLessThan(1_000);
       // A queued run is claimed by the worker whose clock agrees, never by the skewed one.
-      await skewed.startWorker({ idlePollMs: 20 });
+      const skewedWorker = await skewed.startWorker({ idlePollMs: 20 });
       const queued = await near.launch(charge, { executionMode: 'background' });
       await new Promise((r) => setTimeout(r, 300));
       expect((await near.getRun(queued.runId)).status).toBe('queued');
       expect(readFileSync(log, 'utf8')).toBe('');
+      expect(skewedWorker.stats).toMatchObject({ started: 0, takenOver: 0 });
+      expect(skewedWorker.stats.clockSkewSkips).toBeGreaterThan(0);
       await near.startWorker({ idlePollMs: 20 });
       expect((await queued.result).status).toBe('completed');
       expect(readFileSync(log, 'utf8')).toBe('near\n');
