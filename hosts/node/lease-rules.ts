@@ -7,16 +7,19 @@ import { ownerIsDead } from './owner-id.js';
 /** SQL list of the terminal statuses, for `status IN (...)`. */
 export const terminalStatusListSql = terminalRunStatuses.map((s) => `'${s}'`).join(', ');
 
+/** The end of `postedAfterEnd`'s message (PostgreSQL builds the message in SQL from the run's row). */
+export const postedAfterEndSuffix = '; it had ended when the command was posted';
+
 /**
  * The error of a command posted to a run that had already ended: it is stored refused at once,
  * since no commit of the run can apply it any more.
  */
 export function postedAfterEnd(runId: string, status: string): { code: 'run.terminal'; message: string } {
-  return { code: 'run.terminal', message: `run ${runId} is ${status}; it had ended when the command was posted` };
+  return { code: 'run.terminal', message: `run ${runId} is ${status}${postedAfterEndSuffix}` };
 }
 
 /** SQL condition: the run is neither queued nor terminal (it has, or may get, an owner). */
-export const activeStatusSql = `status NOT IN (${['queued', ...terminalRunStatuses].map((s) => `'${s}'`).join(', ')})`;
+export const activeStatusSql = `status NOT IN ('queued', ${terminalStatusListSql})`;
 
 export interface LeaseRow {
   status: string;

@@ -14,7 +14,7 @@ import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorComma
 import { assertPortableId, StoreError, type RunRecord } from '../core/store.js';
 import { ownerIsDead } from './owner-id.js';
 import { rows, statement, transaction } from './pg-pool.js';
-import { activeStatusSql, commandResultOf, leaseDecision, terminalStatusListSql, type InboxResultRow } from './lease-rules.js';
+import { activeStatusSql, commandResultOf, leaseDecision, postedAfterEndSuffix, terminalStatusListSql, type InboxResultRow } from './lease-rules.js';
 
 export interface PgRunRow {
   run_id: string;
@@ -174,19 +174,19 @@ export class PgOwnership implements RunOwnership {
   async postCommand(runId: string, command: OperatorCommand, now: number): Promise<number> {
     const s = this.s;
     // A run that had already ended gets the command refused at once, with `postedAfterEnd`'s
-    // error (a run that ends while the statement runs leaves it pending: see `commandResult` of
-    // the runtime). Only a pending command wakes the owners.
+    // error built from the run's row (a run that ends while the statement runs leaves it pending:
+    // see `commandResult` of the runtime). Only a pending command wakes the owners.
     const ended = `r.status IN (${terminalStatusListSql})`;
     const [row] = await statement<{ id: number }>(this.pool, 'ownership', {
       name: `${s}.post`,
       text: `WITH posted AS (
                INSERT INTO ${s}.run_inbox (run_id, command, posted_at, state, applied_at, error)
                SELECT $1, $2::json, $3::bigint, CASE WHEN ${ended} THEN 'refused' ELSE 'pending' END, CASE WHEN ${ended} THEN $3::bigint END,
-                      CASE WHEN ${ended} THEN json_build_object('code', 'run.terminal', 'message', 'run ' || $1::text || ' is ' || r.status || '; it had ended when the command was posted') END
+                      CASE WHEN ${ended} THEN json_build_object('code', 'run.terminal', 'message', 'run ' || $1::text || ' is ' || r.status || $5::text) END
                  FROM ${s}.runs r WHERE r.run_id = $1
                RETURNING id, state)
              SELECT id, CASE WHEN state = 'pending' THEN pg_notify($4, 'inbox:' || $1) END FROM posted`,
-      values: [runId, JSON.stringify(command), now, this.channel],
+      values: [runId, JSON.stringify(command), now, this.channel, postedAfterEndSuffix],
     });
     if (!row) throw new StoreError('store.not-found', `run ${runId} does not exist in this store`);
     return row.id;

@@ -612,7 +612,7 @@ export class WorkflowRuntime {
       const result = ended !== undefined ? await this.settleEnded(id, ended) : await this.ownership.commandResult(id);
       if (result?.state === 'applied') return { ...(await this.kernel.outcomeFromStore(runId)), commandId: id, ...(result.appliedBy ? { appliedBy: result.appliedBy } : {}) };
       if (result?.state === 'refused') throw new WorkflowError(result.error?.code ?? 'command.refused', result.error?.message ?? 'the command was refused', { commandId: id });
-      if (ended !== undefined) throw new WorkflowError('run.terminal', `${ended}; it ended before command ${id} was applied`, { commandId: id });
+      if (ended !== undefined) throw new WorkflowError('run.terminal', endedBeforeApplied(ended, id), { commandId: id });
       if (Date.now() >= deadline) {
         const record = await this.store.getRun(runId);
         throw new WorkflowError(
@@ -664,7 +664,7 @@ export class WorkflowRuntime {
   private async settleEnded(id: number, ended: string): Promise<CommandResult | undefined> {
     const result = await this.ownership.commandResult(id);
     if (result?.state !== 'pending') return result;
-    await this.ownership.refuseCommands([{ id, error: { code: 'run.terminal', message: `${ended}; it ended before command ${id} was applied` } }], this.ownerId, this.kernel.now());
+    await this.ownership.refuseCommands([{ id, error: { code: 'run.terminal', message: endedBeforeApplied(ended, id) } }], this.ownerId, this.kernel.now());
     return this.ownership.commandResult(id);
   }
 
@@ -856,6 +856,11 @@ export class WorkflowRuntime {
     await this.store.close();
     this.disposeScripts();
   }
+}
+
+/** Why a command still pending on an ended run is refused (`ended`: "run <id> is <status>"). */
+function endedBeforeApplied(ended: string, commandId: number): string {
+  return `${ended}; it ended before command ${commandId} was applied`;
 }
 
 /** The run id an idempotency key names: `k-` and 32 hex digits of its SHA-256. */
