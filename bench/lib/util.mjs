@@ -4,6 +4,7 @@ import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createServer } from 'node:net';
+import v8 from 'node:v8';
 
 export const BENCH_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const PEERS_DIR = join(BENCH_DIR, 'peers');
@@ -103,3 +104,23 @@ export function withTimeout(promise, ms, what) {
     new Promise((_, rej) => { t = setTimeout(() => rej(new Error(`${what} timed out after ${ms} ms`)), ms); t.unref?.(); }),
   ]);
 }
+
+/** The number after `--<name>` on the command line, else `dflt`. */
+export function numberArg(name, dflt) {
+  const at = process.argv.indexOf(`--${name}`);
+  return at >= 0 ? Number(process.argv[at + 1]) : dflt;
+}
+
+/**
+ * The JavaScript heap in use after two full collections (the process must run with
+ * `--expose-gc`; a script that measures with it checks `canCollect()` first).
+ */
+export function usedHeapAfterGc() {
+  globalThis.gc();
+  globalThis.gc();
+  return v8.getHeapStatistics().used_heap_size;
+}
+
+/** Whether the process was started with `--expose-gc`. */
+export const canCollect = () => typeof globalThis.gc === 'function';
+

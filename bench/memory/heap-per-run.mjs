@@ -9,15 +9,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import v8 from 'node:v8';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 import { sequence } from '../lib/templates.mjs';
+import { canCollect, numberArg, usedHeapAfterGc } from '../lib/util.mjs';
 
-const arg = (name, dflt) => (process.argv.includes(`--${name}`) ? Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) : dflt);
-const warmup = arg('warmup', 15000);
-const runs = arg('runs', 25000);
-const inFlight = arg('in-flight', 10);
-if (typeof globalThis.gc !== 'function') {
+const warmup = numberArg('warmup', 15000);
+const runs = numberArg('runs', 25000);
+const inFlight = numberArg('in-flight', 10);
+if (!canCollect()) {
   console.error('run with node --expose-gc');
   process.exit(2);
 }
@@ -31,16 +30,11 @@ const batches = async (count) => {
     for (const o of outcomes) if (o.status !== 'completed') throw new Error(`a run ended ${o.status}`);
   }
 };
-const heap = () => {
-  globalThis.gc();
-  globalThis.gc();
-  return v8.getHeapStatistics().used_heap_size;
-};
 try {
   await batches(warmup);
-  const before = heap();
+  const before = usedHeapAfterGc();
   await batches(runs);
-  const after = heap();
+  const after = usedHeapAfterGc();
   console.log(`${runs} 2-step runs after ${warmup} of warm-up, ${inFlight} in flight: heap ${(before / 1024).toFixed(0)} -> ${(after / 1024).toFixed(0)} KiB, ${((after - before) / runs).toFixed(1)} bytes a run`);
 } finally {
   await rt.close();

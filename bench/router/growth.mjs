@@ -8,14 +8,13 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import v8 from 'node:v8';
 import { RouterHost } from '../../dist/hosts/router/index.js';
 import { sequence } from '../lib/templates.mjs';
+import { canCollect, numberArg, usedHeapAfterGc } from '../lib/util.mjs';
 
-const arg = (name, dflt) => (process.argv.includes(`--${name}`) ? Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) : dflt);
-const warmup = arg('warmup', 500);
-const runs = arg('runs', 3000);
-if (typeof globalThis.gc !== 'function') {
+const warmup = numberArg('warmup', 500);
+const runs = numberArg('runs', 3000);
+if (!canCollect()) {
   console.error('run with node --expose-gc');
   process.exit(2);
 }
@@ -29,17 +28,12 @@ const batches = async (count) => {
     for (const o of outcomes) if (o.status !== 'completed') throw new Error(`a run ended ${o.status}`);
   }
 };
-const heap = () => {
-  globalThis.gc();
-  globalThis.gc();
-  return v8.getHeapStatistics().used_heap_size;
-};
 const journal = () => statSync(join(dir, 'journal.log')).size;
 try {
   await batches(warmup);
-  const [h0, j0] = [heap(), journal()];
+  const [h0, j0] = [usedHeapAfterGc(), journal()];
   await batches(runs);
-  const [h1, j1] = [heap(), journal()];
+  const [h1, j1] = [usedHeapAfterGc(), journal()];
   console.log(`${runs} 2-step runs after ${warmup}: heap ${((h1 - h0) / runs).toFixed(0)} bytes a run, journal ${((j1 - j0) / runs / 1024).toFixed(1)} KiB a run (${(j1 / 1e6).toFixed(1)} MB in all)`);
 } finally {
   await host.stop();

@@ -12,11 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 import { sequence } from '../lib/templates.mjs';
+import { numberArg } from '../lib/util.mjs';
 
-const arg = (name, dflt) => (process.argv.includes(`--${name}`) ? Number(process.argv[process.argv.indexOf(`--${name}`) + 1]) : dflt);
-const steps = arg('steps', 2);
-const runs = arg('runs', 100);
-const warmup = arg('warmup', 200);
+const steps = numberArg('steps', 2);
+const runs = numberArg('runs', 100);
+const warmup = numberArg('warmup', 200);
 
 const template = sequence('wal-frames', steps);
 
