@@ -15,9 +15,62 @@ function toHex(bytes: Uint8Array): string {
 
 /** RFC 8785 canonical JSON text. */
 export function canonicalJson(value: unknown): string {
-  const text = canonicalize(value);
+  const sorted = sortedCopy(value);
+  const text = sorted === unsortable ? canonicalize(value) : JSON.stringify(sorted);
   if (text === undefined) throw new Error('value cannot be canonicalized');
   return text;
+}
+
+const unsortable = Symbol('unsortable');
+/** A property name JavaScript orders before every other, by its numeric value (an array index). */
+const arrayIndex = /^(?:0|[1-9][0-9]*)$/;
+
+/**
+ * A copy of a JSON value whose objects have their members in RFC 8785's order (UTF-16 code
+ * units, what `sort()` compares), so that the interpreter's own `JSON.stringify` writes the
+ * canonical text in one native pass: about twice as fast as `canonicalize` in the guest. Strings
+ * and numbers are written by `JSON.stringify` in both, which is what RFC 8785 specifies for them.
+ * Anything whose text `JSON.stringify` would not write in that order or form (an array-index
+ * member name, which objects keep first and in numeric order; a `toJSON` method; a function; a
+ * non-finite number) answers `unsortable`, and `canonicalize` writes the whole value instead
+ * (test/protocol/canonical-json.test.ts holds the two equal).
+ */
+function sortedCopy(value: unknown): unknown {
+  if (value === null) return value;
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+    case 'undefined':
+    case 'symbol':
+      return value;
+    case 'number':
+      return Number.isFinite(value) ? value : unsortable;
+    case 'object':
+      break;
+    default:
+      return unsortable;
+  }
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return unsortable;
+  if (Array.isArray(value)) {
+    const out: unknown[] = new Array(value.length);
+    for (let i = 0; i < value.length; i++) {
+      const v = sortedCopy(value[i]);
+      if (v === unsortable) return unsortable;
+      out[i] = v;
+    }
+    return out;
+  }
+  const keys = Object.keys(value as object).sort();
+  // No prototype: a member named `__proto__` is then an own member like any other.
+  const out: Record<string, unknown> = Object.create(null);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i];
+    if (arrayIndex.test(key)) return unsortable;
+    const v = sortedCopy((value as Record<string, unknown>)[key]);
+    if (v === unsortable) return unsortable;
+    out[key] = v;
+  }
+  return out;
 }
 
 /** SHA-256 in the engine's own JavaScript; the component uses the host's (`useSha256Hex`). */

@@ -25,28 +25,37 @@ export interface Graph {
   nodeJsonHead: Map<string, string>;
 }
 
-export function buildGraph(template: WorkflowTemplate): Graph {
-  const nodes = new Map(template.spec.nodes.map((n) => [n.id, n]));
+/** The edges of each node, by index into `edges`, and a topological order: what validation needs of a graph. */
+export type Links = Pick<Graph, 'incoming' | 'outgoing' | 'order' | 'position'>;
+
+export function linkNodes(nodes: readonly NodeSpec[], edges: readonly EdgeSpec[]): Links {
   const incoming = new Map<string, number[]>();
   const outgoing = new Map<string, number[]>();
-  for (const n of template.spec.nodes) {
+  for (const n of nodes) {
     incoming.set(n.id, []);
     outgoing.set(n.id, []);
   }
-  template.spec.edges.forEach((e, i) => {
-    incoming.get(e.to)?.push(i);
-    outgoing.get(e.from)?.push(i);
-  });
-  const order = topologicalOrder(template.spec.nodes, template.spec.edges).order;
+  for (let i = 0; i < edges.length; i++) {
+    incoming.get(edges[i].to)?.push(i);
+    outgoing.get(edges[i].from)?.push(i);
+  }
+  const order = topologicalOrder(nodes, edges).order;
+  const position = new Map<string, number>();
+  for (let i = 0; i < order.length; i++) position.set(order[i], i);
+  return { incoming, outgoing, order, position };
+}
+
+export function buildGraph(template: WorkflowTemplate): Graph {
+  const { incoming, outgoing, order, position } = linkNodes(template.spec.nodes, template.spec.edges);
+  const nodes = new Map(template.spec.nodes.map((n) => [n.id, n]));
   const start = template.spec.nodes.find((n) => nodeKinds.get(n.uses)?.role === 'start');
-  const position = new Map(order.map((id, i) => [id, i]));
   const roots = order.filter((id) => incoming.get(id)!.length === 0);
   const nodeJsonHead = new Map(template.spec.nodes.map((n) => [n.id, `{"id":${JSON.stringify(n.id)},"uses":${JSON.stringify(n.uses)},"attempt":`]));
   return { template, nodes, incoming, outgoing, edges: template.spec.edges, order, position, roots, startId: start ? start.id : '', nodeJsonHead };
 }
 
 /** Kahn's algorithm; `cycle` lists the nodes that could not be ordered. */
-export function topologicalOrder(nodes: NodeSpec[], edges: EdgeSpec[]): { order: string[]; cycle: string[] } {
+export function topologicalOrder(nodes: readonly NodeSpec[], edges: readonly EdgeSpec[]): { order: string[]; cycle: string[] } {
   const indegree = new Map<string, number>(nodes.map((n) => [n.id, 0]));
   const next = new Map<string, string[]>(nodes.map((n) => [n.id, []]));
   for (const e of edges) {

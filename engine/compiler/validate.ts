@@ -5,9 +5,9 @@ import { limits } from '../limits.js';
 import { capabilityCovers } from '../nodes/call.js';
 import { impliedCapability, nodeDefinitions, nodeKinds } from '../nodes/index.js';
 import type { SyntaxChecker } from '../nodes/kind.js';
-import { apiVersion, type Binding, type NodeSpec, type ValidationError, type WorkflowTemplate } from '../protocol/template.js';
+import { apiVersion, type Binding, type EdgeSpec, type NodeSpec, type ValidationError, type WorkflowTemplate } from '../protocol/template.js';
 import { templateSchema } from '../protocol/template-schema.js';
-import { ancestorsOf, buildGraph, topologicalOrder } from './graph.js';
+import { ancestorsOf, linkNodes } from './graph.js';
 import { checkAgainst, compileSchema, schemaCompileProblem } from './schemas.js';
 
 export type { SyntaxChecker };
@@ -43,11 +43,16 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
 
   // Node ids, types and configuration.
   const seen = new Map<string, number>();
+  /** The first node of each id. */
+  const byId = new Map<string, NodeSpec>();
   spec.nodes.forEach((node, i) => {
     if (!node || typeof node !== 'object' || typeof node.id !== 'string') return;
     const at = `/spec/nodes/${i}`;
     if (seen.has(node.id)) add('node.duplicate-id', `${at}/id`, `node id ${JSON.stringify(node.id)} is already used by /spec/nodes/${seen.get(node.id)}`);
-    else seen.set(node.id, i);
+    else {
+      seen.set(node.id, i);
+      byId.set(node.id, node);
+    }
     const definition = nodeDefinitions.get(node.uses);
     if (!definition) {
       add('node.unknown-type', `${at}/uses`, `unknown node type ${JSON.stringify(node.uses)}; known types: ${[...nodeDefinitions.keys()].join(', ')}`);
@@ -56,19 +61,21 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
     for (const p of checkAgainst(definition.configSchema, node.config ?? {})) add('node.config-invalid', `${at}/config${p.pointer}`, p.message);
   });
 
-  // Edges.
+  // Edges; those between known nodes make the graph.
   const edgeKeys = new Set<string>();
-  spec.edges.forEach((edge, i) => {
-    if (!edge || typeof edge !== 'object') return;
+  const linked: EdgeSpec[] = [];
+  for (let i = 0; i < spec.edges.length; i++) {
+    const edge = spec.edges[i];
+    if (!edge || typeof edge !== 'object') continue;
     const at = `/spec/edges/${i}`;
-    for (const end of ['from', 'to'] as const) {
-      if (typeof edge[end] === 'string' && !seen.has(edge[end])) add('edge.unknown-node', `${at}/${end}`, `edge ${end} ${JSON.stringify(edge[end])} names no node`);
-    }
+    const source = byId.get(edge.from);
+    if (typeof edge.from === 'string' && !source) add('edge.unknown-node', `${at}/from`, `edge from ${JSON.stringify(edge.from)} names no node`);
+    if (typeof edge.to === 'string' && !seen.has(edge.to)) add('edge.unknown-node', `${at}/to`, `edge to ${JSON.stringify(edge.to)} names no node`);
+    if (source && seen.has(edge.to)) linked.push(edge);
     if (edge.from === edge.to) add('graph.cycle', at, `edge from ${JSON.stringify(edge.from)} to itself makes a cycle`);
     const key = `${edge.from}\u0000${edge.to}\u0000${edge.port ?? ''}`;
     if (edgeKeys.has(key)) add('edge.duplicate', at, `duplicate edge ${edge.from} -> ${edge.to}`);
     edgeKeys.add(key);
-    const source = nodes.find((n) => n.id === edge.from);
     const ports = source ? nodeKinds.get(source.uses)?.ports : undefined;
     if (ports) {
       if (!ports.includes(edge.port as string)) {
@@ -77,24 +84,26 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
     } else if (edge.port !== undefined && source) {
       add('edge.port-invalid', `${at}/port`, `node ${JSON.stringify(edge.from)} (${source.uses}) has no port ${JSON.stringify(edge.port)}`);
     }
-  });
+  }
 
   // Graph shape.
-  const roleOf = (n: NodeSpec) => nodeKinds.get(n.uses)?.role;
-  const starts = nodes.filter((n) => roleOf(n) === 'start');
-  if (starts.length !== 1) add('graph.start-count', '/spec/nodes', `a template needs exactly one core.start@1 node, found ${starts.length}`);
-  if (!nodes.some((n) => roleOf(n) === 'end')) add('graph.no-end', '/spec/nodes', 'a template needs at least one core.end@1 node');
-  const { cycle } = topologicalOrder(nodes, spec.edges.filter((e) => e && seen.has(e.from) && seen.has(e.to)));
+  const roles = nodes.map((n) => nodeKinds.get(n.uses)?.role);
+  const starts = roles.filter((r) => r === 'start').length;
+  if (starts !== 1) add('graph.start-count', '/spec/nodes', `a template needs exactly one core.start@1 node, found ${starts}`);
+  if (!roles.includes('end')) add('graph.no-end', '/spec/nodes', 'a template needs at least one core.end@1 node');
+  const graph = linkNodes(nodes, linked);
+  // The nodes the topological order could not place are the ones on a cycle.
+  const cycle = nodes.filter((n) => !graph.position.has(n.id)).map((n) => n.id);
   if (cycle.length > 0) add('graph.cycle', '/spec/edges', `the edges make a cycle through ${cycle.join(', ')}`);
-  const graph = buildGraph({ ...template, spec: { ...spec, nodes, edges: spec.edges.filter((e) => e && seen.has(e.from) && seen.has(e.to)) } });
-  for (const node of nodes) {
+  nodes.forEach((node, n) => {
     const i = seen.get(node.id)!;
-    if (roleOf(node) === 'start' && graph.incoming.get(node.id)!.length > 0) add('graph.start-has-inputs', `/spec/nodes/${i}`, 'core.start@1 cannot have incoming edges');
-    if (roleOf(node) === 'end' && graph.outgoing.get(node.id)!.length > 0) add('graph.end-has-outputs', `/spec/nodes/${i}`, 'core.end@1 cannot have outgoing edges');
-    if (roleOf(node) !== 'start' && graph.incoming.get(node.id)!.length === 0 && starts.length === 1) {
+    const role = roles[n];
+    if (role === 'start' && graph.incoming.get(node.id)!.length > 0) add('graph.start-has-inputs', `/spec/nodes/${i}`, 'core.start@1 cannot have incoming edges');
+    if (role === 'end' && graph.outgoing.get(node.id)!.length > 0) add('graph.end-has-outputs', `/spec/nodes/${i}`, 'core.end@1 cannot have outgoing edges');
+    if (role !== 'start' && graph.incoming.get(node.id)!.length === 0 && starts === 1) {
       add('graph.unreachable', `/spec/nodes/${i}`, `node ${JSON.stringify(node.id)} has no incoming edge and can never run; connect it to the graph`);
     }
-  }
+  });
 
   // Bindings.
   const inputSchema = spec.inputSchema as Record<string, any> | undefined;
@@ -114,7 +123,7 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
   };
   for (const node of nodes) {
     const i = seen.get(node.id)!;
-    const upstream = cycle.length > 0 ? undefined : ancestorsOf(graph, node.id);
+    const upstream = cycle.length > 0 ? undefined : ancestorsOf({ incoming: graph.incoming, edges: linked }, node.id);
     for (const [name, b] of Object.entries(node.inputs ?? {})) checkBinding(b, `/spec/nodes/${i}/inputs/${name}`, upstream);
     checkNodeSemantics(node, i, template, add, checkSyntax);
   }
