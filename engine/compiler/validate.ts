@@ -123,8 +123,10 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
   };
   for (const node of nodes) {
     const i = seen.get(node.id)!;
-    const upstream = cycle.length > 0 ? undefined : ancestorsOf({ incoming: graph.incoming, edges: linked }, node.id);
-    for (const [name, b] of Object.entries(node.inputs ?? {})) checkBinding(b, `/spec/nodes/${i}/inputs/${name}`, upstream);
+    if (node.inputs) {
+      const upstream = cycle.length > 0 ? undefined : ancestorsOf({ incoming: graph.incoming, edges: linked }, node.id);
+      for (const [name, b] of Object.entries(node.inputs)) checkBinding(b, `/spec/nodes/${i}/inputs/${name}`, upstream);
+    }
     checkNodeSemantics(node, i, template, add, checkSyntax);
   }
   for (const [name, b] of Object.entries(spec.outputs ?? {})) checkBinding(b, `/spec/outputs/${name}`, undefined);
