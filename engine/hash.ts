@@ -65,7 +65,9 @@ function sortedCopy(value: unknown): unknown {
   const out: Record<string, unknown> = Object.create(null);
   for (let i = 0; i < keys.length; i++) {
     const key = keys[i];
-    if (arrayIndex.test(key)) return unsortable;
+    // Most names start with a letter: the pattern runs only for those that start with a digit.
+    const first = key.charCodeAt(0);
+    if (first >= 48 && first <= 57 && arrayIndex.test(key)) return unsortable;
     const v = sortedCopy((value as Record<string, unknown>)[key]);
     if (v === unsortable) return unsortable;
     out[key] = v;
