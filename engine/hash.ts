@@ -32,7 +32,7 @@ const arrayIndex = /^(?:0|[1-9][0-9]*)$/;
  * and numbers are written by `JSON.stringify` in both, which is what RFC 8785 specifies for them.
  * Anything whose text `JSON.stringify` would not write in that order or form (an array-index
  * member name, which objects keep first and in numeric order; a `toJSON` method; a function; a
- * non-finite number) answers `unsortable`, and `canonicalize` writes the whole value instead
+ * non-finite number; a hole in an array) answers `unsortable`, and `canonicalize` writes the whole value instead
  * (test/protocol/canonical-json.test.ts holds the two equal).
  */
 function sortedCopy(value: unknown): unknown {
@@ -54,6 +54,8 @@ function sortedCopy(value: unknown): unknown {
   if (Array.isArray(value)) {
     const out: unknown[] = new Array(value.length);
     for (let i = 0; i < value.length; i++) {
+      // A hole (never in parsed JSON): `canonicalize` leaves it out, `JSON.stringify` writes null.
+      if (!(i in value)) return unsortable;
       const v = sortedCopy(value[i]);
       if (v === unsortable) return unsortable;
       out[i] = v;

@@ -78,6 +78,8 @@ describe('canonicalJson', () => {
   it('skips undefined members, writes undefined items as null, and refuses what JSON cannot hold', () => {
     expect(canonicalJson({ a: undefined, b: [undefined, 1] })).toBe('{"b":[null,1]}');
     expect(canonicalJson({ d: new Date(0) })).toBe(canonicalize({ d: new Date(0) }));
+    // A hole (no parsed JSON has one) is written as canonicalize writes it.
+    expect(canonicalJson([1, , 3])).toBe(canonicalize([1, , 3]));
     expect(() => canonicalJson({ a: NaN })).toThrow(/NaN/);
     expect(() => canonicalJson([Infinity])).toThrow(/Infinity/);
     expect(() => canonicalJson(undefined)).toThrow(/cannot be canonicalized/);
