@@ -2,6 +2,7 @@
 // because compiling costs milliseconds inside the component and a plan reuses its schemas.
 import AjvModule, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { canonicalDigest } from '../hash.js';
+import { templateSchema } from '../protocol/template-schema.js';
 
 // ajv is CommonJS; its default export is the class under `.default` in ESM interop.
 const Ajv = ((AjvModule as unknown as { default?: typeof AjvModule }).default ?? AjvModule) as unknown as typeof AjvModule.default;
@@ -55,8 +56,21 @@ export function describeErrors(errors: ErrorObject[] | null | undefined): Schema
     if (e.keyword === 'additionalProperties') message = `has unknown property ${JSON.stringify((e.params as any).additionalProperty)}`;
     else if (e.keyword === 'enum') message = `${message}: ${JSON.stringify((e.params as any).allowedValues)}`;
     else if (e.keyword === 'const') message = `must be ${JSON.stringify((e.params as any).allowedValue)}`;
+    else if (e.keyword === 'discriminator' && (e.params as any).tagValue !== undefined) message = `${message}, got ${JSON.stringify((e.params as any).tagValue)}`;
     return { pointer: e.instancePath, message };
   });
+}
+
+// The template schema's own instance: its bindings use `discriminator`, which this instance
+// understands. The instance for the schemas templates carry keeps ajv's default (the keyword
+// ignored), so an OpenAPI schema with a `discriminator` ajv cannot compile still compiles there.
+const templateAjv = new Ajv({ allErrors: true, strict: false, logger: false, validateFormats: false, discriminator: true });
+let templateValidator: ValidateFunction | undefined;
+
+/** Checks a value against the template schema (compiled once, in the component's snapshot). */
+export function checkTemplateShape(value: unknown): SchemaProblem[] {
+  templateValidator ??= templateAjv.compile(templateSchema);
+  return templateValidator(value) ? [] : describeErrors(templateValidator.errors);
 }
 
 export function checkAgainst(schema: unknown, value: unknown): SchemaProblem[] {

@@ -6,9 +6,8 @@ import { capabilityCovers } from '../nodes/call.js';
 import { impliedCapability, nodeDefinitions, nodeKinds } from '../nodes/index.js';
 import type { SyntaxChecker } from '../nodes/kind.js';
 import { apiVersion, type Binding, type EdgeSpec, type NodeSpec, type ValidationError, type WorkflowTemplate } from '../protocol/template.js';
-import { templateSchema } from '../protocol/template-schema.js';
 import { ancestorsOf, linkNodes } from './graph.js';
-import { checkAgainst, compileSchema, schemaCompileProblem } from './schemas.js';
+import { checkAgainst, checkTemplateShape, compileSchema, schemaCompileProblem } from './schemas.js';
 
 export type { SyntaxChecker };
 
@@ -30,7 +29,7 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
   if (raw.apiVersion !== apiVersion) {
     add('template.api-version', '/apiVersion', `apiVersion must be ${JSON.stringify(apiVersion)}, got ${JSON.stringify(raw.apiVersion)}`);
   }
-  for (const p of checkAgainst(templateSchema, value)) {
+  for (const p of checkTemplateShape(value)) {
     if (p.pointer === '/apiVersion') continue;
     add('template.schema', p.pointer, p.message);
   }
@@ -170,5 +169,5 @@ function checkNodeSemantics(
 
 // Compile the fixed schemas while the module initialises: that happens once, at build time, in
 // the component's snapshot, instead of in the first validation of every process.
-compileSchema(templateSchema);
+checkTemplateShape({});
 for (const definition of nodeDefinitions.values()) compileSchema(definition.configSchema);

@@ -4,7 +4,13 @@ import { portableIdSource } from './ids.js';
 
 const id = { type: 'string', pattern: `^${portableIdSource}$` };
 
+// A binding's kind is its `source`: the validator checks only the branch that names it
+// (ajv's `discriminator`, on the template's own ajv instance), instead of trying all three and
+// reporting the two that do not apply. Same verdicts; errors that name what is wrong.
 const binding = {
+  type: 'object',
+  required: ['source'],
+  discriminator: { propertyName: 'source' },
   oneOf: [
     { type: 'object', required: ['source', 'value'], additionalProperties: false, properties: { source: { const: 'literal' }, value: {} } },
     { type: 'object', required: ['source', 'path'], additionalProperties: false, properties: { source: { const: 'input' }, path: { type: 'string' } } },
