@@ -3,34 +3,19 @@
 // carries are compiled by another ajv instance, where `discriminator` stays an unknown keyword.
 import { describe, expect, it } from 'vitest';
 import { validateTemplate } from '../../engine/compiler/validate.js';
+import { bind, node, template as build } from './builders.js';
 
 const noSyntaxErrors = () => undefined;
 
-function template(inputs: Record<string, unknown>, expects?: unknown) {
-  return {
-    apiVersion: 'workflow.gm-hz.dev/v1alpha1',
-    kind: 'WorkflowTemplate',
-    metadata: { id: 'bindings' },
-    spec: {
-      requires: ['tool:t'],
-      nodes: [
-        { id: 'start', uses: 'core.start@1' },
-        { id: 'a', uses: 'tool.call@1', config: { tool: 't' }, inputs, ...(expects !== undefined ? { expects } : {}) },
-        { id: 'end', uses: 'core.end@1' },
-      ],
-      edges: [
-        { from: 'start', to: 'a' },
-        { from: 'a', to: 'end' },
-      ],
-    },
-  };
-}
+/** start -> a (a tool call with these inputs) -> end. */
+const template = (inputs: Record<string, unknown>, expects?: unknown) =>
+  build('bindings', [node.start(), node.tool('a', 't', { inputs, ...(expects !== undefined ? { expects } : {}) }), node.end()]);
 
 const schemaErrors = (inputs: Record<string, unknown>) => validateTemplate(template(inputs), noSyntaxErrors).filter((e) => e.code === 'template.schema');
 
 describe('template schema: bindings', () => {
   it('accepts each kind of binding', () => {
-    expect(validateTemplate(template({ l: { source: 'literal', value: null }, i: { source: 'input', path: '/q' }, o: { source: 'output', nodeId: 'start', path: '/x' } }), noSyntaxErrors)).toEqual([]);
+    expect(validateTemplate(template({ l: bind.literal(null), i: bind.input('/q'), o: bind.output('start', '/x') }), noSyntaxErrors)).toEqual([]);
   });
 
   it('names what is wrong with a binding, once', () => {
