@@ -32,8 +32,8 @@ const arrayIndex = /^(?:0|[1-9][0-9]*)$/;
  * and numbers are written by `JSON.stringify` in both, which is what RFC 8785 specifies for them.
  * Anything whose text `JSON.stringify` would not write in that order or form (an array-index
  * member name, which objects keep first and in numeric order; a `toJSON` method; a function; a
- * non-finite number; a hole in an array) answers `unsortable`, and `canonicalize` writes the whole value instead
- * (test/protocol/canonical-json.test.ts holds the two equal).
+ * non-finite number; a hole in an array) answers `unsortable`, and `canonicalize` writes the
+ * whole value instead (test/protocol/canonical-json.test.ts holds the two equal).
  */
 function sortedCopy(value: unknown): unknown {
   if (value === null) return value;

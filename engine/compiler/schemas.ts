@@ -64,12 +64,11 @@ export function describeErrors(errors: ErrorObject[] | null | undefined): Schema
 // The template schema's own instance: its bindings use `discriminator`, which this instance
 // understands. The instance for the schemas templates carry keeps ajv's default (the keyword
 // ignored), so an OpenAPI schema with a `discriminator` ajv cannot compile still compiles there.
-const templateAjv = new Ajv({ allErrors: true, strict: false, logger: false, validateFormats: false, discriminator: true });
-let templateValidator: ValidateFunction | undefined;
+// Compiled while the module initialises, i.e. at build time, in the component's snapshot.
+const templateValidator = new Ajv({ allErrors: true, strict: false, logger: false, validateFormats: false, discriminator: true }).compile(templateSchema);
 
-/** Checks a value against the template schema (compiled once, in the component's snapshot). */
+/** Checks a value against the template schema. */
 export function checkTemplateShape(value: unknown): SchemaProblem[] {
-  templateValidator ??= templateAjv.compile(templateSchema);
   return templateValidator(value) ? [] : describeErrors(templateValidator.errors);
 }
 

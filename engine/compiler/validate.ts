@@ -42,16 +42,11 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
 
   // Node ids, types and configuration.
   const seen = new Map<string, number>();
-  /** The first node of each id. */
-  const byId = new Map<string, NodeSpec>();
   spec.nodes.forEach((node, i) => {
     if (!node || typeof node !== 'object' || typeof node.id !== 'string') return;
     const at = `/spec/nodes/${i}`;
     if (seen.has(node.id)) add('node.duplicate-id', `${at}/id`, `node id ${JSON.stringify(node.id)} is already used by /spec/nodes/${seen.get(node.id)}`);
-    else {
-      seen.set(node.id, i);
-      byId.set(node.id, node);
-    }
+    else seen.set(node.id, i);
     const definition = nodeDefinitions.get(node.uses);
     if (!definition) {
       add('node.unknown-type', `${at}/uses`, `unknown node type ${JSON.stringify(node.uses)}; known types: ${[...nodeDefinitions.keys()].join(', ')}`);
@@ -67,7 +62,8 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
     const edge = spec.edges[i];
     if (!edge || typeof edge !== 'object') continue;
     const at = `/spec/edges/${i}`;
-    const source = byId.get(edge.from);
+    const from = seen.get(edge.from);
+    const source = from === undefined ? undefined : spec.nodes[from];
     if (typeof edge.from === 'string' && !source) add('edge.unknown-node', `${at}/from`, `edge from ${JSON.stringify(edge.from)} names no node`);
     if (typeof edge.to === 'string' && !seen.has(edge.to)) add('edge.unknown-node', `${at}/to`, `edge to ${JSON.stringify(edge.to)} names no node`);
     if (source && seen.has(edge.to)) linked.push(edge);
@@ -167,7 +163,7 @@ function checkNodeSemantics(
   nodeKinds.get(node.uses)?.validate?.(node, { at, config, inputs, add, checkSyntax });
 }
 
-// Compile the fixed schemas while the module initialises: that happens once, at build time, in
-// the component's snapshot, instead of in the first validation of every process.
-checkTemplateShape({});
+// Compile the node configs' schemas while the module initialises (schemas.ts does the same for
+// the template schema): that happens once, at build time, in the component's snapshot, instead
+// of in the first validation of every process.
 for (const definition of nodeDefinitions.values()) compileSchema(definition.configSchema);

@@ -44,7 +44,11 @@ function value(next: () => number, depth: number): unknown {
       const out: Record<string, unknown> = {};
       const n = Math.floor(next() * 5);
       // Plain names most of the time, so that most values take the sorted path, not the fallback.
-      for (let i = 0; i < n; i++) out[next() < 0.8 ? `k${Math.floor(next() * 40)}` : pick(awkwardNames)] = value(next, depth - 1);
+      // Defined, not assigned, so that `__proto__` is an own member as JSON.parse makes it.
+      for (let i = 0; i < n; i++) {
+        const name = next() < 0.8 ? `k${Math.floor(next() * 40)}` : pick(awkwardNames);
+        Object.defineProperty(out, name, { value: value(next, depth - 1), enumerable: true, writable: true, configurable: true });
+      }
       return out;
     }
   }
