@@ -42,6 +42,9 @@ const scripts: ScriptHost = {
   },
 };
 
+/** How many commits, requests and cancels the engine has staged: `activateBatch` tells the host whose they are. */
+const staged = { commits: 0, requests: 0, cancels: 0 };
+
 const host: CoreHost = {
   ...scripts,
   load(runId) {
@@ -61,6 +64,7 @@ const host: CoreHost = {
     };
   },
   commit(c) {
+    staged.commits += 1;
     journalCommit({
       runId: c.runId,
       expectedSeq: c.expectedSeq,
@@ -71,9 +75,11 @@ const host: CoreHost = {
     });
   },
   request(r) {
+    staged.requests += 1;
     gatewayRequest(JSON.stringify(r));
   },
   cancel(invocationId, reason) {
+    staged.cancels += 1;
     gatewayCancel(invocationId, reason);
   },
 };
@@ -114,6 +120,17 @@ function parse<T>(text: string, what: string): T {
   }
 }
 
+/** One activation: its request's JSON in, its summary's JSON out. */
+function activate(activation: string): string {
+  const a = parse<ActivationRequest & { plan?: any; planHash?: string; templateKey?: string }>(activation, 'activation');
+  if (typeof a.runId !== 'string' || typeof a.now !== 'number' || !Array.isArray(a.facts)) {
+    throw new EngineError('engine.bad-activation', 'an activation needs runId (string), now (number) and facts (array)');
+  }
+  const { plan, planHash, templateKey, ...request } = a;
+  const summary = core.activate(request, plan || planHash ? { plan, planHash, templateKey } : undefined);
+  return JSON.stringify(summary);
+}
+
 export const engine = {
   describe(): string {
     return JSON.stringify({
@@ -152,15 +169,24 @@ export const engine = {
   },
 
   activate(activation: string): string {
-    return guarded(() => {
-      const a = parse<ActivationRequest & { plan?: any; planHash?: string; templateKey?: string }>(activation, 'activation');
-      if (typeof a.runId !== 'string' || typeof a.now !== 'number' || !Array.isArray(a.facts)) {
-        throw new EngineError('engine.bad-activation', 'an activation needs runId (string), now (number) and facts (array)');
+    return guarded(() => activate(activation));
+  },
+
+  activateBatch(activations: string): string {
+    const lines: string[] = [];
+    for (const activation of activations.length === 0 ? [] : activations.split('\n')) {
+      const before = [staged.commits, staged.requests, staged.cancels];
+      let result: string;
+      let ok = true;
+      try {
+        result = activate(activation);
+      } catch (err) {
+        ok = false;
+        result = JSON.stringify(toPayload(err));
       }
-      const { plan, planHash, templateKey, ...request } = a;
-      const summary = core.activate(request, plan || planHash ? { plan, planHash, templateKey } : undefined);
-      return JSON.stringify(summary);
-    });
+      lines.push(`${ok ? 'ok' : 'err'} ${staged.commits - before[0]} ${staged.requests - before[1]} ${staged.cancels - before[2]} ${result}`);
+    }
+    return lines.join('\n');
   },
 
   evict(runId: string): void {

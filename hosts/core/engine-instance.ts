@@ -52,6 +52,20 @@ export interface StagedWork {
   cancels: { invocationId: string; reason: string }[];
 }
 
+/** One activation of a run: its facts, and for a new run its plan. */
+export interface ActivationInput {
+  runId: string;
+  now: number;
+  facts: unknown[];
+  actor?: string;
+  correlation?: unknown;
+  plan?: ExecutionPlan;
+  templateKey?: string;
+}
+
+/** What one activation of `activateBatch` came to: as `activate` would have returned or thrown. */
+export type BatchOutcome = ({ ok: true; summary: ActivationSummary } & StagedWork) | { ok: false; error: EngineCallError };
+
 /** An engine call that returned its declared error. */
 export class EngineCallError extends CodedError {
   constructor(code: string, message: string, detail: unknown) {
@@ -112,6 +126,28 @@ async function portableSha256Hex(): Promise<(text: string) => string> {
   return (text) => Array.from(sha256(encoder.encode(text)), (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
+/** The WIT `engine-error`: its `detail` is JSON text, possibly empty. */
+interface EngineErrorPayload {
+  code: string;
+  message: string;
+  detail?: string;
+}
+
+function engineError(p: EngineErrorPayload): EngineCallError {
+  let detail: unknown;
+  if (p.detail && p.detail.length > 0) {
+    try {
+      detail = JSON.parse(p.detail);
+    } catch {
+      detail = undefined;
+    }
+  }
+  return new EngineCallError(p.code, p.message, detail);
+}
+
+/** A line of `activate-batch`'s result: outcome, the counts of staged commits, requests and cancels, then JSON. */
+const batchLine = /^(ok|err) (\d+) (\d+) (\d+) /;
+
 function errorWithPayload(payload: unknown): Error {
   const err = new Error(typeof (payload as { message?: unknown }).message === 'string' ? (payload as { message: string }).message : 'error');
   (err as Error & { payload: unknown }).payload = payload;
@@ -167,6 +203,8 @@ export class EngineInstance {
   private readonly plans = new Map<string, Uint8Array>();
   /** The plan of the run being started by the current activation. */
   private newRunPlan: Uint8Array | undefined;
+  /** The plans of the runs being started by the current `activateBatch`, by run id. */
+  private newRunPlans: Map<string, Uint8Array> | undefined;
   /** Hashes of plans that name a script node (checked once per plan text). */
   private readonly scriptPlans = new Map<string, boolean>();
   /** The `digest` import: the host's SHA-256, or the portable one (set before the first instantiation). */
@@ -264,7 +302,7 @@ export class EngineInstance {
       }
     };
     const stageCommit = (runId: string, expectedSeq: number, lastSeq: number, events: Uint8Array, checkpoint: Uint8Array | undefined, status: string) => {
-      const plan = expectedSeq === 0 ? this.newRunPlan : undefined;
+      const plan = expectedSeq === 0 ? (this.newRunPlan ?? this.newRunPlans?.get(runId)) : undefined;
       staged().commits.push({
         runId,
         expectedSeq,
@@ -410,18 +448,7 @@ export class EngineInstance {
       return out;
     } catch (err) {
       const payload = (err as { payload?: unknown }).payload;
-      if (payload && typeof payload === 'object' && typeof (payload as { code?: unknown }).code === 'string') {
-        const p = payload as { code: string; message: string; detail?: string };
-        let detail: unknown;
-        if (p.detail && p.detail.length > 0) {
-          try {
-            detail = JSON.parse(p.detail);
-          } catch {
-            detail = undefined;
-          }
-        }
-        throw new EngineCallError(p.code, p.message, detail);
-      }
+      if (payload && typeof payload === 'object' && typeof (payload as { code?: unknown }).code === 'string') throw engineError(payload as EngineErrorPayload);
       this.exports = undefined;
       const message = err instanceof Error ? err.message : String(err);
       this.host.log('error', `engine: the component trapped in ${name}: ${message}; the instance was discarded`);
@@ -442,11 +469,14 @@ export class EngineInstance {
    * Runs one activation. Returns the summary and the staged work; the caller must make
    * `commits` durable before it carries out `requests` and `cancels`.
    */
-  activate(activation: { runId: string; now: number; facts: unknown[]; actor?: string; correlation?: unknown; plan?: ExecutionPlan; templateKey?: string }): { summary: ActivationSummary } & StagedWork {
-    this.takeStaged();
+  /**
+   * The request an activation sends, and the JSON bytes of its plan (stored with a new run's
+   * first commit). A plan crosses the boundary once per instance; later runs of it name its hash.
+   */
+  private activationRequest(activation: ActivationInput): { request: Record<string, unknown>; planBytes?: Uint8Array } {
     const { plan, ...rest } = activation;
-    let request: Record<string, unknown> = rest;
-    if (plan && !this.scriptsLoaded) {
+    if (!plan) return { request: rest };
+    if (!this.scriptsLoaded) {
       let scripted = this.scriptPlans.get(plan.planHash);
       if (scripted === undefined) {
         scripted = needsScripts(JSON.stringify(plan));
@@ -455,19 +485,19 @@ export class EngineInstance {
       }
       if (scripted) throw new SandboxNotLoadedError(`run ${activation.runId}`);
     }
-    if (plan) {
-      // A plan crosses the boundary once per instance; later runs of it name its hash.
-      let bytes = this.plans.get(plan.planHash);
-      if (bytes) request = { ...rest, planHash: plan.planHash };
-      else {
-        const text = JSON.stringify(plan);
-        bytes = encoder.encode(text);
-        request = { ...rest, plan };
-        if (this.plans.size >= 256) this.plans.delete(this.plans.keys().next().value as string);
-        this.plans.set(plan.planHash, bytes);
-      }
-      this.newRunPlan = bytes;
-    }
+    const bytes = this.plans.get(plan.planHash);
+    if (bytes) return { request: { ...rest, planHash: plan.planHash }, planBytes: bytes };
+    const planBytes = encoder.encode(JSON.stringify(plan));
+    if (this.plans.size >= 256) this.plans.delete(this.plans.keys().next().value as string);
+    this.plans.set(plan.planHash, planBytes);
+    return { request: { ...rest, plan }, planBytes };
+  }
+
+  activate(activation: ActivationInput): { summary: ActivationSummary } & StagedWork {
+    this.takeStaged();
+    const { plan, ...rest } = activation;
+    const { request, planBytes } = this.activationRequest(activation);
+    this.newRunPlan = planBytes;
     try {
       let out: string;
       try {
@@ -486,6 +516,73 @@ export class EngineInstance {
       throw err;
     } finally {
       this.newRunPlan = undefined;
+      this.takeStaged();
+    }
+  }
+
+  /**
+   * Activates several runs (distinct run ids) in one call into the component: each outcome is
+   * what `activate` would have returned or thrown for it (`SandboxNotLoadedError`, a refusal, a
+   * plan the engine no longer holds), and one that failed changed nothing. Throws only when the
+   * call as a whole failed (a trap: then none of them was activated, and the instance is being
+   * rebuilt). The caller makes the commits of the outcomes it keeps durable before it carries out
+   * their requests and cancels, as for `activate`.
+   */
+  activateBatch(activations: readonly ActivationInput[]): BatchOutcome[] {
+    this.takeStaged();
+    const outcomes: BatchOutcome[] = new Array(activations.length);
+    const sent: number[] = [];
+    const texts: string[] = [];
+    const plans = new Map<string, Uint8Array>();
+    for (let i = 0; i < activations.length; i++) {
+      const a = activations[i];
+      try {
+        const { request, planBytes } = this.activationRequest(a);
+        texts.push(encodeRequest('activate', request));
+        if (planBytes) plans.set(a.runId, planBytes);
+        sent.push(i);
+      } catch (err) {
+        if (!(err instanceof EngineCallError)) throw err;
+        outcomes[i] = { ok: false, error: err };
+      }
+    }
+    if (sent.length === 0) return outcomes;
+    // A plan the engine failed to load (or dropped) is sent again by the next run of it.
+    const forget = (i: number) => {
+      const plan = activations[i].plan;
+      if (plan) this.plans.delete(plan.planHash);
+    };
+    this.newRunPlans = plans;
+    try {
+      const out = this.call('activateBatch', (e) => e.activateBatch(texts.join('\n')));
+      const staged = this.takeStaged();
+      const lines = out.split('\n');
+      if (lines.length !== sent.length) throw new EngineCallError('engine.bad-batch', `the engine answered ${lines.length} outcomes for a batch of ${sent.length} activations`, undefined);
+      let c = 0;
+      let r = 0;
+      let x = 0;
+      for (let k = 0; k < sent.length; k++) {
+        const line = lines[k];
+        const head = batchLine.exec(line);
+        if (!head) throw new EngineCallError('engine.bad-batch', `the engine answered an outcome that is not "ok|err <commits> <requests> <cancels> <json>": ${line.slice(0, 80)}`, undefined);
+        const counts = [Number(head[2]), Number(head[3]), Number(head[4])];
+        const work: StagedWork = { commits: staged.commits.slice(c, (c += counts[0])), requests: staged.requests.slice(r, (r += counts[1])), cancels: staged.cancels.slice(x, (x += counts[2])) };
+        const json = line.slice(head[0].length);
+        if (head[1] === 'ok') outcomes[sent[k]] = { ok: true, summary: JSON.parse(json) as ActivationSummary, ...work };
+        else {
+          forget(sent[k]);
+          outcomes[sent[k]] = { ok: false, error: engineError(JSON.parse(json) as EngineErrorPayload) };
+        }
+      }
+      if (c !== staged.commits.length || r !== staged.requests.length || x !== staged.cancels.length) {
+        throw new EngineCallError('engine.bad-batch', `the engine's outcomes account for ${c} commits, ${r} requests and ${x} cancels of the ${staged.commits.length}, ${staged.requests.length} and ${staged.cancels.length} it staged`, undefined);
+      }
+      return outcomes;
+    } catch (err) {
+      for (const i of sent) forget(i);
+      throw err;
+    } finally {
+      this.newRunPlans = undefined;
       this.takeStaged();
     }
   }

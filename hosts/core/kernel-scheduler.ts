@@ -1,9 +1,10 @@
 // The scheduler: the queue of facts per run, and the flush that turns it into activations and
-// group commits. Per batch: activate every run of the batch -> store.commit(all their entries,
+// group commits. Per batch: activate every run of the batch (in one call into the engine,
+// `activateBatch`; what it could not do, one run at a time) -> store.commit(all their entries,
 // each with the projection of its run) -> for the entries that landed, the kernel carries out
 // what they staged (`committed`). A trap of the engine fails the run that caused it; the rest of
 // its batch goes back to the front of the queue, activated by the next round on a fresh instance.
-import { EngineCallError, EngineTrapError, type EngineInstance } from './engine-instance.js';
+import { EngineCallError, EngineTrapError, type ActivationInput, type EngineInstance } from './engine-instance.js';
 import { KernelError } from './kernel-errors.js';
 import type { LeaseKeeper } from './leases.js';
 import { storedProjection } from './projection.js';
@@ -70,6 +71,16 @@ export interface Committed {
   /** Whether the activation committed anything. */
   wrote: boolean;
 }
+
+/** A run of a batch whose lease is settled, ready to be activated. */
+interface Ready {
+  runId: string;
+  pending: Pending;
+  lease: CommitEntry['lease'] | undefined;
+}
+
+/** An activation of a batch, waiting for the batch's commit. */
+type Result = Omit<Committed, 'rest' | 'wrote'> & { commits: CommitEntry[]; rest?: boolean; delivery?: CommitEntry['delivery']; early?: string[] };
 
 /** What the kernel lends the scheduler. */
 export interface SchedulerHost {
@@ -192,16 +203,21 @@ export class Scheduler {
     }
   }
 
+  /** The activation that applies `groups` of a run's queued facts. */
+  private activationOf(runId: string, pending: Pending, groups: FactGroup[]): ActivationInput {
+    return {
+      runId,
+      now: this.host.now(),
+      facts: groups.flatMap((g) => g.facts),
+      ...(groups[groups.length - 1].actor ? { actor: groups[groups.length - 1].actor } : {}),
+      ...(pending.newRun ? { plan: pending.newRun.plan, templateKey: pending.newRun.templateKey } : {}),
+    };
+  }
+
   private activateGroups(runId: string, pending: Pending, groups: FactGroup[]) {
     this.host.activating?.(runId);
     try {
-      return this.host.engine.activate({
-        runId,
-        now: this.host.now(),
-        facts: groups.flatMap((g) => g.facts),
-        ...(groups[groups.length - 1].actor ? { actor: groups[groups.length - 1].actor } : {}),
-        ...(pending.newRun ? { plan: pending.newRun.plan, templateKey: pending.newRun.templateKey } : {}),
-      });
+      return this.host.engine.activate(this.activationOf(runId, pending, groups));
     } finally {
       this.host.activating?.(undefined);
     }
@@ -232,9 +248,47 @@ export class Scheduler {
     }
   }
 
+  /**
+   * The activation of each run of a batch with its queued facts, in one call into the engine
+   * (`activateBatch`): the runs it activated go to `results`; the ones left for `activateLoading`
+   * are returned (an activation the engine refused or could not make yet: a tail to load, the
+   * script sandbox, a plan to send again, facts of several deliveries to apply one by one). When
+   * the call as a whole fails (a trap), every run is left: activated one at a time on the fresh
+   * instance, the run that traps is found and failed alone.
+   */
+  private activateTogether(ready: Ready[], results: Result[]): Ready[] {
+    const fresh: string[] = [];
+    for (const { runId, pending } of ready) {
+      if (pending.newRun && (pending.newRun.fresh === true || !this.host.store.loadSync)) {
+        this.tails.set(runId, undefined);
+        fresh.push(runId);
+      }
+    }
+    let outcomes;
+    try {
+      outcomes = this.host.engine.activateBatch(ready.map(({ runId, pending }) => this.activationOf(runId, pending, pending.groups)));
+    } catch (err) {
+      if (!(err instanceof EngineTrapError)) throw err;
+      this.host.log('error', `a batch of ${ready.length} activations: ${err.message}; its runs are activated one at a time`);
+      return ready;
+    } finally {
+      for (const runId of fresh) this.tails.delete(runId);
+    }
+    const left: Ready[] = [];
+    for (let i = 0; i < ready.length; i++) {
+      const out = outcomes[i];
+      if (!out.ok) {
+        left.push(ready[i]);
+        continue;
+      }
+      const { runId, pending, lease } = ready[i];
+      results.push({ runId, groups: pending.groups, summary: out.summary, requests: stillInFlight(out.requests, out.summary), cancels: out.cancels, commits: out.commits, lease, ...(pending.newRun?.delivery ? { delivery: pending.newRun.delivery } : {}) });
+    }
+    return left;
+  }
+
   /** Activates and commits one batch; answers how many of its runs it took (the rest was requeued after a trap). */
   private async runBatch(batch: [string, Pending][]): Promise<number> {
-    type Result = Omit<Committed, 'rest' | 'wrote'> & { commits: CommitEntry[]; rest?: boolean; delivery?: CommitEntry['delivery']; early?: string[] };
     const results: Result[] = [];
     const refused: { id: number; error: { code: string; message: string } }[] = [];
     let taken = batch.length;
@@ -246,8 +300,8 @@ export class Scheduler {
       }
       g.reject(failure);
     };
-    for (let i = 0; i < taken; i++) {
-      const [runId, pending] = batch[i];
+    let ready: Ready[] = [];
+    for (const [runId, pending] of batch) {
       let lease: CommitEntry['lease'] | null | undefined;
       try {
         lease = await this.host.leaseFor(runId, pending);
@@ -255,10 +309,20 @@ export class Scheduler {
         for (const g of pending.groups) fail(g, err);
         continue;
       }
-      if (lease === null) continue;
+      if (lease !== null) ready.push({ runId, pending, lease });
+    }
+    // A host that records which run it is activating (a crash ledger) activates one at a time.
+    if (ready.length > 1 && !this.host.activating) {
+      if (this.host.engine.dead) await this.host.engine.revive();
+      ready = this.activateTogether(ready, results);
+      if (this.host.engine.dead) await this.host.engine.revive();
+    }
+    for (let i = 0; i < ready.length; i++) {
+      const { runId, pending, lease } = ready[i];
       // The facts of several deliveries are applied in one activation; when the engine refuses
       // that, each delivery is applied alone, so one bad command cannot take the others down.
       const attempts = pending.groups.length > 1 && !pending.newRun ? [pending.groups, ...pending.groups.map((g) => [g])] : [pending.groups];
+      let trapped = false;
       for (let a = 0; a < attempts.length; a++) {
         const groups = attempts[a];
         try {
@@ -269,14 +333,19 @@ export class Scheduler {
           if (err instanceof EngineTrapError) {
             this.host.log('error', `run ${runId}: ${err.message}`);
             for (const g of groups) fail(g, err);
-            // The rest of the batch was not activated: it goes back to the queue, not lost.
-            this.requeue(batch.slice(i + 1));
-            taken = i + 1;
+            trapped = true;
             break;
           }
           if (a === 0 && attempts.length > 1) continue;
           for (const g of groups) fail(g, err);
         }
+      }
+      if (trapped) {
+        // The rest of the batch was not activated: it goes back to the queue, not lost.
+        const rest = ready.slice(i + 1);
+        this.requeue(rest.map((r) => [r.runId, r.pending]));
+        taken -= rest.length;
+        break;
       }
     }
     const entries: CommitEntry[] = [];
