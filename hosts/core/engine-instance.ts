@@ -580,6 +580,17 @@ export class EngineInstance {
       return outcomes;
     } catch (err) {
       for (const i of sent) forget(i);
+      // An answer that cannot be split: the engine went on with runs whose staged work is dropped
+      // here, so it forgets them and rebuilds each from the journal on its next activation.
+      if (!(err instanceof EngineTrapError) && !this.dead) {
+        for (const i of sent) {
+          try {
+            this.evict(activations[i].runId);
+          } catch {
+            // A failed evict leaves the instance dead, which forgets every run.
+          }
+        }
+      }
       throw err;
     } finally {
       this.newRunPlans = undefined;

@@ -119,6 +119,8 @@ export class Scheduler {
   flushing = false;
   /** Tails loaded ahead of a cold activation, for stores that cannot answer `load` synchronously. */
   private readonly tails = new Map<string, RunTail | undefined>();
+  /** A batch call trapped: the next batch is activated one run at a time, to find the run that traps. */
+  private oneAtATime = false;
 
   constructor(private readonly host: SchedulerHost) {}
 
@@ -252,11 +254,10 @@ export class Scheduler {
    * The activation of each run of a batch with its queued facts, in one call into the engine
    * (`activateBatch`): the runs it activated go to `results`; the ones left for `activateLoading`
    * are returned (an activation the engine refused or could not make yet: a tail to load, the
-   * script sandbox, a plan to send again, facts of several deliveries to apply one by one). When
-   * the call as a whole fails (a trap), every run is left: activated one at a time on the fresh
-   * instance, the run that traps is found and failed alone.
+   * script sandbox, a plan to send again, facts of several deliveries to apply one by one).
+   * Answers `undefined` when the call as a whole failed (a trap): none of the runs was activated.
    */
-  private activateTogether(ready: Ready[], results: Result[]): Ready[] {
+  private activateTogether(ready: Ready[], results: Result[]): Ready[] | undefined {
     const fresh: string[] = [];
     for (const { runId, pending } of ready) {
       if (pending.newRun && (pending.newRun.fresh === true || !this.host.store.loadSync)) {
@@ -268,9 +269,14 @@ export class Scheduler {
     try {
       outcomes = this.host.engine.activateBatch(ready.map(({ runId, pending }) => this.activationOf(runId, pending, pending.groups)));
     } catch (err) {
-      if (!(err instanceof EngineTrapError)) throw err;
-      this.host.log('error', `a batch of ${ready.length} activations: ${err.message}; its runs are activated one at a time`);
-      return ready;
+      if (!(err instanceof EngineTrapError)) {
+        // The call failed before the engine activated anything (an instance being rebuilt, an
+        // answer the host could not split): each run is activated alone, as without a batch.
+        this.host.log('warn', `a batch of ${ready.length} activations failed (${(err as Error).message}); its runs are activated one at a time`);
+        return ready;
+      }
+      this.host.log('error', `a batch of ${ready.length} activations: ${err.message}; its runs go back to the queue, to be activated one at a time on a fresh instance`);
+      return undefined;
     } finally {
       for (const runId of fresh) this.tails.delete(runId);
     }
@@ -311,12 +317,18 @@ export class Scheduler {
       }
       if (lease !== null) ready.push({ runId, pending, lease });
     }
-    // A host that records which run it is activating (a crash ledger) activates one at a time.
-    if (ready.length > 1 && !this.host.activating) {
-      if (this.host.engine.dead) await this.host.engine.revive();
-      ready = this.activateTogether(ready, results);
-      if (this.host.engine.dead) await this.host.engine.revive();
-    }
+    // A host that records which run it is activating (a crash ledger) activates one at a time;
+    // so does the batch after one whose call trapped, which finds and fails the run that traps.
+    if (ready.length > 1 && !this.host.activating && !this.oneAtATime && !this.host.engine.dead) {
+      const left = this.activateTogether(ready, results);
+      if (left === undefined) {
+        // Nothing was activated: every run goes back to the front of the queue, not lost.
+        this.oneAtATime = true;
+        this.requeue(ready.map((r) => [r.runId, r.pending]));
+        taken -= ready.length;
+        ready = [];
+      } else ready = left;
+    } else this.oneAtATime = false;
     for (let i = 0; i < ready.length; i++) {
       const { runId, pending, lease } = ready[i];
       // The facts of several deliveries are applied in one activation; when the engine refuses

@@ -258,6 +258,53 @@ describe('the kernel and activate-batch', () => {
     }
   });
 
+  it('activates alone the runs of a batch whose answer cannot be split, after the engine forgot them', async () => {
+    const store = SqliteJournalStore.open(':memory:');
+    const logged: string[] = [];
+    const engine = await EngineInstance.create(nodeComponentLoader(), {
+      load: (runId) => store.loadSync!(runId),
+      evaluateScript: () => ({ ok: true, output: '7', fuelUsed: 1 }),
+      checkScriptSyntax: () => undefined,
+      sha256Hex,
+      log: (level, message) => logged.push(`${level}: ${message}`),
+    });
+    const kernel = new Kernel({
+      store,
+      engine,
+      gateway: { execute: async () => ({ ok: true, output: { fine: true } }), effects: () => ({}) },
+      log: (level, message) => logged.push(`${level}: ${message}`),
+      authority: () => authority,
+      flushMode: 'manual',
+      timers: false,
+    });
+    try {
+      // The component answers one outcome too few once: the engine has activated all three runs.
+      const exports = (engine as unknown as { exports: { activateBatch(text: string): string } }).exports;
+      const activateBatch = exports.activateBatch.bind(exports);
+      let broken = 1;
+      exports.activateBatch = (text) => {
+        const out = activateBatch(text);
+        return broken-- > 0 ? out.split('\n').slice(0, -1).join('\n') : out;
+      };
+      const plan = engine.compile({ root: { template: chain('unsplittable', [{ id: 'only', uses: 'tool.call@1', config: { tool: 'echo' } }], { requires: ['tool:echo'] }) } });
+      const runs = ['run-1', 'run-2', 'run-3'].map((runId) => kernel.launch({ runId, plan, input: {}, authority }));
+      expect(await kernel.flush(3)).toBe(3);
+      // Activated again one at a time from what the journal holds (nothing): new runs, not "already exists".
+      for (const run of runs) expect(await run).toMatchObject({ status: 'running', seq: expect.any(Number) });
+      expect(logged.some((l) => l.startsWith('warn: a batch of 3 activations failed') && l.includes('engine answered 2 outcomes for a batch of 3'))).toBe(true);
+      for (let i = 0; i < 200 && store.listRuns().some((r) => r.status !== 'completed'); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        await kernel.flush();
+      }
+      expect(store.listRuns().map((r) => [r.runId, r.status, r.lastSeq]).sort()).toEqual(
+        ['run-1', 'run-2', 'run-3'].map((runId) => [runId, 'completed', store.getRun('run-1')!.lastSeq]),
+      );
+    } finally {
+      await kernel.close();
+      store.close();
+    }
+  });
+
   it('loads the script sandbox for a run of the batch that needs it, and activates that run alone', async () => {
     const store = SqliteJournalStore.open(':memory:');
     let loads = 0;

@@ -65,8 +65,11 @@ describe('a trap inside a batch', () => {
       const trapped = launch('run-trapped', 'return "trap"');
       const after = [launch('run-after-1', 'return 7'), launch('run-after-2', 'return 7')];
       trapped.catch(() => undefined);
-      // One flush: one batch of four runs; the second traps the instance.
+      // One flush: one batch of four runs, whose call traps the instance; the runs go back to the
+      // queue and are activated one at a time on a fresh instance, where the second traps again.
       expect(await kernel.flush()).toBe(4);
+      expect(logged.some((l) => l.startsWith('error: a batch of 4 activations') && l.includes('activated one at a time on a fresh instance'))).toBe(true);
+      expect(logged.some((l) => l.startsWith('error: run run-trapped: the engine trapped in activate:'))).toBe(true);
       await expect(trapped).rejects.toBeInstanceOf(EngineTrapError);
       expect(await before).toMatchObject({ status: 'completed' });
       for (const run of after) expect(await run).toMatchObject({ status: 'completed' });
