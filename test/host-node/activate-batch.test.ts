@@ -9,34 +9,11 @@ import { Kernel } from '../../dist/hosts/core/kernel.js';
 import { nodeComponentLoader } from '../../dist/hosts/node/component.js';
 import { SqliteJournalStore } from '../../dist/hosts/node/journal.js';
 import { sha256Hex } from '../../dist/hosts/shared/digest.js';
+import { memoryJournal } from '../helpers/memory-journal.js';
 import { chain } from '../helpers/node-host.js';
 
 const decoder = new TextDecoder();
 const authority = { id: 'tester', scopes: ['*'] };
-
-/** A journal in memory: what a cold activation loads is what the commits wrote. */
-function memoryJournal() {
-  const runs = new Map<string, { plan: Uint8Array; checkpoint?: Uint8Array; events: string[]; lastSeq: number }>();
-  return {
-    load(runId: string) {
-      const r = runs.get(runId);
-      if (!r) return undefined;
-      return { plan: r.plan, ...(r.checkpoint ? { checkpoint: r.checkpoint } : {}), events: new TextEncoder().encode(r.events.join('\n')), lastSeq: r.lastSeq };
-    },
-    apply(commits: { runId: string; events: Uint8Array; checkpoint?: Uint8Array; plan?: Uint8Array; lastSeq: number }[]) {
-      for (const c of commits) {
-        const r = runs.get(c.runId) ?? { plan: c.plan!, events: [], lastSeq: 0 };
-        runs.set(c.runId, r);
-        r.events.push(decoder.decode(c.events));
-        r.lastSeq = c.lastSeq;
-        if (c.checkpoint) {
-          r.checkpoint = c.checkpoint;
-          r.events = [];
-        }
-      }
-    },
-  };
-}
 
 async function engineWith(journal: ReturnType<typeof memoryJournal>, evaluate: (source: string) => any = () => ({ ok: true, output: '7', fuelUsed: 1 })) {
   return EngineInstance.create(nodeComponentLoader(), {
@@ -186,12 +163,26 @@ describe('activate-batch', () => {
 });
 
 describe('the kernel and activate-batch', () => {
-  async function kernelWith(engine: EngineInstance, store: SqliteJournalStore) {
+  type Log = (level: string, message: string) => void;
+
+  /** An engine over a SQLite store in memory; `scripts` makes its sandbox one loaded on first need. */
+  function engineOver(store: SqliteJournalStore, log: Log = () => undefined, scripts?: { loaded: boolean; load(): Promise<void> }) {
+    return EngineInstance.create(nodeComponentLoader(), {
+      load: (runId) => store.loadSync!(runId),
+      evaluateScript: () => ({ ok: true, output: '7', fuelUsed: 1 }),
+      checkScriptSyntax: () => undefined,
+      sha256Hex,
+      log,
+      ...(scripts ? { scripts } : {}),
+    });
+  }
+
+  function kernelWith(engine: EngineInstance, store: SqliteJournalStore, log: Log = () => undefined) {
     return new Kernel({
       store,
       engine,
       gateway: { execute: async () => ({ ok: true, output: { fine: true } }), effects: () => ({}) },
-      log: () => undefined,
+      log,
       authority: () => authority,
       flushMode: 'manual',
       timers: false,
@@ -216,14 +207,8 @@ describe('the kernel and activate-batch', () => {
 
   it('activates a group commit in one call, and refuses the one run the engine refuses', async () => {
     const store = SqliteJournalStore.open(':memory:');
-    const engine = await EngineInstance.create(nodeComponentLoader(), {
-      load: (runId) => store.loadSync!(runId),
-      evaluateScript: () => ({ ok: true, output: '7', fuelUsed: 1 }),
-      checkScriptSyntax: () => undefined,
-      sha256Hex,
-      log: () => undefined,
-    });
-    const kernel = await kernelWith(engine, store);
+    const engine = await engineOver(store);
+    const kernel = kernelWith(engine, store);
     try {
       const plan = engine.compile({ root: { template: chain('kernel-batch', [{ id: 'only', uses: 'tool.call@1', config: { tool: 'echo' } }], { requires: ['tool:echo'] }) } });
       const launch = (runId: string) => kernel.launch({ runId, plan, input: {}, authority });
@@ -261,22 +246,9 @@ describe('the kernel and activate-batch', () => {
   it('activates alone the runs of a batch whose answer cannot be split, after the engine forgot them', async () => {
     const store = SqliteJournalStore.open(':memory:');
     const logged: string[] = [];
-    const engine = await EngineInstance.create(nodeComponentLoader(), {
-      load: (runId) => store.loadSync!(runId),
-      evaluateScript: () => ({ ok: true, output: '7', fuelUsed: 1 }),
-      checkScriptSyntax: () => undefined,
-      sha256Hex,
-      log: (level, message) => logged.push(`${level}: ${message}`),
-    });
-    const kernel = new Kernel({
-      store,
-      engine,
-      gateway: { execute: async () => ({ ok: true, output: { fine: true } }), effects: () => ({}) },
-      log: (level, message) => logged.push(`${level}: ${message}`),
-      authority: () => authority,
-      flushMode: 'manual',
-      timers: false,
-    });
+    const log: Log = (level, message) => logged.push(`${level}: ${message}`);
+    const engine = await engineOver(store, log);
+    const kernel = kernelWith(engine, store, log);
     try {
       // The component answers one outcome too few once: the engine has activated all three runs.
       const exports = (engine as unknown as { exports: { activateBatch(text: string): string } }).exports;
@@ -315,15 +287,8 @@ describe('the kernel and activate-batch', () => {
         this.loaded = true;
       },
     };
-    const engine = await EngineInstance.create(nodeComponentLoader(), {
-      load: (runId) => store.loadSync!(runId),
-      evaluateScript: () => ({ ok: true, output: '7', fuelUsed: 1 }),
-      checkScriptSyntax: () => undefined,
-      sha256Hex,
-      log: () => undefined,
-      scripts,
-    });
-    const kernel = await kernelWith(engine, store);
+    const engine = await engineOver(store, undefined, scripts);
+    const kernel = kernelWith(engine, store);
     try {
       // Plans compiled by another instance, whose sandbox is there: this one's is not loaded yet.
       const compiler = await engineWith(memoryJournal());

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { EngineCallError, EngineInstance, type ComponentLoader } from '../../dist/hosts/core/engine-instance.js';
 import { nodeComponentLoader } from '../../dist/hosts/node/component.js';
 import { sha256Hex } from '../../dist/hosts/shared/digest.js';
+import { memoryJournal } from '../helpers/memory-journal.js';
 import { chain } from '../helpers/node-host.js';
 
 const cabiLower = Symbol.for('cabiLower');
@@ -33,40 +34,6 @@ function loader(asked: string[], generic: boolean): ComponentLoader {
         }
       }
       return base.instantiate(getCoreModule, imports);
-    },
-  };
-}
-
-interface Tail {
-  plan: Uint8Array;
-  checkpoint?: Uint8Array;
-  events: Uint8Array;
-  lastSeq: number;
-}
-
-/** A journal in memory: what a cold activation loads is what the commits wrote. */
-function memoryJournal() {
-  const runs = new Map<string, { plan: Uint8Array; checkpoint?: Uint8Array; events: Uint8Array[]; lastSeq: number }>();
-  return {
-    failing: false,
-    load(runId: string): Tail | undefined {
-      if (this.failing) throw Object.assign(new Error('disk on fire'), { code: 'store.io' });
-      const r = runs.get(runId);
-      if (!r) return undefined;
-      const events = new TextEncoder().encode(r.events.map((e) => decoder.decode(e)).join('\n'));
-      return { plan: r.plan, ...(r.checkpoint ? { checkpoint: r.checkpoint } : {}), events, lastSeq: r.lastSeq };
-    },
-    apply(commits: { runId: string; events: Uint8Array; checkpoint?: Uint8Array; plan?: Uint8Array; lastSeq: number }[]) {
-      for (const c of commits) {
-        const r = runs.get(c.runId) ?? { plan: c.plan!, events: [], lastSeq: 0 };
-        runs.set(c.runId, r);
-        r.events.push(c.events);
-        r.lastSeq = c.lastSeq;
-        if (c.checkpoint) {
-          r.checkpoint = c.checkpoint;
-          r.events = [];
-        }
-      }
     },
   };
 }
