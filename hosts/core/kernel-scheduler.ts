@@ -270,8 +270,8 @@ export class Scheduler {
       outcomes = this.host.engine.activateBatch(ready.map(({ runId, pending }) => this.activationOf(runId, pending, pending.groups)));
     } catch (err) {
       if (!(err instanceof EngineTrapError)) {
-        // The call failed before the engine activated anything (an instance being rebuilt, an
-        // answer the host could not split): each run is activated alone, as without a batch.
+        // Nothing of the call is kept (an instance being rebuilt; an answer the host could not
+        // split, whose runs the engine was made to forget): each run is activated alone.
         this.host.log('warn', `a batch of ${ready.length} activations failed (${(err as Error).message}); its runs are activated one at a time`);
         return ready;
       }
