@@ -201,9 +201,7 @@ export class EngineInstance {
   private reviving: Promise<void> | undefined;
   /** Plans this component instance has loaded, by hash, with their JSON bytes for the store. */
   private readonly plans = new Map<string, Uint8Array>();
-  /** The plan of the run being started by the current activation. */
-  private newRunPlan: Uint8Array | undefined;
-  /** The plans of the runs being started by the current `activateBatch`, by run id. */
+  /** The plans of the runs the current `activate` or `activateBatch` starts, by run id. */
   private newRunPlans: Map<string, Uint8Array> | undefined;
   /** Hashes of plans that name a script node (checked once per plan text). */
   private readonly scriptPlans = new Map<string, boolean>();
@@ -302,7 +300,7 @@ export class EngineInstance {
       }
     };
     const stageCommit = (runId: string, expectedSeq: number, lastSeq: number, events: Uint8Array, checkpoint: Uint8Array | undefined, status: string) => {
-      const plan = expectedSeq === 0 ? (this.newRunPlan ?? this.newRunPlans?.get(runId)) : undefined;
+      const plan = expectedSeq === 0 ? this.newRunPlans?.get(runId) : undefined;
       staged().commits.push({
         runId,
         expectedSeq,
@@ -466,10 +464,6 @@ export class EngineInstance {
   }
 
   /**
-   * Runs one activation. Returns the summary and the staged work; the caller must make
-   * `commits` durable before it carries out `requests` and `cancels`.
-   */
-  /**
    * The request an activation sends, and the JSON bytes of its plan (stored with a new run's
    * first commit). A plan crosses the boundary once per instance; later runs of it name its hash.
    */
@@ -493,11 +487,15 @@ export class EngineInstance {
     return { request: { ...rest, plan }, planBytes };
   }
 
+  /**
+   * Runs one activation. Returns the summary and the staged work; the caller must make
+   * `commits` durable before it carries out `requests` and `cancels`.
+   */
   activate(activation: ActivationInput): { summary: ActivationSummary } & StagedWork {
     this.takeStaged();
     const { plan, ...rest } = activation;
     const { request, planBytes } = this.activationRequest(activation);
-    this.newRunPlan = planBytes;
+    if (planBytes) this.newRunPlans = new Map([[activation.runId, planBytes]]);
     try {
       let out: string;
       try {
@@ -515,7 +513,7 @@ export class EngineInstance {
       if (plan) this.plans.delete(plan.planHash);
       throw err;
     } finally {
-      this.newRunPlan = undefined;
+      this.newRunPlans = undefined;
       this.takeStaged();
     }
   }

@@ -4,7 +4,7 @@
 // each with the projection of its run) -> for the entries that landed, the kernel carries out
 // what they staged (`committed`). A trap of the engine fails the run that caused it; the rest of
 // its batch goes back to the front of the queue, activated by the next round on a fresh instance.
-import { EngineCallError, EngineTrapError, type ActivationInput, type EngineInstance } from './engine-instance.js';
+import { EngineCallError, EngineTrapError, type ActivationInput, type EngineInstance, type StagedWork } from './engine-instance.js';
 import { KernelError } from './kernel-errors.js';
 import type { LeaseKeeper } from './leases.js';
 import { storedProjection } from './projection.js';
@@ -205,6 +205,21 @@ export class Scheduler {
     }
   }
 
+  /**
+   * Whether the engine's check for an existing run is answered "none" without asking the store:
+   * a new run has no journal to load, so a store without a synchronous load is not asked (the
+   * commit's sequence check still refuses a run id that exists), nor is any store for a run id
+   * drawn at random here.
+   */
+  private hasNoTail(pending: Pending): boolean {
+    return pending.newRun !== undefined && (pending.newRun.fresh === true || !this.host.store.loadSync);
+  }
+
+  /** What an activation of a run's `groups` gives the batch's commit. */
+  private resultOf({ runId, pending, lease }: Ready, groups: FactGroup[], out: { summary: ActivationSummary } & StagedWork): Result {
+    return { runId, groups, summary: out.summary, requests: stillInFlight(out.requests, out.summary), cancels: out.cancels, commits: out.commits, lease, ...(pending.newRun?.delivery ? { delivery: pending.newRun.delivery } : {}) };
+  }
+
   /** The activation that applies `groups` of a run's queued facts. */
   private activationOf(runId: string, pending: Pending, groups: FactGroup[]): ActivationInput {
     return {
@@ -228,10 +243,7 @@ export class Scheduler {
   /** One activation; a cold run of a store without a synchronous load is loaded first. */
   private async activateLoading(runId: string, pending: Pending, groups: FactGroup[]) {
     try {
-      // A new run has no journal to load: a store without a synchronous load is not asked (the
-      // commit's sequence check still refuses a run id that exists), nor is any store for a run
-      // id drawn at random here.
-      if (pending.newRun && (pending.newRun.fresh === true || !this.host.store.loadSync)) this.tails.set(runId, undefined);
+      if (this.hasNoTail(pending)) this.tails.set(runId, undefined);
       // What the engine asks for before it changes anything: the run's tail from a store without
       // a synchronous load, the script sandbox of a host that loads it on first need. Each is
       // fetched once and the activation made again.
@@ -260,7 +272,7 @@ export class Scheduler {
   private activateTogether(ready: Ready[], results: Result[]): Ready[] | undefined {
     const fresh: string[] = [];
     for (const { runId, pending } of ready) {
-      if (pending.newRun && (pending.newRun.fresh === true || !this.host.store.loadSync)) {
+      if (this.hasNoTail(pending)) {
         this.tails.set(runId, undefined);
         fresh.push(runId);
       }
@@ -287,8 +299,7 @@ export class Scheduler {
         left.push(ready[i]);
         continue;
       }
-      const { runId, pending, lease } = ready[i];
-      results.push({ runId, groups: pending.groups, summary: out.summary, requests: stillInFlight(out.requests, out.summary), cancels: out.cancels, commits: out.commits, lease, ...(pending.newRun?.delivery ? { delivery: pending.newRun.delivery } : {}) });
+      results.push(this.resultOf(ready[i], ready[i].pending.groups, out));
     }
     return left;
   }
@@ -330,7 +341,7 @@ export class Scheduler {
       } else ready = left;
     } else this.oneAtATime = false;
     for (let i = 0; i < ready.length; i++) {
-      const { runId, pending, lease } = ready[i];
+      const { runId, pending } = ready[i];
       // The facts of several deliveries are applied in one activation; when the engine refuses
       // that, each delivery is applied alone, so one bad command cannot take the others down.
       const attempts = pending.groups.length > 1 && !pending.newRun ? [pending.groups, ...pending.groups.map((g) => [g])] : [pending.groups];
@@ -339,7 +350,7 @@ export class Scheduler {
         const groups = attempts[a];
         try {
           const out = await this.activateLoading(runId, pending, groups);
-          results.push({ runId, groups, summary: out.summary, requests: stillInFlight(out.requests, out.summary), cancels: out.cancels, commits: out.commits, lease, ...(pending.newRun?.delivery ? { delivery: pending.newRun.delivery } : {}) });
+          results.push(this.resultOf(ready[i], groups, out));
           if (a === 0) break;
         } catch (err) {
           if (err instanceof EngineTrapError) {
