@@ -21,7 +21,7 @@ import { fanOut, sequence } from '../lib/templates.mjs';
 const configs = {
   // The lean settings the agent-workflow processes use (an embedding process opts in): the engine
   // compiled by Liftoff only, the young generation kept at its initial size
-  // (hosts/shared/component.ts), SQLite's page cache 2 MiB (hosts/node/journal.ts). Every
+  // (hosts/shared/component.ts), SQLite's page cache 2 MiB (hosts/node/stores/sqlite/journal.ts). Every
   // configuration names both variables, so none depends on the SDK's own default
   // (optimizing + grow, the configuration `optimizing+young-grow`).
   default: { flags: [], env: { AGENT_WORKFLOW_WASM_TIER: 'baseline', AGENT_WORKFLOW_YOUNG_GEN: 'fixed' } },

@@ -9,8 +9,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { SqliteJournalStore } from '../../dist/hosts/node/journal.js';
-import { PostgresJournalStore } from '../../dist/hosts/node/pg-store.js';
+import { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
+import { PostgresJournalStore } from '../../dist/hosts/node/stores/pg/journal.js';
 
 const arg = (name, dflt) => (process.argv.includes(`--${name}`) ? process.argv[process.argv.indexOf(`--${name}`) + 1] : dflt);
 const runs = Number(arg('runs', 4000));

@@ -2,7 +2,7 @@
 // engine.core*.wasm files the Node host compiles; they come from a `WasmSource`: fetched next to
 // the page over http(s), or decoded from an inline table when the page is opened from file://
 // (Chromium refuses fetch() of file:// URLs). Chromium ships the wasm extended-const proposal, so
-// no flag is needed here (Node needs one: see hosts/node/component.ts).
+// no flag is needed here (Node needs one: see hosts/node/sdk/component.ts).
 // dist/hosts/browser/component.js -> dist/component/engine.js; the page bundle resolves the same
 // file (see build-page.mjs).
 // @ts-ignore: jco output, present under dist/ only

@@ -5,7 +5,7 @@ import type { InboxCommand, LeaseGrant, OperatorCommand, RunOwnership } from './
 import type { ActivationSummary, CapabilityError, HostLog } from './types.js';
 
 export interface LeaseOptions {
-  /** This process's owner id (see hosts/node/owner-id.ts). */
+  /** This process's owner id (see hosts/node/stores/owner-id.ts). */
   owner: string;
   /** How long a lease lasts without a heartbeat (default 15 s). */
   ttlMs?: number;

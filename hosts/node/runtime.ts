@@ -10,31 +10,31 @@ import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcom
 import { leaseDefaults } from '../core/leases.js';
 import type { CommandResult, OperatorCommand, QueuedLaunch, RunOwnership } from '../core/ownership-store.js';
 import type { JournalStore } from '../core/store.js';
-import { WorkflowError } from './errors.js';
-import { newOwnerId } from './owner-id.js';
-import { pooledRandomBytes } from './random-pool.js';
-import { openJournalStore } from './open-store.js';
+import { WorkflowError } from './sdk/errors.js';
+import { newOwnerId } from './stores/owner-id.js';
+import { pooledRandomBytes } from './sdk/random-pool.js';
+import { openJournalStore } from './stores/open-store.js';
 import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../core/types.js';
-import { nodeComponentLoader } from './component.js';
+import { nodeComponentLoader } from './sdk/component.js';
 import { sha256Digest, sha256Hex } from '../shared/digest.js';
 import type { RunExport } from '../core/export-format.js';
-import { registryGateway, type GatewayRegistry } from './gateway.js';
-import { assertCaptureOptions, assertLaunchOptions, launchCorrelation } from './launch-options.js';
-import { deliveryDigest, deliveryTargetOf, type DeliveryTarget } from './delivery-target.js';
-import { DeliverySender, deliveryOptionsOf, type DeliveryOptions, type DrainReport } from './deliverer.js';
+import { registryGateway, type GatewayRegistry } from './sdk/gateway.js';
+import { assertCaptureOptions, assertLaunchOptions, launchCorrelation } from './sdk/launch-options.js';
+import { deliveryDigest, deliveryTargetOf, type DeliveryTarget } from './delivery/target.js';
+import { DeliverySender, deliveryOptionsOf, type DeliveryOptions, type DrainReport } from './delivery/deliverer.js';
 import type { DeliveryOutbox, DeliveryRecord, DeliveryState } from '../core/delivery-outbox.js';
 import { deliveryLimits } from './limits.js';
-import { SqliteJournalStore } from './journal.js';
-import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type CatalogStorage, type RunCompatibility } from './catalog.js';
-import { SqliteCatalogStorage } from './sqlite-catalog.js';
-import { SqliteTriggerStorage } from './sqlite-triggers.js';
-import type { TriggerStorage } from './trigger-storage.js';
-import { BindingCatalog } from './bindings.js';
-import { stderrLog } from './log.js';
+import { SqliteJournalStore } from './stores/sqlite/journal.js';
+import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type CatalogStorage, type RunCompatibility } from './catalog/catalog.js';
+import { SqliteCatalogStorage } from './stores/sqlite/catalog.js';
+import { SqliteTriggerStorage } from './stores/sqlite/triggers.js';
+import type { TriggerStorage } from './stores/trigger-storage.js';
+import { BindingCatalog } from './triggers/bindings.js';
+import { stderrLog } from './observe/log.js';
 import { LazyScriptImports } from '../shared/sandbox.js';
-import { LiveStreams, withLiveProgress, type LiveItem, type LiveOptions } from './live.js';
-import { TraceExporter, tracesUrlOf, type TelemetryOptions, type TelemetryStats } from './telemetry.js';
-import { RunTraces, withTraceContext } from './trace-gateway.js';
+import { LiveStreams, withLiveProgress, type LiveItem, type LiveOptions } from './observe/live.js';
+import { TraceExporter, tracesUrlOf, type TelemetryOptions, type TelemetryStats } from './observe/telemetry.js';
+import { RunTraces, withTraceContext } from './observe/trace-gateway.js';
 
 export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions, DeliveryOptions, DeliveryRecord, DeliveryState, DeliveryTarget, DrainReport, TelemetryOptions, TelemetryStats };
 
@@ -446,7 +446,7 @@ export class WorkflowRuntime {
   }
 
   /** Workers started in this process: woken when this process queues work. */
-  private readonly workers = new Set<import('./worker.js').Worker>();
+  private readonly workers = new Set<import('./worker/worker.js').Worker>();
 
   /** Workers alive on this store (heartbeat within the last three lease lifetimes). */
   async liveWorkers() {
@@ -454,13 +454,13 @@ export class WorkflowRuntime {
   }
 
   /** @internal A worker of this runtime has stopped: it is no longer woken nor stopped by `close`. */
-  workerStopped(worker: import('./worker.js').Worker): void {
+  workerStopped(worker: import('./worker/worker.js').Worker): void {
     this.workers.delete(worker);
   }
 
   /** A worker in this process: claims queued runs and runs whose owner is gone (see worker.ts). */
-  async startWorker(options: import('./worker.js').WorkerOptions = {}) {
-    const { Worker } = await import('./worker.js');
+  async startWorker(options: import('./worker/worker.js').WorkerOptions = {}) {
+    const { Worker } = await import('./worker/worker.js');
     const worker = new Worker(this, options);
     worker.start();
     this.workers.add(worker);

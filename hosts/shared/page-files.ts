@@ -1,6 +1,6 @@
 // The built replay page's files, served from a Node process: by the page's own dev server
 // (`agent-workflow replay-web`, hosts/browser/serve.ts) and under /page/ by the Node host's HTTP
-// API (hosts/node/http-api.ts).
+// API (hosts/node/observe/http-api.ts).
 import { readFile } from 'node:fs/promises';
 import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveReplay, type ReplayServer } from '../../dist/hosts/browser/serve.js';
-import { parseExport, replayExport } from '../../dist/hosts/node/export.js';
+import { parseExport, replayExport } from '../../dist/hosts/node/sdk/export.js';
 // @ts-ignore: a plain ES module shared with the bench
 import { largeRunEventsMin, largeRunExport, largeRunItems } from '../../bench/browser/large-export.mjs';
 import { drawnStates, launchChromium, watchPage } from './page-driver.js';

@@ -3,7 +3,7 @@
 // growing as events commit, and switches to replay (inspect) when the run ends.
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHttpApi, type HttpApi } from '../../dist/hosts/node/http-api.js';
+import { startHttpApi, type HttpApi } from '../../dist/hosts/node/observe/http-api.js';
 import type { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 import { chain, openRuntime } from '../helpers/node-host.js';
 import { drawnStates, launchChromium, watchPage } from './page-driver.js';

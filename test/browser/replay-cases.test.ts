@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveReplay, type ReplayServer } from '../../dist/hosts/browser/serve.js';
-import { parseExport, replayExport } from '../../dist/hosts/node/export.js';
+import { parseExport, replayExport } from '../../dist/hosts/node/sdk/export.js';
 import { caseNames, loadCase } from '../helpers/cases.js';
 import { openRuntime } from '../helpers/node-host.js';
 import { openReplayPage, launchChromium, openFile, replayInPage, root, writeJson } from './page-driver.js';

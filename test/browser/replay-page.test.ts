@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveReplay, type ReplayServer } from '../../dist/hosts/browser/serve.js';
-import { parseExport, replayExport } from '../../dist/hosts/node/export.js';
+import { parseExport, replayExport } from '../../dist/hosts/node/sdk/export.js';
 import { openReplayPage, drawnStates, launchChromium, lineOfPageReport, nodeReplayLine, openFile, replayInPage, reportOfLine, root, runExample, watchPage, writeJson, type ExampleRun } from './page-driver.js';
 
 const examples = ['weekly-report', 'echo', 'risk-branch', 'contracts-batch'];

@@ -2,7 +2,7 @@
 // both stores: a SQLite file and a PostgreSQL schema (dropped at the end). When PostgreSQL is
 // unreachable its cases fail and say how to start it; they are never skipped.
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { CatalogError, semanticChanges } from '../../dist/hosts/node/catalog.js';
+import { CatalogError, semanticChanges } from '../../dist/hosts/node/catalog/catalog.js';
 import type { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 import { api, approvalChild, callerTemplate, openRuntime, postgresStores, publish, removeTempDirs, sqliteStores, upperTemplate, waitUntil } from './helpers.js';
 

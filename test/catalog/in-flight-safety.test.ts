@@ -3,7 +3,7 @@
 import BetterSqlite3 from 'better-sqlite3';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CatalogError, RunNeedsAttentionError, canonicalDigest } from '../../dist/hosts/node/catalog.js';
+import { CatalogError, RunNeedsAttentionError, canonicalDigest } from '../../dist/hosts/node/catalog/catalog.js';
 import { approvalChild, openRuntime, publish, removeTempDirs, tempDir, upperTemplate } from './helpers.js';
 
 afterAll(removeTempDirs);

@@ -1,8 +1,8 @@
 // Opens a store with the real migration code, but stops dead inside the v2 migration (after its
 // tables exist and a row is written, before the transaction commits) and waits to be killed.
 import { writeFileSync } from 'node:fs';
-import { openDatabase } from '../../dist/hosts/node/journal.js';
-import { migrations } from '../../dist/hosts/node/migrations.js';
+import { openDatabase } from '../../dist/hosts/node/stores/sqlite/journal.js';
+import { migrations } from '../../dist/hosts/node/stores/sqlite/migrations.js';
 
 const [file, marker] = process.argv.slice(2);
 const v2 = migrations.find((m) => m.version === 2);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
-import { migrations, schemaVersion } from '../../dist/hosts/node/migrations.js';
+import { migrations, schemaVersion } from '../../dist/hosts/node/stores/sqlite/migrations.js';
 import { fixtureRuns, parent, tools } from '../fixtures/stores/fixture-workflows.mjs';
 import { removeTempDirs, tempDir, waitUntil } from './helpers.js';
 

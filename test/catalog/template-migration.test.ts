@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkflowRuntime } from '../../dist/hosts/node/index.js';
-import { migrateTemplate } from '../../dist/hosts/node/template-migration.js';
+import { migrateTemplate } from '../../dist/hosts/node/catalog/template-migration.js';
 import { openRuntime, removeTempDirs, tempDir } from './helpers.js';
 
 const legacyDir = join(__dirname, '..', 'fixtures', 'legacy');

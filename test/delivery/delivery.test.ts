@@ -214,7 +214,7 @@ describe('result delivery (SQLite)', () => {
   });
 
   it('backs off exponentially with at most 50 % jitter, capped', async () => {
-    const { backoffMs } = await import('../../dist/hosts/node/deliverer.js');
+    const { backoffMs } = await import('../../dist/hosts/node/delivery/deliverer.js');
     expect([1, 2, 3, 4].map((n) => backoffMs(n, 1000, 60_000, 0))).toEqual([1000, 2000, 4000, 8000]);
     expect(backoffMs(3, 1000, 60_000, 0.999)).toBe(Math.round(4000 * 1.4995));
     expect(backoffMs(40, 1000, 60_000, 0.5)).toBe(60_000);

@@ -2,7 +2,7 @@
 // takes and refuses, with the API's errcodes, what the API refuses. Real HTTP on loopback.
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dingtalkMessage, dingtalkSign } from '../../dist/hosts/node/delivery-send.js';
+import { dingtalkMessage, dingtalkSign } from '../../dist/hosts/node/delivery/send.js';
 import { DingTalkRobot } from '../helpers/dingtalk-robot.js';
 
 const secret = 'SECc0ffee';

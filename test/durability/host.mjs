@@ -3,10 +3,10 @@
 // injected around the store and the gateway, at the host boundary.
 import { EngineInstance } from '../../dist/hosts/core/engine-instance.js';
 import { Kernel } from '../../dist/hosts/core/kernel.js';
-import { nodeComponentLoader } from '../../dist/hosts/node/component.js';
-import { registryGateway } from '../../dist/hosts/node/gateway.js';
-import { SqliteJournalStore } from '../../dist/hosts/node/journal.js';
-import { createScriptImports } from '../../dist/hosts/node/sandbox.js';
+import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
+import { registryGateway } from '../../dist/hosts/node/sdk/gateway.js';
+import { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
+import { createScriptImports } from '../../dist/hosts/node/sdk/sandbox.js';
 
 export const everything = { id: 'local', scopes: ['*'] };
 

@@ -6,8 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { EngineCallError, EngineInstance, EngineTrapError, type ActivationInput, type BatchOutcome } from '../../dist/hosts/core/engine-instance.js';
 import { Kernel } from '../../dist/hosts/core/kernel.js';
-import { nodeComponentLoader } from '../../dist/hosts/node/component.js';
-import { SqliteJournalStore } from '../../dist/hosts/node/journal.js';
+import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
+import { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
 import { sha256Hex } from '../../dist/hosts/shared/digest.js';
 import { memoryJournal } from '../helpers/memory-journal.js';
 import { chain } from '../helpers/node-host.js';

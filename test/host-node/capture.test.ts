@@ -2,7 +2,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { replayExport } from '../../dist/hosts/node/export.js';
+import { replayExport } from '../../dist/hosts/node/sdk/export.js';
 import { caseNames, loadCase } from '../helpers/cases.js';
 import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
 

@@ -3,8 +3,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { EngineInstance } from '../../dist/hosts/core/engine-instance.js';
-import { nodeComponentLoader } from '../../dist/hosts/node/component.js';
-import { createScriptImports } from '../../dist/hosts/node/sandbox.js';
+import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
+import { createScriptImports } from '../../dist/hosts/node/sdk/sandbox.js';
 import { loadCase } from '../helpers/cases.js';
 
 const decoder = new TextDecoder();

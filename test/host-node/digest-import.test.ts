@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { EngineInstance } from '../../dist/hosts/core/engine-instance.js';
-import { nodeComponentLoader } from '../../dist/hosts/node/component.js';
+import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
 import { sha256Hex } from '../../dist/hosts/shared/digest.js';
 import { loadCase } from '../helpers/cases.js';
 

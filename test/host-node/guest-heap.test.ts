@@ -8,7 +8,7 @@ import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { GuestHeap, growthCheckedFromBytes, reservedUpToBytes } from '../../dist/hosts/core/guest-heap.js';
-import { parseExport, replayExport } from '../../dist/hosts/node/export.js';
+import { parseExport, replayExport } from '../../dist/hosts/node/sdk/export.js';
 // @ts-ignore: a plain ES module shared with the bench
 import { largeRunExport } from '../../bench/browser/large-export.mjs';
 

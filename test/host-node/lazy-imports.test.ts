@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const entry = new URL('../../dist/hosts/node/index.js', import.meta.url).href;
-const sendModule = new URL('../../dist/hosts/node/delivery-send.js', import.meta.url).href;
+const sendModule = new URL('../../dist/hosts/node/delivery/send.js', import.meta.url).href;
 
 const hooks = `data:text/javascript,${encodeURIComponent("export async function resolve(s, c, next) { const r = await next(s, c); process.stderr.write('resolved ' + r.url + '\\n'); return r; }")}`;
 // A resolve hook does not see `require` (pg and ajv load through createRequire): what CommonJS
@@ -49,7 +49,7 @@ describe('modules a Node process loads on first need', () => {
 
   it('a trigger input check loads ajv when it runs', () => {
     const urls = resolvedBy(`
-      const { schemaProblems } = await import(${JSON.stringify(new URL('../../dist/hosts/node/input-schema.js', import.meta.url).href)});
+      const { schemaProblems } = await import(${JSON.stringify(new URL('../../dist/hosts/node/triggers/input-schema.js', import.meta.url).href)});
       const problems = schemaProblems({ type: 'object', required: ['a'] }, {});
       if (problems.length !== 1) throw new Error(JSON.stringify(problems));
       console.log('done');

@@ -5,7 +5,7 @@
 // same requests and cancels, the same tails handed back to a cold activation, the same errors.
 import { describe, expect, it } from 'vitest';
 import { EngineCallError, EngineInstance, type ComponentLoader } from '../../dist/hosts/core/engine-instance.js';
-import { nodeComponentLoader } from '../../dist/hosts/node/component.js';
+import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
 import { sha256Hex } from '../../dist/hosts/shared/digest.js';
 import { memoryJournal } from '../helpers/memory-journal.js';
 import { chain } from '../helpers/node-host.js';

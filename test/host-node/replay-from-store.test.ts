@@ -3,7 +3,7 @@
 // (`replayExport`) parses every event and sends it again, the store path does not. A journal of more
 // than one page of events (5,000), with a captured artifact, on SQLite and on PostgreSQL.
 import { describe, expect, it } from 'vitest';
-import { replayExport } from '../../dist/hosts/node/export.js';
+import { replayExport } from '../../dist/hosts/node/sdk/export.js';
 import { chain, openRuntime } from '../helpers/node-host.js';
 import { assertPostgresReachable, pgUrl, testSchema } from '../helpers/postgres.js';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
-import { replayExport } from '../../dist/hosts/node/export.js';
+import { replayExport } from '../../dist/hosts/node/sdk/export.js';
 
 const api = 'workflow.gm-hz.dev/v1alpha1';
 const template = {

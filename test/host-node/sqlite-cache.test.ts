@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
-import { openDatabase, defaultSqliteCacheKiB } from '../../dist/hosts/node/journal.js';
+import { openDatabase, defaultSqliteCacheKiB } from '../../dist/hosts/node/stores/sqlite/journal.js';
 import { tempDir } from '../helpers/node-host.js';
 
 const cacheOf = (rt: WorkflowRuntime) => ((rt as unknown as { store: { db: { pragma(s: string, o: { simple: true }): unknown } } }).store.db.pragma('cache_size', { simple: true }));

@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { newOwnerId, ownerIsDead } from '../../dist/hosts/node/owner-id.js';
+import { newOwnerId, ownerIsDead } from '../../dist/hosts/node/stores/owner-id.js';
 import { identifyProcess, readBootId } from '../../dist/hosts/shared/process-identity.js';
 
 const host = hostname().replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 64);

@@ -11,9 +11,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EngineInstance } from '../../dist/hosts/core/engine-instance.js';
 import { Kernel } from '../../dist/hosts/core/kernel.js';
-import { nodeComponentLoader } from '../../dist/hosts/node/component.js';
-import { registryGateway } from '../../dist/hosts/node/gateway.js';
-import { openJournalStore } from '../../dist/hosts/node/open-store.js';
+import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
+import { registryGateway } from '../../dist/hosts/node/sdk/gateway.js';
+import { openJournalStore } from '../../dist/hosts/node/stores/open-store.js';
 import { sha256Hex } from '../../dist/hosts/shared/digest.js';
 import { chain } from '../helpers/node-host.js';
 

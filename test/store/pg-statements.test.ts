@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { hostname } from 'node:os';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { PostgresJournalStore } from '../../dist/hosts/node/pg-store.js';
+import { PostgresJournalStore } from '../../dist/hosts/node/stores/pg/journal.js';
 import { readBootId } from '../../dist/hosts/shared/process-identity.js';
 import type { CommitEntry } from '../../hosts/core/store.js';
 import { pgUrl, testSchema } from '../helpers/postgres.js';

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SqliteJournalStore } from '../../dist/hosts/node/journal.js';
-import { checkpointInlineMax } from '../../dist/hosts/node/migrations.js';
+import { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
+import { checkpointInlineMax } from '../../dist/hosts/node/stores/sqlite/migrations.js';
 import type { CommitEntry } from '../../hosts/core/store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sqlite-checkpoints-'));

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SqliteJournalStore } from '../../dist/hosts/node/journal.js';
+import { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
 import type { CommitEntry } from '../../hosts/core/store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sqlite-event-rows-'));

@@ -10,11 +10,11 @@
 //
 // Runs never read the catalog after launch: a launch compiles the revision and the closure of
 // its `workflow.call@1` revisions into a pinned plan, so deleting a revision never breaks a run.
-import { sha256Digest } from '../shared/digest.js';
+import { sha256Digest } from '../../shared/digest.js';
 import canonicalizeModule from 'canonicalize';
-import { isPortableId, portableIdSource } from '../../engine/protocol/ids.js';
-import type { ExecutionPlan, ValidationReport } from '../core/types.js';
-import { CodedError } from '../../engine/protocol/coded-error.js';
+import { isPortableId, portableIdSource } from '../../../engine/protocol/ids.js';
+import type { ExecutionPlan, ValidationReport } from '../../core/types.js';
+import { CodedError } from '../../../engine/protocol/coded-error.js';
 
 const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as unknown as (value: unknown) => string | undefined;
 

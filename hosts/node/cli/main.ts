@@ -285,14 +285,14 @@ const commands: Record<string, CliCommand> = {
       const from = optionString(args, 'from');
       let report: Record<string, unknown>;
       if (from) {
-        const { parseExport, replayExport } = await import('../export.js');
+        const { parseExport, replayExport } = await import('../sdk/export.js');
         if (!existsSync(from)) throw new WorkflowError('cli.not-found', `export file ${from} does not exist`);
         const exported = parseExport(readJsonArg(from, '--from'));
         let editedPlan;
         if (edited) {
           const { EngineInstance } = await import('../../core/engine-instance.js');
-          const { nodeComponentLoader } = await import('../component.js');
-          const { createScriptImports } = await import('../sandbox.js');
+          const { nodeComponentLoader } = await import('../sdk/component.js');
+          const { createScriptImports } = await import('../sdk/sandbox.js');
           const { sha256Hex } = await import('../../shared/digest.js');
           const scripts = await createScriptImports();
           const engine = await EngineInstance.create(nodeComponentLoader(), { load: () => undefined, ...scripts, sha256Hex, log: () => undefined });
@@ -327,16 +327,16 @@ const commands: Record<string, CliCommand> = {
         // One trigger pipeline for the hook routes and the catalog's cron bindings.
         const { triggerPipeline } = await import('./commands/triggers.js');
         const triggers = await triggerPipeline(rt, args, log);
-        let http: import('../http-api.js').HttpApi | undefined;
+        let http: import('../observe/http-api.js').HttpApi | undefined;
         if (httpPort !== undefined) {
-          const { httpToken, startHttpApi } = await import('../http-api.js');
+          const { httpToken, startHttpApi } = await import('../observe/http-api.js');
           http = await startHttpApi(rt, { host: httpHost, port: Number(httpPort), token: httpToken(optionString(args, 'http-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers });
         }
         const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), ...(args.options.has('no-deliveries') ? { deliveries: false } : {}), log });
-        const { CronBindingScheduler } = await import('../cron-bindings.js');
+        const { CronBindingScheduler } = await import('../triggers/cron-bindings.js');
         const cronBindings = new CronBindingScheduler(rt, triggers, { log });
         await cronBindings.start();
-        const { TriggerScheduler } = await import('../triggers.js');
+        const { TriggerScheduler } = await import('../triggers/scheduler.js');
         const scheduler = new TriggerScheduler(rt, log);
         for (const t of (host as { triggers?: any[] }).triggers ?? []) {
           const target = typeof t.template === 'string' ? { type: 'inline', template: readTemplate(resolve(host.configDir ?? '.', t.template)) } : (t.target ?? { type: 'inline', template: t.template });
@@ -361,7 +361,7 @@ const commands: Record<string, CliCommand> = {
     flags: [],
     async run(args) {
       // stdout is the MCP channel from here on: progress goes to stderr only.
-      const { serveMcp, parseMcpProfiles } = await import('../mcp.js');
+      const { serveMcp, parseMcpProfiles } = await import('../mcp/server.js');
       let profiles: ReturnType<typeof parseMcpProfiles>;
       try {
         profiles = parseMcpProfiles(optionString(args, 'profile'));

@@ -7,12 +7,12 @@
 // one of them at a time, and a settle only lands while its claim holds. A sender that dies
 // mid-send leaves the delivery to the next claim after its lease expires: delivery is at least
 // once, with a stable delivery id for the receiver to drop a repeat.
-import { PollLoop } from '../core/poll-loop.js';
-import type { ClaimedDelivery, DeliveryOutbox, DeliverySettlement } from '../core/delivery-outbox.js';
-import type { HostLog } from '../core/types.js';
-import { sendDelivery, type SendResult } from './delivery-send.js';
-import { WorkflowError } from './errors.js';
-import { deliveryLimits } from './limits.js';
+import { PollLoop } from '../../core/poll-loop.js';
+import type { ClaimedDelivery, DeliveryOutbox, DeliverySettlement } from '../../core/delivery-outbox.js';
+import type { HostLog } from '../../core/types.js';
+import { sendDelivery, type SendResult } from './send.js';
+import { WorkflowError } from '../sdk/errors.js';
+import { deliveryLimits } from '../limits.js';
 
 export interface DeliveryOptions {
   /** Attempts before a delivery is dead-lettered (default 8). */

@@ -15,8 +15,8 @@
 // webhook's 4xx other than 408, 425 and 429. Network errors, timeouts, 5xx, 429 and DingTalk's
 // nonzero `errcode` are retried until the attempts run out.
 import { createHmac } from 'node:crypto';
-import type { ClaimedDelivery, DeliveryTarget } from '../core/delivery-outbox.js';
-import { deliveryLimits } from './limits.js';
+import type { ClaimedDelivery, DeliveryTarget } from '../../core/delivery-outbox.js';
+import { deliveryLimits } from '../limits.js';
 
 export interface SendResult {
   ok: boolean;

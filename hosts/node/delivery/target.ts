@@ -2,10 +2,10 @@
 // delivery"). A target names the environment variable that holds its secret (`secretRef`),
 // never the secret: what is stored with the run and recorded in its journal is safe to show.
 import canonicalizeModule from 'canonicalize';
-import type { DeliveryTarget } from '../core/delivery-outbox.js';
-import { sha256Digest } from '../shared/digest.js';
-import { WorkflowError } from './errors.js';
-import { deliveryLimits } from './limits.js';
+import type { DeliveryTarget } from '../../core/delivery-outbox.js';
+import { sha256Digest } from '../../shared/digest.js';
+import { WorkflowError } from '../sdk/errors.js';
+import { deliveryLimits } from '../limits.js';
 
 export type { DeliveryTarget };
 

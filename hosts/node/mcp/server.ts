@@ -8,7 +8,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { z } from 'zod';
-import type { WorkflowRuntime } from './runtime.js';
+import type { WorkflowRuntime } from '../runtime.js';
 
 const serverVersion = '0.1.0';
 

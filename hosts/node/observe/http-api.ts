@@ -29,14 +29,14 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { bearerMatches, isLoopback, readTokenFile } from '../../sandbox/service/auth.js';
-import { handleDingtalk } from './dingtalk.js';
-import { TriggerPipeline } from './ingress.js';
-import { httpLimits, triggerLimits } from './limits.js';
-import { handleWebhook } from './webhook.js';
-import { defaultPageDir, readPageFile } from '../shared/page-files.js';
-import type { WorkflowRuntime } from './runtime.js';
-import { CodedError } from '../../engine/protocol/coded-error.js';
+import { bearerMatches, isLoopback, readTokenFile } from '../../../sandbox/service/auth.js';
+import { handleDingtalk } from '../triggers/dingtalk.js';
+import { TriggerPipeline } from '../triggers/ingress.js';
+import { httpLimits, triggerLimits } from '../limits.js';
+import { handleWebhook } from '../triggers/webhook.js';
+import { defaultPageDir, readPageFile } from '../../shared/page-files.js';
+import type { WorkflowRuntime } from '../runtime.js';
+import { CodedError } from '../../../engine/protocol/coded-error.js';
 
 /** Environment variable read when no token file is given. */
 export const httpTokenEnvVar = 'AGENT_WORKFLOW_HTTP_TOKEN';

@@ -21,11 +21,11 @@
  * `run.failed`, `run.cancelled`; the commit may also hold its checkpoint). A paused run may continue (an approval, a resume), so on a paused run the
  * stream stays open until the caller stops (`signal`, or leaving the `for await`).
  */
-import { isTerminalStatus } from '../../engine/protocol/statuses.js';
-import type { Kernel } from '../core/kernel.js';
-import type { Gateway } from '../core/gateway.js';
-import type { JournalStore } from '../core/store.js';
-import { liveLimits } from './limits.js';
+import { isTerminalStatus } from '../../../engine/protocol/statuses.js';
+import type { Kernel } from '../../core/kernel.js';
+import type { Gateway } from '../../core/gateway.js';
+import type { JournalStore } from '../../core/store.js';
+import { liveLimits } from '../limits.js';
 
 /** A committed event of the run's journal. */
 export interface LiveEvent {

@@ -1,5 +1,5 @@
 // The Node host's diagnostics: one line per message on stderr, filtered by level.
-import type { HostLog } from '../core/types.js';
+import type { HostLog } from '../../core/types.js';
 
 const order = { debug: 0, info: 1, warn: 2, error: 3 } as const;
 

@@ -13,11 +13,11 @@
  * commits again from seq 0 and sends the same spans (same ids) again.
  */
 import { readFileSync } from 'node:fs';
-import type { Kernel } from '../core/kernel.js';
-import type { JournalStore } from '../core/store.js';
-import { sha256Digest } from '../shared/digest.js';
-import { WorkflowError } from './errors.js';
-import { telemetryLimits } from './limits.js';
+import type { Kernel } from '../../core/kernel.js';
+import type { JournalStore } from '../../core/store.js';
+import { sha256Digest } from '../../shared/digest.js';
+import { WorkflowError } from '../sdk/errors.js';
+import { telemetryLimits } from '../limits.js';
 import type { SpanSink } from './otlp-sink.js';
 import { RunSpanBuilder, type SpanRecord, type TraceEvent } from './trace-spans.js';
 
@@ -64,7 +64,7 @@ export function tracesUrlOf(endpoint: string): string {
 
 function packageVersion(): string {
   try {
-    return (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version?: string }).version ?? '0.0.0';
+    return (JSON.parse(readFileSync(new URL('../../../../package.json', import.meta.url), 'utf8')) as { version?: string }).version ?? '0.0.0';
   } catch {
     return '0.0.0';
   }

@@ -1,10 +1,10 @@
 // Hands each tool and agent call its W3C trace context (`context.traceparent`): the run's trace id
 // (from the launch's traceparent kept in the run's correlation, or derived from the run id) and
 // the call's span id, derived from the run id and invocation id (hosts/core/trace-context.ts).
-import type { Gateway } from '../core/gateway.js';
-import type { JournalStore } from '../core/store.js';
-import { RunTraceIds, traceparentOfCorrelation } from '../core/trace-context.js';
-import { sha256Digest } from '../shared/digest.js';
+import type { Gateway } from '../../core/gateway.js';
+import type { JournalStore } from '../../core/store.js';
+import { RunTraceIds, traceparentOfCorrelation } from '../../core/trace-context.js';
+import { sha256Digest } from '../../shared/digest.js';
 
 /** Runs whose trace ids a runtime keeps; the least recently used is read again from the journal. */
 const runsKeptMax = 4096;

@@ -11,8 +11,8 @@
 //
 // Pauses, waits and needs-attention are span events of the run or node span. A span still open
 // when the run ends is ended with the run.
-import { RunTraceIds, traceparentOfCorrelation, type Sha256 } from '../core/trace-context.js';
-import { telemetryLimits } from './limits.js';
+import { RunTraceIds, traceparentOfCorrelation, type Sha256 } from '../../core/trace-context.js';
+import { telemetryLimits } from '../limits.js';
 
 export type SpanAttributes = Record<string, string | number | boolean>;
 

@@ -10,4 +10,4 @@ export {
   type GatewayRegistry,
   type ToolContext,
   type ToolDefinition,
-} from '../core/gateway-registry.js';
+} from '../../core/gateway-registry.js';

@@ -1,11 +1,11 @@
 // Launch and runtime options that are checked, not silently dropped: an option this host does not
 // carry out is refused with a typed error, and `origin` / `delivery` are recorded with the run.
 
-import { assertTraceparent } from '../core/trace-context.js';
+import { assertTraceparent } from '../../core/trace-context.js';
 import { WorkflowError as OptionError } from './errors.js';
-import { deliveryTargetOf, type DeliveryTarget } from './delivery-target.js';
+import { deliveryTargetOf, type DeliveryTarget } from '../delivery/target.js';
 
-export { assertCaptureOptions } from '../core/capture-options.js';
+export { assertCaptureOptions } from '../../core/capture-options.js';
 
 const launchKeys = new Set(['input', 'runId', 'authority', 'timeoutMs', 'correlation', 'executionMode', 'idempotencyKey', 'concurrencyKey', 'concurrencyLimit', 'actor', 'origin', 'delivery', 'traceparent']);
 

@@ -1,7 +1,7 @@
 // The rules of lease acquisition, shared by the SQLite and PostgreSQL stores: given the run's row
 // as read inside the acquiring transaction, what the store must do. Stores only run the SQL.
-import type { CommandResult, LeaseGrant } from '../core/ownership-store.js';
-import { terminalRunStatuses, terminalStatuses } from '../core/types.js';
+import type { CommandResult, LeaseGrant } from '../../core/ownership-store.js';
+import { terminalRunStatuses, terminalStatuses } from '../../core/types.js';
 import { ownerIsDead } from './owner-id.js';
 
 /** SQL list of the terminal statuses, for `status IN (...)`. */

@@ -1,11 +1,11 @@
 // Opens the journal store a location names: a PostgreSQL URL (several workers, several machines)
 // or a SQLite file (one machine).
-import type { RunOwnership } from '../core/ownership-store.js';
-import type { JournalStore } from '../core/store.js';
+import type { RunOwnership } from '../../core/ownership-store.js';
+import type { JournalStore } from '../../core/store.js';
 import { dirname, resolve } from 'node:path';
-import { assertStateDirOf } from '../shared/state-dir.js';
-import { SqliteJournalStore } from './journal.js';
-import type { PostgresStoreOptions } from './pg-store.js';
+import { assertStateDirOf } from '../../shared/state-dir.js';
+import { SqliteJournalStore } from './sqlite/journal.js';
+import type { PostgresStoreOptions } from './pg/journal.js';
 
 /** True for `postgres://` and `postgresql://` URLs. */
 export function isPostgresLocation(location: string): boolean {
@@ -16,7 +16,7 @@ export function isPostgresLocation(location: string): boolean {
 export async function openJournalStore(location: string, options: PostgresStoreOptions & { durability?: 'full' | 'normal'; sqliteCacheKiB?: number } = {}): Promise<JournalStore & { readonly ownership: RunOwnership }> {
   if (isPostgresLocation(location)) {
     // Loaded on demand: a SQLite deployment never loads the PostgreSQL client.
-    const { PostgresJournalStore } = await import('./pg-store.js');
+    const { PostgresJournalStore } = await import('./pg/journal.js');
     const { durability: _, sqliteCacheKiB: _cache, ...pgOptions } = options;
     // `?schema=<name>` picks the PostgreSQL schema of the store (several stores in one database).
     const url = new URL(location);

@@ -4,7 +4,7 @@
 // SIGKILLed `resume` does not block the next one for the lease's whole lifetime.
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { identifyProcess, isProvablyGone, readBootId } from '../shared/process-identity.js';
+import { identifyProcess, isProvablyGone, readBootId } from '../../shared/process-identity.js';
 
 const separator = '/';
 

@@ -16,8 +16,8 @@
 //
 // Dedupe key: (deployment, source, source event id, binding id, binding revision); at most one row
 // of a key is `launched` or `missed` (a unique index).
-import type { QueuedLaunch } from '../core/ownership-store.js';
-import type { MaybePromise } from './catalog.js';
+import type { QueuedLaunch } from '../../core/ownership-store.js';
+import type { MaybePromise } from '../catalog/catalog.js';
 
 export type IngressStatus = 'received' | 'rejected' | 'deduplicated' | 'launched' | 'missed';
 

@@ -11,13 +11,13 @@
 // callback to `<bindingId>` and a cron schedule use that one. Secrets are references (names of
 // environment variables of the serving process), never stored.
 import { Cron } from 'croner';
-import { isPortableId, portableIdSource } from '../../engine/protocol/ids.js';
-import { CodedError } from '../../engine/protocol/coded-error.js';
+import { isPortableId, portableIdSource } from '../../../engine/protocol/ids.js';
+import { CodedError } from '../../../engine/protocol/coded-error.js';
 import { schemaProblems } from './input-schema.js';
-import { parseRevisionRef, type WorkflowCatalog } from './catalog.js';
-import { triggerLimits } from './limits.js';
-import { deliveryTargetOf, type DeliveryTarget } from './delivery-target.js';
-import type { BindingRow, TriggerStorage } from './trigger-storage.js';
+import { parseRevisionRef, type WorkflowCatalog } from '../catalog/catalog.js';
+import { triggerLimits } from '../limits.js';
+import { deliveryTargetOf, type DeliveryTarget } from '../delivery/target.js';
+import type { BindingRow, TriggerStorage } from '../stores/trigger-storage.js';
 
 export type BindingSource = 'webhook' | 'dingtalk' | 'cron';
 

@@ -27,8 +27,8 @@
 import { Cron } from 'croner';
 import type { CronConfig, WorkflowBinding } from './bindings.js';
 import { TriggerRejected, type TriggerPipeline } from './ingress.js';
-import { triggerLimits } from './limits.js';
-import type { WorkflowRuntime } from './runtime.js';
+import { triggerLimits } from '../limits.js';
+import type { WorkflowRuntime } from '../runtime.js';
 
 export interface CronBindingOptions {
   /** How often the catalog is read for new, changed or disabled cron bindings (default 5 s). */

@@ -19,8 +19,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { dingtalkSender, type DingtalkConfig, type WorkflowBinding } from './bindings.js';
 import { TriggerRejected, type TriggerPipeline } from './ingress.js';
-import { triggerLimits } from './limits.js';
-import type { WorkflowRuntime } from './runtime.js';
+import { triggerLimits } from '../limits.js';
+import type { WorkflowRuntime } from '../runtime.js';
 import { activeBinding, type TriggerResponse } from './webhook.js';
 
 /** The `sign` header of a callback at `timestamp`: what DingTalk computes. */

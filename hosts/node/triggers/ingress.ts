@@ -10,12 +10,12 @@
 // The run id is a function of the dedupe key: a second delivery of one event can only find the
 // first run, never make another.
 import { createHash } from 'node:crypto';
-import { CodedError } from '../../engine/protocol/coded-error.js';
+import { CodedError } from '../../../engine/protocol/coded-error.js';
 import { schemaProblems } from './input-schema.js';
 import { mapInput, type BindingSource, type WorkflowBinding } from './bindings.js';
-import { triggerLimits } from './limits.js';
-import type { WorkflowRuntime } from './runtime.js';
-import type { DedupeKey, IngressEntry, IngressRecord } from './trigger-storage.js';
+import { triggerLimits } from '../limits.js';
+import type { WorkflowRuntime } from '../runtime.js';
+import type { DedupeKey, IngressEntry, IngressRecord } from '../stores/trigger-storage.js';
 
 /** An event an adapter verified and identified. */
 export interface TriggerEvent {

@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import type AjvModule from 'ajv';
 import type { ValidateFunction } from 'ajv';
-import { canonicalDigest } from './catalog.js';
+import { canonicalDigest } from '../catalog/catalog.js';
 
 // ajv is loaded by the first check, not when the package is imported: loading it is about a
 // third of the CPU of importing the package (bench/cold/README.md), and a process that runs

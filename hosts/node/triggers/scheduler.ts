@@ -3,10 +3,10 @@
 // fires twice, start one run per slot, never two.
 import { createHash } from 'node:crypto';
 import { Cron } from 'croner';
-import { isPortableId } from '../../engine/protocol/ids.js';
-import type { HostLog } from '../core/types.js';
-import type { LaunchTarget, WorkflowRuntime } from './runtime.js';
-import { CodedError } from '../../engine/protocol/coded-error.js';
+import { isPortableId } from '../../../engine/protocol/ids.js';
+import type { HostLog } from '../../core/types.js';
+import type { LaunchTarget, WorkflowRuntime } from '../runtime.js';
+import { CodedError } from '../../../engine/protocol/coded-error.js';
 
 export interface TriggerSpec {
   /** Portable id of the trigger. */

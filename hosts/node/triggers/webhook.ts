@@ -26,8 +26,8 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { WorkflowBinding, WebhookConfig } from './bindings.js';
 import { TriggerRejected, type TriggerPipeline } from './ingress.js';
-import { triggerLimits } from './limits.js';
-import type { WorkflowRuntime } from './runtime.js';
+import { triggerLimits } from '../limits.js';
+import type { WorkflowRuntime } from '../runtime.js';
 
 export interface TriggerResponse {
   status: number;

@@ -5,12 +5,12 @@
 // Stop order (`stop()`): stop claiming -> let calls in flight finish for up to `drainMs` ->
 // abort what is left and give every lease up (the next owner reissues safe calls and surfaces
 // the others as needs_attention) -> leave the worker list.
-import { PollLoop } from '../core/poll-loop.js';
+import { PollLoop } from '../../core/poll-loop.js';
 import { hostname } from 'node:os';
-import type { ClaimedRun } from '../core/ownership-store.js';
-import type { HostLog } from '../core/types.js';
-import type { ExecutionPlan } from '../core/types.js';
-import type { WorkflowRuntime } from './runtime.js';
+import type { ClaimedRun } from '../../core/ownership-store.js';
+import type { HostLog } from '../../core/types.js';
+import type { ExecutionPlan } from '../../core/types.js';
+import type { WorkflowRuntime } from '../runtime.js';
 
 /** Failures of a start that say nothing about the run itself: its claim is given back, not failed. */
 const notRefusals = new Set(['run.fenced', 'run.owned-elsewhere', 'run.exists', 'engine.run-exists', 'engine.trap', 'engine.reviving', 'host.closed']);

@@ -3,9 +3,9 @@
 // better-sqlite3 is loaded only when a command opens the runtime (the router must not load it).
 import { printQueued } from '../queued.js';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { parseRevisionRef } from '../../catalog.js';
+import { parseRevisionRef } from '../../catalog/catalog.js';
 import type { DeliveryTarget, LaunchTarget, WorkflowRuntime } from '../../runtime.js';
-import { migrateTemplate } from '../../template-migration.js';
+import { migrateTemplate } from '../../catalog/template-migration.js';
 import { optionString, UsageError, type ParsedArgs } from '../args.js';
 import { CliError, type CliCommand } from '../command.js';
 import { withRuntime } from '../host-module.js';

@@ -2,7 +2,7 @@
 // and the `--delivery-*` options every command that opens a runtime takes (`serve` sends).
 import { resolve } from 'node:path';
 import type { DeliveryOptions, DeliveryTarget, WorkflowRuntime } from '../../runtime.js';
-import { deliveryTargetFromFlag } from '../../delivery-target.js';
+import { deliveryTargetFromFlag } from '../../delivery/target.js';
 import { optionString, UsageError, type ParsedArgs } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { loadHostModule } from '../host-module.js';

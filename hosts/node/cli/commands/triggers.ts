@@ -2,12 +2,12 @@
 // the trigger pipeline `serve` runs (its deployment, and fault injection for crash tests).
 // better-sqlite3 is loaded only when a command opens the runtime (the router must not load it).
 import { existsSync, readFileSync } from 'node:fs';
-import type { BindingSource, BindingState } from '../../bindings.js';
-import type { TriggerPipeline } from '../../ingress.js';
-import { parseRevisionRef } from '../../catalog.js';
+import type { BindingSource, BindingState } from '../../triggers/bindings.js';
+import type { TriggerPipeline } from '../../triggers/ingress.js';
+import { parseRevisionRef } from '../../catalog/catalog.js';
 import { triggerLimits } from '../../limits.js';
 import type { WorkflowRuntime } from '../../runtime.js';
-import type { IngressStatus } from '../../trigger-storage.js';
+import type { IngressStatus } from '../../stores/trigger-storage.js';
 import { optionString, UsageError, type ParsedArgs } from '../args.js';
 import { CliError, type CliCommand } from '../command.js';
 import { withRuntime } from '../host-module.js';
@@ -46,7 +46,7 @@ function bindingRef(text: string | undefined, what: string): { id: string; revis
 }
 
 export async function triggerPipeline(rt: WorkflowRuntime, args: ParsedArgs, log: (level: string, message: string) => void): Promise<TriggerPipeline> {
-  const { TriggerPipeline } = await import('../../ingress.js');
+  const { TriggerPipeline } = await import('../../triggers/ingress.js');
   const deployment = optionString(args, 'deployment') ?? process.env[deploymentEnvVar] ?? 'default';
   const fault = process.env[ingressFaultEnvVar];
   const kill = () => process.kill(process.pid, 'SIGKILL');

@@ -13,8 +13,8 @@
 //   order through their `COLLATE "C"` column, as SQLite's BINARY collation orders them);
 // - reading a closure costs one statement per level of calls (`getRevisions` of a whole level).
 import type { Pool } from 'pg';
-import type { CatalogStorage, DraftRow, RevisionRef, RevisionRow, SearchRow } from './catalog.js';
-import { rows, statement, transaction } from './pg-pool.js';
+import type { CatalogStorage, DraftRow, RevisionRef, RevisionRow, SearchRow } from '../../catalog/catalog.js';
+import { rows, statement, transaction } from './pool.js';
 
 export class PgCatalogStorage implements CatalogStorage {
   /** `s`: the quoted schema name. */

@@ -2,9 +2,9 @@
 // `sqlite-deliveries.ts`. Rows are queued by the trigger of migration 6; senders on any machine
 // claim them with `FOR UPDATE SKIP LOCKED`, so two never hold one delivery at once.
 import type { Pool } from 'pg';
-import type { ClaimedDelivery, DeliveryOutbox, DeliveryRecord, DeliverySettlement, DeliveryState, DeliveryTarget } from '../core/delivery-outbox.js';
-import { statement } from './pg-pool.js';
-import { deliveryColumns, deliveryRecordOf, settlementValues, type DeliveryRow } from './sqlite-deliveries.js';
+import type { ClaimedDelivery, DeliveryOutbox, DeliveryRecord, DeliverySettlement, DeliveryState, DeliveryTarget } from '../../../core/delivery-outbox.js';
+import { statement } from './pool.js';
+import { deliveryColumns, deliveryRecordOf, settlementValues, type DeliveryRow } from '../sqlite/deliveries.js';
 
 export class PgDeliveries implements DeliveryOutbox {
   constructor(

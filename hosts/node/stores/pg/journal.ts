@@ -10,19 +10,19 @@
 // the locked transaction (`commitIn`), four round trips whatever its size: BEGIN; the same lock;
 // the checks, entry by entry, here, because one of them (`ownerIsDead`) can only be answered by
 // this machine; one statement for the accepted entries; COMMIT.
-import { sha256Digest } from '../shared/digest.js';
+import { sha256Digest } from '../../../shared/digest.js';
 import type { Pool, PoolClient } from 'pg';
-import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../core/store.js';
-import type { RunProjection } from '../core/types.js';
-import { PgCatalogStorage } from './pg-catalog.js';
-import { PgTriggerStorage } from './pg-triggers.js';
-import { migratePg, quoteSchema } from './pg-migrations.js';
-import { PgOwnership, pgRunRecordOf, runRecordColumns, type PgRunRow } from './pg-ownership.js';
-import { PgDeliveries } from './pg-deliveries.js';
-import { createPool, rows, statement, transaction } from './pg-pool.js';
-import { checkpointOf, splitEvents } from './journal.js';
-import { checkpointInRow } from './migrations.js';
-import { fencingRefusal } from './lease-rules.js';
+import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../../../core/store.js';
+import type { RunProjection } from '../../../core/types.js';
+import { PgCatalogStorage } from './catalog.js';
+import { PgTriggerStorage } from './triggers.js';
+import { migratePg, quoteSchema } from './migrations.js';
+import { PgOwnership, pgRunRecordOf, runRecordColumns, type PgRunRow } from './ownership.js';
+import { PgDeliveries } from './deliveries.js';
+import { createPool, rows, statement, transaction } from './pool.js';
+import { checkpointOf, splitEvents } from '../sqlite/journal.js';
+import { checkpointInRow } from '../sqlite/migrations.js';
+import { fencingRefusal } from '../lease-rules.js';
 
 export interface PostgresStoreOptions {
   /** The PostgreSQL schema holding the store's tables (created when missing); default `agent_workflow`. */

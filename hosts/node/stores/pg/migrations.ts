@@ -6,7 +6,7 @@
 // Concurrent openers (several workers starting at once) serialise on a session advisory lock
 // keyed by the schema name, so each migration runs exactly once, in its own transaction.
 import type { Pool, PoolClient } from 'pg';
-import { StoreError } from '../core/store.js';
+import { StoreError } from '../../../core/store.js';
 
 export interface PgMigration {
   version: number;

@@ -10,11 +10,11 @@
 //   key are counted and taken under `pg_advisory_xact_lock` of that key (keys locked in sorted
 //   order, so two claimers never wait on each other in a cycle).
 import type { Pool, PoolClient, QueryConfig } from 'pg';
-import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorCommand, QueuedLaunch, RunOwnership, WorkerRecord } from '../core/ownership-store.js';
-import { assertPortableId, StoreError, type RunRecord } from '../core/store.js';
-import { ownerIsDead } from './owner-id.js';
-import { rows, statement, transaction } from './pg-pool.js';
-import { activeStatusSql, commandResultOf, leaseDecision, postedAfterEndSuffix, terminalStatusListSql, type InboxResultRow } from './lease-rules.js';
+import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorCommand, QueuedLaunch, RunOwnership, WorkerRecord } from '../../../core/ownership-store.js';
+import { assertPortableId, StoreError, type RunRecord } from '../../../core/store.js';
+import { ownerIsDead } from '../owner-id.js';
+import { rows, statement, transaction } from './pool.js';
+import { activeStatusSql, commandResultOf, leaseDecision, postedAfterEndSuffix, terminalStatusListSql, type InboxResultRow } from '../lease-rules.js';
 
 export interface PgRunRow {
   run_id: string;

@@ -3,7 +3,7 @@
 import { createRequire } from 'node:module';
 import type * as PgModule from 'pg';
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
-import { StoreError } from '../core/store.js';
+import { StoreError } from '../../../core/store.js';
 
 // `pg` is loaded when the first pool is made, not when the package is imported: a process on
 // SQLite never pays for it (about a tenth of a cold start).

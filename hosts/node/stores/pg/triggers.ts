@@ -9,10 +9,10 @@
 //   transaction: the record and the queued run commit together or not at all.
 // - a new binding revision is `latest + 1` under a transaction-scoped advisory lock on the id.
 import type { Pool } from 'pg';
-import type { QueuedLaunch } from '../core/ownership-store.js';
-import type { PgOwnership } from './pg-ownership.js';
-import { rows, statement, transaction } from './pg-pool.js';
-import { ingressColumns, ingressRecordOf, ingressValues, type BindingRow, type DedupeKey, type IngressEntry, type IngressFilter, type IngressRecord, type IngressRow, type TriggerStorage } from './trigger-storage.js';
+import type { QueuedLaunch } from '../../../core/ownership-store.js';
+import type { PgOwnership } from './ownership.js';
+import { rows, statement, transaction } from './pool.js';
+import { ingressColumns, ingressRecordOf, ingressValues, type BindingRow, type DedupeKey, type IngressEntry, type IngressFilter, type IngressRecord, type IngressRow, type TriggerStorage } from '../trigger-storage.js';
 
 const placeholders = ingressColumns.split(',').map((_, i) => `$${i + 1}`).join(', ');
 const bindingColumns = 'binding_id, binding_revision, source, state, spec, created_at, created_by, published_at, disabled_at';

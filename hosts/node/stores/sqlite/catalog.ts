@@ -2,7 +2,7 @@
 // method answers synchronously; writes that read first run in `BEGIN IMMEDIATE` transactions, so
 // a compare-and-set and the write it guards see no other writer in between.
 import type { Database, Statement } from 'better-sqlite3';
-import type { CatalogStorage, DraftRow, RevisionRef, RevisionRow, SearchRow } from './catalog.js';
+import type { CatalogStorage, DraftRow, RevisionRef, RevisionRow, SearchRow } from '../../catalog/catalog.js';
 
 export class SqliteCatalogStorage implements CatalogStorage {
   private readonly stmt: Record<'getDraft' | 'insertDraft' | 'updateDraft' | 'bumpLastRevision' | 'getRevision' | 'latestRevision' | 'listRevisions' | 'insertRevision' | 'deleteRevision' | 'search', Statement>;

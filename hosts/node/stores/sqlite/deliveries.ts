@@ -3,7 +3,7 @@
 // for; here they are claimed (in one `BEGIN IMMEDIATE` transaction, which SQLite serialises
 // across processes, so two senders never hold one delivery at once), settled and listed.
 import type { Database, Statement } from 'better-sqlite3';
-import type { ClaimedDelivery, DeliveryOutbox, DeliveryRecord, DeliverySettlement, DeliveryState, DeliveryTarget } from '../core/delivery-outbox.js';
+import type { ClaimedDelivery, DeliveryOutbox, DeliveryRecord, DeliverySettlement, DeliveryState, DeliveryTarget } from '../../../core/delivery-outbox.js';
 
 export interface DeliveryRow {
   id: string;

@@ -1,19 +1,19 @@
 // The Node host's journal store: SQLite through better-sqlite3, WAL mode. One `commit` call is
 // one transaction, however many activations it holds (group commit); each entry is guarded by a
 // compare-and-set on the run's last seq.
-import { sha256Digest } from '../shared/digest.js';
+import { sha256Digest } from '../../../shared/digest.js';
 import { accessSync, closeSync, constants as fsConstants, copyFileSync, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
-import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type RunRecord, type RunTail, type SyncJournalStore } from '../core/store.js';
-import type { RunProjection } from '../core/types.js';
+import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type RunRecord, type RunTail, type SyncJournalStore } from '../../../core/store.js';
+import type { RunProjection } from '../../../core/types.js';
 import { checkpointInRow, migrations, schemaVersion } from './migrations.js';
-import { fencingRefusal } from './lease-rules.js';
-import { SqliteOwnership, runRecordOf, type RunRow } from './sqlite-ownership.js';
-import { SqliteDeliveries } from './sqlite-deliveries.js';
-import { sqliteLimits } from './limits.js';
-import { CodedError } from '../../engine/protocol/coded-error.js';
+import { fencingRefusal } from '../lease-rules.js';
+import { SqliteOwnership, runRecordOf, type RunRow } from './ownership.js';
+import { SqliteDeliveries } from './deliveries.js';
+import { sqliteLimits } from '../../limits.js';
+import { CodedError } from '../../../../engine/protocol/coded-error.js';
 
 export interface SqliteStoreOptions {
   /** `full` fsyncs at every commit (the default); `normal` may lose the last commits on power loss. */

@@ -4,11 +4,11 @@
 // limit holds across them.
 import { closeSync, openSync, utimesSync, watch, type FSWatcher } from 'node:fs';
 import type { Database, Statement } from 'better-sqlite3';
-import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorCommand, QueuedLaunch, RunOwnership, WorkerRecord } from '../core/ownership-store.js';
-import { assertPortableId, StoreError, type RunRecord } from '../core/store.js';
-import { terminalStatuses } from '../core/types.js';
-import { activeStatusSql, commandResultOf, leaseDecision, postedAfterEnd, type InboxResultRow, type LeaseRow } from './lease-rules.js';
-import { ownerIsDead } from './owner-id.js';
+import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorCommand, QueuedLaunch, RunOwnership, WorkerRecord } from '../../../core/ownership-store.js';
+import { assertPortableId, StoreError, type RunRecord } from '../../../core/store.js';
+import { terminalStatuses } from '../../../core/types.js';
+import { activeStatusSql, commandResultOf, leaseDecision, postedAfterEnd, type InboxResultRow, type LeaseRow } from '../lease-rules.js';
+import { ownerIsDead } from '../owner-id.js';
 
 export interface RunRow {
   run_id: string;

@@ -3,10 +3,10 @@
 // ownership's `enqueue` nests in it as a savepoint), which SQLite serialises across processes:
 // of two processes admitting one event, the second sees the first's `launched` row.
 import type { Database, Statement } from 'better-sqlite3';
-import type { QueuedLaunch } from '../core/ownership-store.js';
-import { StoreError } from '../core/store.js';
-import type { SqliteOwnership } from './sqlite-ownership.js';
-import { ingressColumns, ingressRecordOf, ingressValues, type BindingRow, type DedupeKey, type IngressEntry, type IngressFilter, type IngressRecord, type IngressRow, type TriggerStorage } from './trigger-storage.js';
+import type { QueuedLaunch } from '../../../core/ownership-store.js';
+import { StoreError } from '../../../core/store.js';
+import type { SqliteOwnership } from './ownership.js';
+import { ingressColumns, ingressRecordOf, ingressValues, type BindingRow, type DedupeKey, type IngressEntry, type IngressFilter, type IngressRecord, type IngressRow, type TriggerStorage } from '../trigger-storage.js';
 
 const placeholders = ingressColumns.split(',').map(() => '?').join(', ');
 
