@@ -1,292 +1,74 @@
 // The embedded SDK: `WorkflowRuntime` validates, launches, inspects, resumes and cancels runs of
-// the engine component, journaling to SQLite.
-import { createHash } from 'node:crypto';
-import { join, resolve as resolvePath } from 'node:path';
-import { EngineInstance } from '../core/engine-instance.js';
-import { approvalTarget, asHostError, authorityResolver, exportFromStore, isTerminal, launchIdentity, launchTargetOf, pinnedDependencies, planOfTail, replayRequestOf, replaySourceFromStore, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget, type ReplaySource, type RunView } from '../core/host-runtime.js';
-import { assertRunInput } from '../core/json-input.js';
+// the engine component over one store bundle (SQLite or PostgreSQL, picked from the store URL).
+//
+// `open` is the one place the add-ons are wired: live streams, telemetry and the trace context
+// are built here from the kernel and the store; the worker, the delivery sender and the catalog
+// are built on first use from narrow interfaces (`WorkerHost`, the outbox, `CatalogStorage`).
+// None of them holds the runtime. What a launch pins lives in sdk/launch.ts, the operator inbox
+// in sdk/operator-inbox.ts, replays in sdk/replay.ts.
+import type { EngineInstance } from '../core/engine-instance.js';
+import { approvalTarget, validateTemplate, exportFromStore, isTerminal, pinnedDependencies, planOfTail, runNotFound, runView, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
 import { resolutionFields } from '../core/operator.js';
-import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
+import { KernelError, type Kernel, type RunOutcome } from '../core/kernel.js';
 import { leaseDefaults } from '../core/leases.js';
-import type { CommandResult, OperatorCommand, QueuedLaunch, RunOwnership } from '../core/ownership-store.js';
-import type { JournalStore } from '../core/store.js';
-import { WorkflowError } from './sdk/errors.js';
-import { newOwnerId } from './stores/owner-id.js';
-import { pooledRandomBytes } from './sdk/random-pool.js';
-import { openJournalStore } from './stores/open-store.js';
+import type { CommandResult, OperatorCommand } from '../core/ownership-store.js';
+import { asError, WorkflowError } from './sdk/errors.js';
+import type { NodeJournalStore, StoreBundle } from './stores/open-store.js';
 import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../core/types.js';
-import { nodeComponentLoader } from './sdk/component.js';
-import { sha256Digest, sha256Hex } from '../shared/digest.js';
 import type { RunExport } from '../core/export-format.js';
-import { registryGateway, type GatewayRegistry } from './sdk/gateway.js';
-import { assertCaptureOptions, assertLaunchOptions, launchCorrelation } from './sdk/launch-options.js';
-import { deliveryDigest, deliveryTargetOf, type DeliveryTarget } from './delivery/target.js';
-import { DeliverySender, deliveryOptionsOf, type DeliveryOptions, type DrainReport } from './delivery/deliverer.js';
-import type { DeliveryOutbox, DeliveryRecord, DeliveryState } from '../core/delivery-outbox.js';
-import { deliveryLimits } from './limits.js';
-import { SqliteJournalStore } from './stores/sqlite/journal.js';
-import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type CatalogStorage, type RunCompatibility } from './catalog/catalog.js';
-import { SqliteCatalogStorage } from './stores/sqlite/catalog.js';
-import { SqliteTriggerStorage } from './stores/sqlite/triggers.js';
+import { LaunchPlanner, idempotentRunId, type PreparedLaunch } from './sdk/launch.js';
+import { OperatorInbox } from './sdk/operator-inbox.js';
+import { replayLive, replayStored } from './sdk/replay.js';
+import { openParts, type RuntimeParts } from './sdk/open.js';
+import type { CommandOutcome, LaunchOptions, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle } from './sdk/runtime-types.js';
+import { runtimeDeliveries } from './delivery/outbox.js';
+import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type RunCompatibility } from './catalog/catalog.js';
 import type { TriggerStorage } from './stores/trigger-storage.js';
 import { BindingCatalog } from './triggers/bindings.js';
-import { stderrLog } from './observe/log.js';
-import { LazyScriptImports } from '../shared/sandbox.js';
-import { LiveStreams, withLiveProgress, type LiveItem, type LiveOptions } from './observe/live.js';
-import { TraceExporter, tracesUrlOf, type TelemetryOptions, type TelemetryStats } from './observe/telemetry.js';
-import { RunTraces, withTraceContext } from './observe/trace-gateway.js';
+import type { LiveItem, LiveOptions } from './observe/live.js';
+import type { TelemetryStats } from './observe/telemetry.js';
+import type { Worker, WorkerOptions } from './worker/worker.js';
 
-export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions, DeliveryOptions, DeliveryRecord, DeliveryState, DeliveryTarget, DrainReport, TelemetryOptions, TelemetryStats };
-
-export interface RuntimeOptions extends GatewayRegistry {
-  /** State directory; default `./.agent-workflow`. */
-  dir?: string;
-  /**
-   * Where the journal lives: a `postgres://` / `postgresql://` connection string (several
-   * workers on several machines), or a SQLite file (default `<dir>/workflow.db`).
-   */
-  store?: string;
-  /** This process's owner id for run leases (default: host, pid, process start time, random). */
-  ownerId?: string;
-  /** Lease time-to-live without a heartbeat (default 15 s); a crashed owner's runs are taken over after it. */
-  leaseTtlMs?: number;
-  /** How often the inbox of owned runs is read, and runs owned elsewhere are followed (default 100 ms). */
-  pollMs?: number;
-  /** `full` (default) fsyncs every commit. */
-  durability?: 'full' | 'normal';
-  /**
-   * Whether a read-only or idempotent tool or agent call may start while the commit that records
-   * its request is on its way (default true; its outcome waits for that commit). `false`: every
-   * call starts only once its request is durable. See docs/durability.md, "Calls started beside
-   * their commit".
-   */
-  dispatchBeforeCommit?: boolean;
-  /** SQLite's page cache in KiB (default 2048; ignored on PostgreSQL). See docs/hosts.md, "Memory of the Node host". */
-  sqliteCacheKiB?: number;
-  /** Who may do what; consulted at launch and again on every resume. Default: everything. */
-  authorities?: AuthorityResolver | Authority;
-  log?: HostLog;
-  now?: () => number;
-  /** What is kept of capability payloads (default: replayable, 16 KiB inline, 16 MiB per artifact). */
-  capture?: Partial<CapturePolicy>;
-  /**
-   * Export spans of the runs this process commits to an OpenTelemetry collector (OTLP/HTTP JSON).
-   * Off the commit path: a slow, failing or dead collector never slows or fails a run.
-   */
-  telemetry?: TelemetryOptions;
-  /** How result deliveries are sent: attempts, backoff, timeouts (see `runtime.deliveries`). */
-  delivery?: DeliveryOptions;
-}
-
-/** The delivery outbox of a runtime's store, and this process's sender of it. */
-export interface RuntimeDeliveries {
-  /** Sends every delivery due now (claimed with a lease, so other senders never send the same one at once). */
-  drain(): Promise<DrainReport>;
-  /** Sends in the background until `stop()` or `close()` (`startWorker()` starts it too). */
-  start(): void;
-  stop(): Promise<void>;
-  /** Deliveries, newest first: all, or only `pending` / `delivered` / `dead` ones, or one run's. */
-  list(filter?: { state?: DeliveryState; runId?: string; limit?: number }): Promise<DeliveryRecord[]>;
-  get(id: string): Promise<DeliveryRecord>;
-  /** Makes a dead delivery pending again, due now, with its attempts reset. */
-  retry(id: string): Promise<DeliveryRecord>;
-}
-
-export interface LaunchOptions {
-  input?: unknown;
-  runId?: string;
-  authority?: Authority;
-  timeoutMs?: number;
-  correlation?: unknown;
-  /**
-   * `inline` (default): this process runs it now. `background`: the run is committed to the
-   * durable queue (`queued`) and a worker (`agent-workflow serve`, `runtime.startWorker()`) runs it.
-   */
-  executionMode?: 'inline' | 'background';
-  /** Deduplicates launches: a second launch with the same key answers the first run. */
-  idempotencyKey?: string;
-  /** At most `concurrencyLimit` (default 1) active runs per key; the others wait in FIFO order. Implies `background`. */
-  concurrencyKey?: string;
-  concurrencyLimit?: number;
-  /** Who launched the run, recorded as the origin actor of `run.accepted` (default `sdk`). */
-  actor?: 'sdk' | 'cli' | 'mcp' | 'trigger' | 'operator' | 'worker';
-  /** Where the launch came from (a channel, a message, a user): recorded as `correlation.origin`. */
-  origin?: unknown;
-  /**
-   * Where the run's results are sent when it ends or waits for an approval: a webhook (signed
-   * when `secretRef` names an environment variable holding the secret) or a DingTalk robot.
-   * Recorded as `correlation.delivery` and kept with the run; workers (`serve`,
-   * `runtime.deliveries`) send it. See docs/triggers.md, "Result delivery".
-   */
-  delivery?: DeliveryTarget;
-  /**
-   * The W3C trace context of the launch (`00-<trace id>-<span id>-<flags>`): recorded as
-   * `correlation.traceparent`; the run's spans join that trace, and each tool and agent call gets
-   * `context.traceparent` in it.
-   */
-  traceparent?: string;
-}
-
-/** What an operator action did: the command, who applied it, and the run's outcome then. */
-export interface CommandOutcome extends RunOutcome {
-  commandId?: number;
-  appliedBy?: string;
-}
-
-export interface WorkflowRunHandle {
-  runId: string;
-  /**
-   * Resolves when the run is completed, failed or cancelled. For a run another process carries
-   * out (queued for workers, followed), the wait starts when `result` is first read.
-   */
-  readonly result: Promise<RunOutcome>;
-  /** Resolves when the run is terminal or paused (waiting for a person). */
-  settled(): Promise<RunOutcome>;
-  cancel(reason?: string): Promise<RunOutcome>;
-  /** The run's committed events as they become durable (see `WorkflowRuntime.live`). */
-  live(options?: LiveOptions): AsyncGenerator<LiveItem, void, undefined>;
-}
-
-/** `sha256:` of the JSON text of a node output, to compare two runs' outputs. */
-function outputDigest(value: unknown): string {
-  return sha256Digest(JSON.stringify(value ?? null));
-}
-
-export { WorkflowError };
-
-/** Distinct inline templates whose compiled plans a runtime keeps. */
-const planCacheEntriesMax = 256;
-
-function asError(err: unknown): WorkflowError {
-  return asHostError(err, WorkflowError);
-}
-
-/** Where a runtime's journal lives. */
-function openStore(options: RuntimeOptions): Promise<JournalStore & { readonly ownership: RunOwnership }> {
-  const location = options.store ?? join(resolvePath(options.dir ?? '.agent-workflow'), 'workflow.db');
-  return openJournalStore(location, { ...(options.durability ? { durability: options.durability } : {}), ...(options.sqliteCacheKiB !== undefined ? { sqliteCacheKiB: options.sqliteCacheKiB } : {}), ...(options.now ? { now: options.now } : {}) });
-}
+export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions, TelemetryStats };
+export type { DeliveryOptions, DrainReport } from './delivery/deliverer.js';
+export type { DeliveryRecord, DeliveryState } from '../core/delivery-outbox.js';
+export type { DeliveryTarget } from './delivery/target.js';
+export type { TelemetryOptions } from './observe/telemetry.js';
+export type { CommandOutcome, LaunchOptions, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle };
+export { WorkflowError, idempotentRunId };
 
 export class WorkflowRuntime {
-  private constructor(
-    readonly kernel: Kernel,
-    readonly engine: EngineInstance,
-    readonly store: JournalStore & { readonly ownership: RunOwnership },
-    private readonly resolveAuthority: AuthorityResolver,
-    private readonly disposeScripts: () => void,
-    readonly ownerId: string,
-    private readonly pollMs: number,
-    private readonly liveStreams: LiveStreams,
-    private readonly log: HostLog,
-    private readonly deliveryOptions: DeliveryOptions,
-    private readonly traces: RunTraces,
-    private readonly exporter: TraceExporter | undefined,
-  ) {}
+  /** The run journal of this runtime's store. */
+  readonly store: NodeJournalStore;
+  private readonly launches: LaunchPlanner;
+  private readonly inbox: OperatorInbox;
 
+  readonly kernel: Kernel;
+  readonly engine: EngineInstance;
+  readonly ownerId: string;
+  private readonly stores: StoreBundle;
+  private readonly resolveAuthority: AuthorityResolver;
+  private readonly log: HostLog;
+
+  private constructor(private readonly parts: RuntimeParts) {
+    ({ kernel: this.kernel, engine: this.engine, ownerId: this.ownerId, stores: this.stores, resolveAuthority: this.resolveAuthority, log: this.log } = parts);
+    const { kernel, engine, stores, ownerId, pollMs } = parts;
+    this.store = stores.journal;
+    const { resolveAuthority: resolve, nodeDefinitions } = this;
+    this.launches = new LaunchPlanner({ engine, catalog: () => this.catalog, nodeDefinitions, resolveAuthority: resolve, now: () => kernel.now() });
+    this.inbox = new OperatorInbox({ kernel, store: stores.journal, ownership: stores.ownership, ownerId, pollMs, liveWorkers: () => this.liveWorkers(), wakeWorkers: () => this.wakeWorkers() });
+  }
+
+  /** Opens the store and the engine and wires the add-ons (sdk/open.ts). */
   static async open(options: RuntimeOptions = {}): Promise<WorkflowRuntime> {
-    const log = options.log ?? stderrLog();
-    try {
-      assertCaptureOptions(options.capture);
-      deliveryOptionsOf(options.delivery);
-      if (options.dispatchBeforeCommit !== undefined && typeof options.dispatchBeforeCommit !== 'boolean') {
-        throw new WorkflowError('host.bad-option', `dispatchBeforeCommit must be true or false, not ${JSON.stringify(options.dispatchBeforeCommit)}`);
-      }
-      if (options.telemetry) tracesUrlOf(options.telemetry.otlpUrl);
-    } catch (err) {
-      throw asError(err);
-    }
-    let kernel: Kernel | undefined;
-    let live: LiveStreams | undefined;
-    // QuickJS loads with the first run, template or replay that names a script node.
-    const scripts = new LazyScriptImports();
-    // The engine component compiles on V8's background threads while the store opens on this one
-    // (bench/cold/README.md); its failure is awaited below, after the store's.
-    const engineReady = EngineInstance.create(nodeComponentLoader(), {
-      load: (runId) => kernel!.loadForEngine(runId),
-      evaluateScript: scripts.evaluateScript,
-      checkScriptSyntax: scripts.checkScriptSyntax,
-      scripts,
-      sha256Hex,
-      log,
-    });
-    engineReady.catch(() => undefined);
-    let store: Awaited<ReturnType<typeof openStore>>;
-    try {
-      store = await openStore(options);
-    } catch (err) {
-      await engineReady.catch(() => undefined);
-      throw err;
-    }
-    let exporter: TraceExporter | undefined;
-    try {
-      const engine = await engineReady;
-      const resolveAuthority = authorityResolver(options.authorities);
-      const ownerId = options.ownerId ?? newOwnerId();
-      const pollMs = options.pollMs ?? leaseDefaults.pollMs;
-      const traces = new RunTraces(store);
-      kernel = new Kernel({
-        store,
-        engine,
-        gateway: withTraceContext(withLiveProgress(registryGateway(options), () => live), traces),
-        log,
-        now: options.now,
-        authority: resolveAuthority,
-        capture: { ...defaultCapture, ...options.capture },
-        sha256: sha256Digest,
-        leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
-        ...(options.dispatchBeforeCommit === false ? { dispatchBeforeCommit: false } : {}),
-      });
-      // On a store that machines share, this process's clock is checked against the store's now
-      // and every few seconds (leases are compared across machines' clocks; docs/postgres.md).
-      await kernel.leases?.watchClock().catch((err) => log('warn', `checking the clock against the store's failed: ${(err as Error).message}`));
-      live = new LiveStreams(store, kernel, pollMs);
-      if (options.telemetry) exporter = await TraceExporter.start(store, kernel, options.telemetry);
-      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.dispose(), ownerId, pollMs, live, log, options.delivery ?? {}, traces, exporter);
-    } catch (err) {
-      await exporter?.close();
-      await kernel?.leases?.stop().catch(() => undefined);
-      await store.close();
-      throw err;
-    }
+    return new WorkflowRuntime(await openParts(options));
   }
 
-  private get ownership(): RunOwnership {
-    return this.store.ownership;
-  }
-
-  private sender?: DeliverySender;
   private deliveriesFacade?: RuntimeDeliveries;
 
   /** The outbox of result deliveries (see docs/triggers.md, "Result delivery"). */
   get deliveries(): RuntimeDeliveries {
-    if (this.deliveriesFacade) return this.deliveriesFacade;
-    const outbox = this.store.deliveries;
-    const need = (): DeliveryOutbox => {
-      if (!outbox) throw new WorkflowError('delivery.unsupported', 'this store keeps no delivery outbox');
-      return outbox;
-    };
-    const sender = (): DeliverySender => (this.sender ??= new DeliverySender(need(), this.ownerId, this.deliveryOptions, this.kernel.now, this.log));
-    const found = async (id: string) => {
-      const d = await need().get(id);
-      if (!d) throw new WorkflowError('delivery.not-found', `no delivery ${JSON.stringify(id)} in this store`, { id });
-      return d;
-    };
-    this.deliveriesFacade = {
-      drain: () => sender().drain(),
-      start: () => sender().start(),
-      stop: async () => this.sender?.stop(),
-      list: async (filter) => need().list({ ...filter, limit: Math.min(filter?.limit ?? deliveryLimits.listDefault, deliveryLimits.listMax) }),
-      get: found,
-      retry: async (id) => {
-        const before = await found(id);
-        if (!(await need().retry(id, this.kernel.now()))) {
-          throw new WorkflowError('delivery.not-retryable', `delivery ${id} is ${before.state}${before.lease ? `, held by sender ${before.lease.owner}` : ''}: only a dead delivery (or a pending one no sender holds) is retried`, { id, state: before.state });
-        }
-        this.sender?.wake();
-        return found(id);
-      },
-    };
-    return this.deliveriesFacade;
+    return (this.deliveriesFacade ??= runtimeDeliveries(this.stores.deliveries, this.ownerId, this.parts.deliveryOptions, this.kernel.now, this.log));
   }
 
   private async record(runId: string) {
@@ -304,16 +86,7 @@ export class WorkflowRuntime {
   /** Compiles a template and its `workflow.call` dependencies into a pinned plan. */
   async compile(template: unknown, dependencies: { template: unknown; revision: number }[] = [], revision?: number): Promise<ExecutionPlan> {
     await this.engine.ready();
-    return this.engine.withScripts(() => this.compileNow(template, dependencies, revision));
-  }
-
-  /** `compile` for a caller that has loaded the script sandbox, or passes the error on to `withScripts`. */
-  private compileNow(template: unknown, dependencies: { template: unknown; revision: number }[] = [], revision?: number): ExecutionPlan {
-    try {
-      return this.engine.compile({ root: { template, ...(revision !== undefined ? { revision } : {}) }, dependencies });
-    } catch (err) {
-      throw asError(err);
-    }
+    return this.engine.withScripts(() => this.launches.compileNow(template, dependencies, revision));
   }
 
   /**
@@ -324,8 +97,7 @@ export class WorkflowRuntime {
     const prepared = await this.prepareLaunch(target, launchOptions);
     if (prepared.queued) {
       try {
-        const queued = await this.ownership.enqueue(prepared.queued, this.kernel.now());
-        this.wakeWorkers();
+        const queued = await this.stores.ownership.enqueue(prepared.queued, this.kernel.now());
         return this.handle(queued.runId);
       } catch (err) {
         throw asError(err);
@@ -333,7 +105,7 @@ export class WorkflowRuntime {
     }
     const { runId, plan, templateKey, authority, options, actor, delivery } = prepared;
     if (options.idempotencyKey !== undefined && (await this.store.getRun(runId))) return this.handle(runId);
-    this.traces.remember(runId, options.correlation);
+    this.parts.traces.remember(runId, options.correlation);
     try {
       // A run id that neither the caller nor an idempotency key named was drawn at random by `prepareLaunch`.
       const fresh = options.runId === undefined && options.idempotencyKey === undefined;
@@ -347,67 +119,10 @@ export class WorkflowRuntime {
   /**
    * Checks a launch and pins its plan, run id and authority without starting anything. For a
    * background launch, `queued` is what `enqueue` commits: a trigger commits it together with
-   * its ingress record, in one transaction (see `ingress.ts`).
+   * its ingress record, in one transaction (see triggers/ingress.ts).
    */
-  async prepareLaunch(
-    target: LaunchTarget | Record<string, unknown>,
-    launchOptions: LaunchOptions = {},
-  ): Promise<{ runId: string; plan: ExecutionPlan; templateKey: string; authority: Authority; options: LaunchOptions; actor: NonNullable<LaunchOptions['actor']>; delivery?: { target: DeliveryTarget; digest: string }; queued?: QueuedLaunch }> {
-    let options: LaunchOptions;
-    let delivery: { target: DeliveryTarget; digest: string } | undefined;
-    try {
-      assertLaunchOptions(launchOptions);
-      options = { ...launchOptions, correlation: launchCorrelation(launchOptions) };
-      if (launchOptions.delivery !== undefined) {
-        const target = deliveryTargetOf(launchOptions.delivery);
-        delivery = { target, digest: deliveryDigest(target) };
-      }
-    } catch (err) {
-      throw asError(err);
-    }
-    assertRunInput(options.input ?? {});
-    await this.engine.ready();
-    const t: LaunchTarget = launchTargetOf(target, ['inline', 'plan', 'published'] as const);
-    let plan: ExecutionPlan;
-    try {
-      plan = t.type === 'plan' ? t.plan : t.type === 'published' ? await this.catalog.plan(t.id, t.revision) : await this.engine.withScripts(() => this.inlinePlan(t.template, t.dependencies ?? []));
-    } catch (err) {
-      throw asError(err);
-    }
-    const templateKey = templateKeyOf(t, plan);
-    let runId: string;
-    let authority: Authority;
-    try {
-      ({ runId, authority } = launchIdentity({
-        plan,
-        templateKey,
-        // An idempotency key names the run: a second launch with it finds the first run.
-        runId: options.idempotencyKey !== undefined ? idempotentRunId(options.idempotencyKey) : options.runId,
-        ...(options.authority ? { requested: options.authority } : {}),
-        resolveAuthority: this.resolveAuthority,
-        now: this.kernel.now(),
-        randomBytes: pooledRandomBytes,
-      }));
-    } catch (err) {
-      throw asError(err);
-    }
-    const actor = options.actor ?? 'sdk';
-    const prepared = { runId, plan, templateKey, authority, options, actor, ...(delivery ? { delivery } : {}) };
-    if (options.executionMode !== 'background' && options.concurrencyKey === undefined) return prepared;
-    const queued: QueuedLaunch = {
-      runId,
-      plan: new TextEncoder().encode(JSON.stringify(plan)),
-      templateKey,
-      input: options.input ?? {},
-      authority,
-      actor,
-      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-      ...(options.correlation !== undefined ? { correlation: options.correlation } : {}),
-      ...(options.concurrencyKey !== undefined ? { concurrencyKey: options.concurrencyKey, concurrencyLimit: options.concurrencyLimit ?? 1 } : {}),
-      ...(options.idempotencyKey !== undefined ? { idempotencyKey: options.idempotencyKey } : {}),
-      ...(delivery ? { delivery } : {}),
-    };
-    return { ...prepared, queued };
+  prepareLaunch(target: LaunchTarget | Record<string, unknown>, launchOptions: LaunchOptions = {}): Promise<PreparedLaunch> {
+    return this.launches.prepareLaunch(target, launchOptions);
   }
 
   /** Wakes this process's workers: something was queued (by `launch`, or a trigger's own commit). */
@@ -415,53 +130,30 @@ export class WorkflowRuntime {
     for (const w of this.workers) w.wake();
   }
 
-  /** Compiled plans of inline launches by the digest of what they were compiled from (LRU). */
-  private readonly plans = new Map<string, ExecutionPlan>();
-  private engineDefinitionsHash: string | undefined;
-
-  /**
-   * The pinned plan of an inline template and its dependencies: compiled once per distinct
-   * content (and node-definition set), then served from the cache.
-   */
-  private inlinePlan(template: unknown, dependencies: { template: unknown; revision: number }[]): ExecutionPlan {
-    this.engineDefinitionsHash ??= this.engine.describe().nodeDefinitionSetHash as string;
-    let text: string;
-    try {
-      text = JSON.stringify([template, dependencies, this.nodeDefinitions.setHash(this.engineDefinitionsHash)]);
-    } catch {
-      // Too deep (or not JSON) to digest: compile refuses it with its own error.
-      return this.nodeDefinitions.pin(this.compileNow(template, dependencies));
-    }
-    const key = createHash('sha256').update(text).digest('hex');
-    const cached = this.plans.get(key);
-    if (cached) {
-      this.plans.delete(key);
-      this.plans.set(key, cached);
-      return cached;
-    }
-    const plan = this.nodeDefinitions.pin(this.compileNow(template, dependencies));
-    if (this.plans.size >= planCacheEntriesMax) this.plans.delete(this.plans.keys().next().value as string);
-    this.plans.set(key, plan);
-    return plan;
-  }
-
   /** Workers started in this process: woken when this process queues work. */
   private readonly workers = new Set<import('./worker/worker.js').Worker>();
 
   /** Workers alive on this store (heartbeat within the last three lease lifetimes). */
   async liveWorkers() {
-    return this.ownership.liveWorkers(this.kernel.now(), 3 * (this.kernel.leases?.ttlMs ?? leaseDefaults.ttlMs));
+    return this.stores.ownership.liveWorkers(this.kernel.now(), 3 * (this.kernel.leases?.ttlMs ?? leaseDefaults.ttlMs));
   }
 
-  /** @internal A worker of this runtime has stopped: it is no longer woken nor stopped by `close`. */
-  workerStopped(worker: import('./worker/worker.js').Worker): void {
-    this.workers.delete(worker);
-  }
-
-  /** A worker in this process: claims queued runs and runs whose owner is gone (see worker.ts). */
-  async startWorker(options: import('./worker/worker.js').WorkerOptions = {}) {
+  /** A worker in this process: claims queued runs and runs whose owner is gone (see worker/worker.ts). */
+  async startWorker(options: WorkerOptions = {}): Promise<Worker> {
     const { Worker } = await import('./worker/worker.js');
-    const worker = new Worker(this, options);
+    const worker = new Worker(
+      {
+        kernel: this.kernel,
+        ownership: this.stores.ownership,
+        ownerId: this.ownerId,
+        startsQueued: (runId, correlation) => this.startsQueued(runId, correlation),
+        authorityOf: (runId, plan, requested) => this.authorityOf(runId, plan, requested),
+        planOfRun: (runId) => this.planOfRun(runId),
+        deliveries: this.deliveries,
+        stopped: (w) => this.workers.delete(w),
+      },
+      options,
+    );
     worker.start();
     this.workers.add(worker);
     return worker;
@@ -474,7 +166,7 @@ export class WorkflowRuntime {
 
   /** Drafts and published revisions, in the same database as the journal (SQLite or PostgreSQL). */
   get catalog(): WorkflowCatalog {
-    this.catalogInstance ??= new WorkflowCatalog(this.store instanceof SqliteJournalStore ? new SqliteCatalogStorage(this.store.db) : (this.store as unknown as { catalogStorage(): CatalogStorage }).catalogStorage(), {
+    this.catalogInstance ??= new WorkflowCatalog(this.stores.catalog(), {
       engine: { validate: (t) => this.validate(t), compile: (t, deps, revision) => this.compile(t, deps, revision) },
       nodeDefinitions: this.nodeDefinitions,
       now: this.kernel.now,
@@ -482,13 +174,11 @@ export class WorkflowRuntime {
     return this.catalogInstance;
   }
 
-  private triggerStorageInstance?: TriggerStorage;
   private bindingsInstance?: BindingCatalog;
 
   /** Bindings and the ingress journal, in the journal's database (SQLite or PostgreSQL). */
   get triggerStorage(): TriggerStorage {
-    this.triggerStorageInstance ??= this.store instanceof SqliteJournalStore ? new SqliteTriggerStorage(this.store.db, this.store.ownership) : (this.store as unknown as { triggerStorage(): TriggerStorage }).triggerStorage();
-    return this.triggerStorageInstance;
+    return this.stores.triggers();
   }
 
   /** Workflow bindings: what connects a webhook, a DingTalk robot or a cron schedule to a published revision. */
@@ -558,7 +248,7 @@ export class WorkflowRuntime {
    */
   async *live(runId: string, options: LiveOptions = {}): AsyncGenerator<LiveItem, void, undefined> {
     try {
-      yield* this.liveStreams.subscribe(runId, options);
+      yield* this.parts.live.subscribe(runId, options);
     } catch (err) {
       throw asError(err);
     }
@@ -580,66 +270,16 @@ export class WorkflowRuntime {
     return { events: page.events.map((e) => JSON.parse(e)), lastSeq: page.lastSeq, more: page.more };
   }
 
-  /**
-   * Commits an operator command to the run's inbox, then sees it applied: by this process when it
-   * owns the run or can take its lease (nobody else owns it), else by the live owner. Resolves
-   * once it is applied; a command the engine refuses rejects with the engine's error.
-   */
   async command(runId: string, command: OperatorCommand, options: { timeoutMs?: number } = {}): Promise<CommandOutcome> {
-    const id = await this.post(runId, command);
-    const leases = this.kernel.leases!;
-    // Set when the run was found terminal (`run <id> is <status>`): the commit that ended it either
-    // applied this command (its owner marks the command applied in that same transaction) or never will.
-    let ended: string | undefined;
-    // With workers on the store, a run nobody owns is theirs to take: this process only follows.
-    const applyHere = async () => {
-      if (leases.held(runId)) return true;
-      if ((await this.liveWorkers()).length > 0) {
-        const record = await this.store.getRun(runId);
-        if (record && isTerminal(record)) ended = `run ${runId} is ${record.status}`;
-        return false;
-      }
-      const grant = await this.kernel.takeLease(runId);
-      if (grant.ok) return true;
-      if (grant.code === 'run.terminal') ended = grant.message;
-      else if (grant.code === 'lease.clock-skew') throw new WorkflowError(grant.code, `${grant.message}. Command ${id} (${command.type}) is committed to run ${runId}'s inbox: its owner, or a worker, applies it`, { commandId: id });
-      else if (grant.code !== 'lease.held') throw new WorkflowError(grant.code, grant.message);
-      return false;
-    };
-    if (await applyHere()) void leases.poll();
-    const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-    for (;;) {
-      const result = ended !== undefined ? await this.settleEnded(id, ended) : await this.ownership.commandResult(id);
-      if (result?.state === 'applied') return { ...(await this.kernel.outcomeFromStore(runId)), commandId: id, ...(result.appliedBy ? { appliedBy: result.appliedBy } : {}) };
-      if (result?.state === 'refused') throw new WorkflowError(result.error?.code ?? 'command.refused', result.error?.message ?? 'the command was refused', { commandId: id });
-      if (ended !== undefined) throw new WorkflowError('run.terminal', endedBeforeApplied(ended, id), { commandId: id });
-      if (Date.now() >= deadline) {
-        const record = await this.store.getRun(runId);
-        throw new WorkflowError(
-          'command.pending',
-          `command ${id} (${command.type}) is committed to run ${runId}'s inbox but was not applied within ${options.timeoutMs ?? 30_000} ms; ${record?.lease?.owner ? `its owner ${record.lease.owner} applies it when it reads its inbox` : 'a worker or the next command applies it'}`,
-          { commandId: id },
-        );
-      }
-      // The lease may have been given up meanwhile: then this process (or a worker) applies it.
-      if (await applyHere()) void leases.poll();
-      if (!ended) await new Promise((r) => setTimeout(r, this.pollMs));
-    }
+    return this.inbox.command(runId, command, options);
   }
 
   /**
    * Commits a command to a run's inbox and returns its id, without applying it: the run's owner,
    * or a worker when the run has none, applies it (`commandResult` tells when).
    */
-  async post(runId: string, command: OperatorCommand): Promise<number> {
-    let id: number;
-    try {
-      id = await this.ownership.postCommand(runId, command, this.kernel.now());
-    } catch (err) {
-      throw asError(err);
-    }
-    for (const w of this.workers) w.wake();
-    return id;
+  post(runId: string, command: OperatorCommand): Promise<number> {
+    return this.inbox.post(runId, command);
   }
 
   /**
@@ -647,25 +287,8 @@ export class WorkflowRuntime {
    * command posted to a run that had ended is stored refused (`run.terminal`); one still pending
    * when its run ended is refused by the first reader that sees the run ended (`settleEnded`).
    */
-  async commandResult(commandId: number): Promise<CommandResult | undefined> {
-    const result = await this.ownership.commandResult(commandId);
-    if (result?.state !== 'pending') return result;
-    const record = await this.store.getRun(result.runId);
-    if (!record || !isTerminal(record)) return result;
-    return this.settleEnded(commandId, `run ${result.runId} is ${record.status}`);
-  }
-
-  /**
-   * The state of a command read after its run was seen ended (`ended`: "run <id> is <status>"):
-   * applied by the commit that ended the run or an earlier one (marked in the same transaction as
-   * that commit, so visible by now), refused, or pending for good, since no commit of an ended run
-   * applies anything. Then it is stored refused with `run.terminal`, for every later reader.
-   */
-  private async settleEnded(id: number, ended: string): Promise<CommandResult | undefined> {
-    const result = await this.ownership.commandResult(id);
-    if (result?.state !== 'pending') return result;
-    await this.ownership.refuseCommands([{ id, error: { code: 'run.terminal', message: endedBeforeApplied(ended, id) } }], this.ownerId, this.kernel.now());
-    return this.ownership.commandResult(id);
+  commandResult(commandId: number): Promise<CommandResult | undefined> {
+    return this.inbox.commandResult(commandId);
   }
 
   /**
@@ -698,7 +321,7 @@ export class WorkflowRuntime {
     const reason = options.reason ?? 'cancelled';
     const by = options.by ?? 'sdk';
     if (isTerminal(record)) return this.kernel.outcomeFromStore(runId);
-    if (record.status === 'queued' && (await this.ownership.cancelQueued(runId, reason, by, this.kernel.now()))) return this.kernel.outcomeFromStore(runId);
+    if (record.status === 'queued' && (await this.stores.ownership.cancelQueued(runId, reason, by, this.kernel.now()))) return this.kernel.outcomeFromStore(runId);
     try {
       return await this.command(runId, { type: 'cancel', reason, by });
     } catch (err) {
@@ -775,14 +398,14 @@ export class WorkflowRuntime {
    * launch's correlation, as for a run launched here, instead of a journal read at its first call.
    */
   startsQueued(runId: string, correlation: unknown): void {
-    this.traces.remember(runId, correlation);
+    this.parts.traces.remember(runId, correlation);
   }
 
   /** The pinned plan of a stored run. */
   async planOfRun(runId: string): Promise<ExecutionPlan> {
     const tail = await this.store.load(runId);
     if (tail) return planOfTail(tail);
-    const queued = await this.ownership.queuedLaunch(runId);
+    const queued = await this.stores.ownership.queuedLaunch(runId);
     if (queued) return JSON.parse(new TextDecoder().decode(queued.plan)) as ExecutionPlan;
     throw asError(runNotFound(runId));
   }
@@ -792,80 +415,34 @@ export class WorkflowRuntime {
     return this.resolveAuthority({ runId, workflowId: workflowIdOf(plan), ...(requested ? { requested } : {}) });
   }
 
-  /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */
-  async replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Promise<Record<string, unknown>> {
-    let source: ReplaySource;
-    try {
-      source = await replaySourceFromStore(this.store, runId);
-    } catch (err) {
-      throw asError(err);
-    }
-    const editedPlan = options.editedTemplate !== undefined ? await this.editedPlan(source.plan, options.editedTemplate) : undefined;
-    try {
-      return await this.engine.withScripts(() => this.engine.replay(replayRequestOf(source, options.mode, editedPlan)));
-    } catch (err) {
-      throw asError(err);
-    }
+  replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Promise<Record<string, unknown>> {
+    return replayStored(this, runId, options);
   }
 
   /**
    * `live` replay: a new run of the same pinned plan and input that calls the gateways again,
    * linked to the source run, and a comparison of every node's output by digest.
    */
-  async replayLive(sourceRunId: string, options: { by?: string } = {}): Promise<Record<string, unknown>> {
-    const source = await this.exportRun(sourceRunId);
-    const accepted = source.events[0];
-    if (accepted.payload.capture === 'metadata') throw new WorkflowError('replay.payloads-not-kept', `run ${sourceRunId} was recorded with capture mode metadata: its journal has no input to run again`, { runId: sourceRunId });
-    const templateKey = accepted.payload.templateKey as string;
-    const handle = await this.launch({ type: 'plan', plan: source.plan, templateKey }, { input: accepted.payload.input, actor: 'operator', correlation: { liveReplayOf: sourceRunId, by: options.by ?? 'sdk' } });
-    const outcome = await handle.settled();
-    const outputs = (events: any[]) => {
-      const out = new Map<string, string>();
-      for (const e of events) if (e.type === 'node.output-committed') out.set(e.node.id, outputDigest(e.payload.output));
-      return out;
-    };
-    const recorded = outputs(source.events);
-    const live = outputs((await this.exportRun(handle.runId)).events);
-    const differences = [...new Set([...recorded.keys(), ...live.keys()])]
-      .filter((id) => recorded.get(id) !== live.get(id))
-      .map((nodeId) => ({ nodeId, recordedDigest: recorded.get(nodeId) ?? null, liveDigest: live.get(nodeId) ?? null }));
-    return {
-      mode: 'live',
-      sourceRunId,
-      runId: handle.runId,
-      identical: differences.length === 0 && outcome.status === source.run.status,
-      recordedOutcome: { status: source.run.status },
-      liveOutcome: outcome,
-      differences,
-    };
+  replayLive(sourceRunId: string, options: { by?: string } = {}): Promise<Record<string, unknown>> {
+    return replayLive(this, sourceRunId, options);
   }
 
   /** What the OpenTelemetry exporter did (`undefined` when the runtime does not export). */
   telemetryStats(): TelemetryStats | undefined {
-    return this.exporter?.stats();
+    return this.parts.exporter?.stats();
   }
 
   async close(): Promise<void> {
     // Workers still running stop claiming first (their calls in flight are handed back below,
     // as every call of a closing runtime is): a claim loop left running kept the store open.
     for (const w of [...this.workers]) await w.stop({ drainMs: 0 });
-    await this.sender?.stop();
-    this.liveStreams.close();
+    await this.deliveriesFacade?.stop();
+    this.parts.live.close();
     await this.kernel.close({ abortInflight: true });
-    await this.exporter?.close();
-    await this.store.close();
-    this.disposeScripts();
+    await this.parts.exporter?.close();
+    await this.stores.close();
+    this.parts.disposeScripts();
   }
-}
-
-/** Why a command still pending on an ended run is refused (`ended`: "run <id> is <status>"). */
-function endedBeforeApplied(ended: string, commandId: number): string {
-  return `${ended}; it ended before command ${commandId} was applied`;
-}
-
-/** The run id an idempotency key names: `k-` and 32 hex digits of its SHA-256. */
-export function idempotentRunId(key: string): string {
-  return `k-${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
 }
 
 export { KernelError };

@@ -10,7 +10,9 @@ import { hostname } from 'node:os';
 import type { ClaimedRun } from '../../core/ownership-store.js';
 import type { HostLog } from '../../core/types.js';
 import type { ExecutionPlan } from '../../core/types.js';
-import type { WorkflowRuntime } from '../runtime.js';
+import type { Kernel } from '../../core/kernel.js';
+import type { RunOwnership } from '../../core/ownership-store.js';
+import type { Authority } from '../../core/types.js';
 
 /** Failures of a start that say nothing about the run itself: its claim is given back, not failed. */
 const notRefusals = new Set(['run.fenced', 'run.owned-elsewhere', 'run.exists', 'engine.run-exists', 'engine.trap', 'engine.reviving', 'host.closed']);
@@ -36,6 +38,25 @@ export interface WorkerStats {
   clockSkewSkips: number;
 }
 
+/**
+ * What a worker reads and calls: the kernel that runs what it claims, the store's ownership, the
+ * runtime's authority and plan lookups, and the delivery sender it starts and stops beside it.
+ * The SDK's `open` builds it; a worker never sees the runtime itself.
+ */
+export interface WorkerHost {
+  readonly kernel: Kernel;
+  readonly ownership: RunOwnership;
+  readonly ownerId: string;
+  /** Remembers the launch correlation of a queued run this process starts (its calls' trace ids). */
+  startsQueued(runId: string, correlation: unknown): void;
+  authorityOf(runId: string, plan: ExecutionPlan, requested?: Authority): Authority;
+  planOfRun(runId: string): Promise<ExecutionPlan>;
+  /** The sender of the store's delivery outbox, or undefined when this worker sends none. */
+  readonly deliveries: { start(): void; stop(): Promise<void> } | undefined;
+  /** This worker has stopped: it is no longer woken nor stopped by the runtime's close. */
+  stopped(worker: Worker): void;
+}
+
 export class Worker {
   private readonly maxRuns: number;
   private readonly idlePollMs: number;
@@ -50,13 +71,13 @@ export class Worker {
   readonly stats: WorkerStats;
 
   constructor(
-    private readonly runtime: WorkflowRuntime,
+    private readonly runtime: WorkerHost,
     options: WorkerOptions = {},
   ) {
     this.maxRuns = options.maxRuns ?? 64;
     this.idlePollMs = options.idlePollMs ?? 50;
     this.drainMs = options.drainMs ?? 10_000;
-    this.sendsDeliveries = options.deliveries !== false && runtime.store.deliveries !== undefined;
+    this.sendsDeliveries = options.deliveries !== false && runtime.deliveries !== undefined;
     this.log = options.log ?? (() => undefined);
     this.stats = { owner: runtime.ownerId, started: 0, takenOver: 0, claimErrors: 0, clockSkewSkips: 0 };
     this.claims = new PollLoop(() => this.claimOnce(), this.idlePollMs);
@@ -72,7 +93,7 @@ export class Worker {
   }
 
   start(): void {
-    const ownership = this.runtime.store.ownership;
+    const ownership = this.runtime.ownership;
     const beat = () =>
       Promise.resolve(ownership.heartbeatWorker({ owner: this.runtime.ownerId, startedAt: this.startedAt, heartbeatAt: Date.now(), info: `${hostname()} pid ${process.pid}` })).catch((err) =>
         this.log('warn', `worker heartbeat failed: ${(err as Error).message}`),
@@ -93,7 +114,7 @@ export class Worker {
         (err) => this.log('warn', `listening for work failed (polling instead): ${(err as Error).message}`),
       );
     }
-    if (this.sendsDeliveries) this.runtime.deliveries.start();
+    if (this.sendsDeliveries) this.runtime.deliveries!.start();
     this.claims.start();
   }
 
@@ -116,7 +137,7 @@ export class Worker {
     let claimedAt: number;
     try {
       claimedAt = this.runtime.kernel.now();
-      claimed = await this.runtime.store.ownership.claim(this.runtime.ownerId, Math.min(room, 32), leases.ttlMs, claimedAt);
+      claimed = await this.runtime.ownership.claim(this.runtime.ownerId, Math.min(room, 32), leases.ttlMs, claimedAt);
     } catch (err) {
       this.stats.claimErrors += 1;
       this.log('warn', `claiming work failed: ${(err as Error).message}`);
@@ -164,7 +185,7 @@ export class Worker {
       const e = err as { code?: string; message?: string };
       const code = e.code ?? 'worker.error';
       this.log('warn', `run ${c.runId} (${c.kind}) failed to start here: ${code} ${e.message ?? String(err)}`);
-      const ownership = this.runtime.store.ownership;
+      const ownership = this.runtime.ownership;
       const lease = { owner: this.runtime.ownerId, epoch: c.epoch };
       kernel.leases?.drop(c.runId);
       if (c.kind === 'start' && !notRefusals.has(code) && !code.startsWith('store.')) {
@@ -186,9 +207,9 @@ export class Worker {
     await this.claims.stop();
     await Promise.resolve(this.unsubscribe?.()).catch(() => undefined);
     const drained = await this.runtime.kernel.drain(options.drainMs ?? this.drainMs);
-    if (this.sendsDeliveries) await this.runtime.deliveries.stop();
-    await Promise.resolve(this.runtime.store.ownership.removeWorker(this.runtime.ownerId)).catch(() => undefined);
-    this.runtime.workerStopped(this);
+    if (this.sendsDeliveries) await this.runtime.deliveries!.stop();
+    await Promise.resolve(this.runtime.ownership.removeWorker(this.runtime.ownerId)).catch(() => undefined);
+    this.runtime.stopped(this);
     return { drained };
   }
 }

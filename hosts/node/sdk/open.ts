@@ -1,0 +1,115 @@
+// The SDK's `open`: the one place a Node runtime is put together. The engine component compiles
+// while the store bundle opens; then the kernel is built over both, with the gateway wrapped by
+// the add-ons that watch calls (live progress, trace context), and the add-ons that read the
+// store and follow the kernel's commits (live streams, the OpenTelemetry exporter). Each add-on
+// gets what it reads (the journal) and what it follows (the kernel), never the runtime.
+import { join, resolve as resolvePath } from 'node:path';
+import { EngineInstance } from '../../core/engine-instance.js';
+import { authorityResolver, type AuthorityResolver } from '../../core/host-runtime.js';
+import { defaultCapture, Kernel } from '../../core/kernel.js';
+import { leaseDefaults } from '../../core/leases.js';
+import type { HostLog } from '../../core/types.js';
+import { sha256Digest, sha256Hex } from '../../shared/digest.js';
+import { LazyScriptImports } from '../../shared/sandbox.js';
+import { deliveryOptionsOf, type DeliveryOptions } from '../delivery/deliverer.js';
+import { LiveStreams, withLiveProgress } from '../observe/live.js';
+import { stderrLog } from '../observe/log.js';
+import { TraceExporter, tracesUrlOf } from '../observe/telemetry.js';
+import { RunTraces, withTraceContext } from '../observe/trace-gateway.js';
+import { openStoreBundle, type StoreBundle } from '../stores/open-store.js';
+import { newOwnerId } from '../stores/owner-id.js';
+import { nodeComponentLoader } from './component.js';
+import { asError, WorkflowError } from './errors.js';
+import { registryGateway } from './gateway.js';
+import { assertCaptureOptions } from './launch-options.js';
+import type { RuntimeOptions } from './runtime-types.js';
+
+/** What a runtime is made of, once open. */
+export interface RuntimeParts {
+  kernel: Kernel;
+  engine: EngineInstance;
+  stores: StoreBundle;
+  resolveAuthority: AuthorityResolver;
+  disposeScripts: () => void;
+  ownerId: string;
+  pollMs: number;
+  live: LiveStreams;
+  log: HostLog;
+  deliveryOptions: DeliveryOptions;
+  traces: RunTraces;
+  exporter: TraceExporter | undefined;
+}
+
+/** Where a runtime's store lives. */
+function openStore(options: RuntimeOptions): Promise<StoreBundle> {
+  const location = options.store ?? join(resolvePath(options.dir ?? '.agent-workflow'), 'workflow.db');
+  return openStoreBundle(location, { ...(options.durability ? { durability: options.durability } : {}), ...(options.sqliteCacheKiB !== undefined ? { sqliteCacheKiB: options.sqliteCacheKiB } : {}), ...(options.now ? { now: options.now } : {}) });
+}
+
+export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> {
+  const log = options.log ?? stderrLog();
+  try {
+    assertCaptureOptions(options.capture);
+    deliveryOptionsOf(options.delivery);
+    if (options.dispatchBeforeCommit !== undefined && typeof options.dispatchBeforeCommit !== 'boolean') {
+      throw new WorkflowError('host.bad-option', `dispatchBeforeCommit must be true or false, not ${JSON.stringify(options.dispatchBeforeCommit)}`);
+    }
+    if (options.telemetry) tracesUrlOf(options.telemetry.otlpUrl);
+  } catch (err) {
+    throw asError(err);
+  }
+  let kernel: Kernel | undefined;
+  let live: LiveStreams | undefined;
+  // QuickJS loads with the first run, template or replay that names a script node.
+  const scripts = new LazyScriptImports();
+  // The engine component compiles on V8's background threads while the store opens on this one
+  // (bench/cold/README.md); its failure is awaited below, after the store's.
+  const engineReady = EngineInstance.create(nodeComponentLoader(), {
+    load: (runId) => kernel!.loadForEngine(runId),
+    evaluateScript: scripts.evaluateScript,
+    checkScriptSyntax: scripts.checkScriptSyntax,
+    scripts,
+    sha256Hex,
+    log,
+  });
+  engineReady.catch(() => undefined);
+  let stores: StoreBundle;
+  try {
+    stores = await openStore(options);
+  } catch (err) {
+    await engineReady.catch(() => undefined);
+    throw err;
+  }
+  let exporter: TraceExporter | undefined;
+  try {
+    const engine = await engineReady;
+    const resolveAuthority = authorityResolver(options.authorities);
+    const ownerId = options.ownerId ?? newOwnerId();
+    const pollMs = options.pollMs ?? leaseDefaults.pollMs;
+    const store = stores.journal;
+    const traces = new RunTraces(store);
+    kernel = new Kernel({
+      store,
+      engine,
+      gateway: withTraceContext(withLiveProgress(registryGateway(options), () => live), traces),
+      log,
+      now: options.now,
+      authority: resolveAuthority,
+      capture: { ...defaultCapture, ...options.capture },
+      sha256: sha256Digest,
+      leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
+      ...(options.dispatchBeforeCommit === false ? { dispatchBeforeCommit: false } : {}),
+    });
+    // On a store that machines share, this process's clock is checked against the store's now
+    // and every few seconds (leases are compared across machines' clocks; docs/postgres.md).
+    await kernel.leases?.watchClock().catch((err) => log('warn', `checking the clock against the store's failed: ${(err as Error).message}`));
+    live = new LiveStreams(store, kernel, pollMs);
+    if (options.telemetry) exporter = await TraceExporter.start(store, kernel, options.telemetry);
+    return { kernel, engine, stores, resolveAuthority, disposeScripts: () => scripts.dispose(), ownerId, pollMs, live, log, deliveryOptions: options.delivery ?? {}, traces, exporter };
+  } catch (err) {
+    await exporter?.close();
+    await kernel?.leases?.stop().catch(() => undefined);
+    await stores.close();
+    throw err;
+  }
+}

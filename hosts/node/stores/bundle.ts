@@ -1,0 +1,39 @@
+// One typed bundle of everything a Node host keeps in its store: the run journal, run ownership
+// (leases, inbox, queue), the workflow catalog, the trigger tables and the delivery outbox. Each
+// backend (`sqlite/bundle.ts`, `pg/bundle.ts`) builds all five over one database, so the SDK and
+// its add-ons never ask which backend they hold; `open-store.ts` picks the backend from the URL.
+import type { DeliveryOutbox } from '../../core/delivery-outbox.js';
+import type { RunOwnership } from '../../core/ownership-store.js';
+import type { JournalStore } from '../../core/store.js';
+import type { CatalogStorage } from '../catalog/catalog.js';
+import type { TriggerStorage } from './trigger-storage.js';
+
+/** The journal of a Node host's store: it always carries ownership and a delivery outbox. */
+export type NodeJournalStore = JournalStore & { readonly ownership: RunOwnership; readonly deliveries: DeliveryOutbox };
+
+export interface StoreBundle {
+  readonly backend: 'sqlite' | 'postgres';
+  readonly journal: NodeJournalStore;
+  readonly ownership: RunOwnership;
+  readonly deliveries: DeliveryOutbox;
+  /** Drafts and published revisions (built once, on first use). */
+  catalog(): CatalogStorage;
+  /** Bindings and the ingress journal (built once, on first use). */
+  triggers(): TriggerStorage;
+  close(): Promise<void>;
+}
+
+/** The bundle over an opened journal, with its catalog and trigger storage built on first use. */
+export function storeBundle(backend: StoreBundle['backend'], journal: NodeJournalStore, parts: { catalog(): CatalogStorage; triggers(): TriggerStorage }): StoreBundle {
+  let catalog: CatalogStorage | undefined;
+  let triggers: TriggerStorage | undefined;
+  return {
+    backend,
+    journal,
+    ownership: journal.ownership,
+    deliveries: journal.deliveries,
+    catalog: () => (catalog ??= parts.catalog()),
+    triggers: () => (triggers ??= parts.triggers()),
+    close: async () => journal.close(),
+  };
+}
