@@ -8,6 +8,7 @@ import { request } from 'undici';
 import { signDingtalk, signWebhook } from '../../dist/hosts/node/index.js';
 
 export const cli = new URL('../../dist/hosts/node/cli/main.js', import.meta.url).pathname;
+const ingressFaults = new URL('../helpers/ingress-faults.mjs', import.meta.url).pathname;
 export const hostModule = new URL('./fixtures/host.mjs', import.meta.url).pathname;
 export const echo = JSON.parse(readFileSync(new URL('../../examples/echo/echo.json', import.meta.url), 'utf8'));
 export const api = 'workflow.gm-hz.dev/v1alpha1';
@@ -107,7 +108,9 @@ export interface Server {
 
 /** `agent-workflow serve --http 0 --insecure-no-auth`, ready once it printed where it listens. */
 export async function serve(w: World, env: Record<string, string> = {}, extra: string[] = []): Promise<Server> {
-  const child = spawn(process.execPath, [cli, 'serve', '--http', '0', '--insecure-no-auth', '--config', hostModule, ...extra], { cwd: w.dir, env: { ...process.env, ...w.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A crash test names a fault: the test-only module that injects it is installed in the process.
+  const faults = env.AGENT_WORKFLOW_FAULT_INGRESS !== undefined ? ['--import', ingressFaults] : [];
+  const child = spawn(process.execPath, [...faults, cli, 'serve', '--http', '0', '--insecure-no-auth', '--config', hostModule, ...extra], { cwd: w.dir, env: { ...process.env, ...w.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (stdout += d));

@@ -136,14 +136,13 @@ export interface TriggerStorage {
   /**
    * In ONE transaction: when the entry's dedupe key is already `launched` (or `missed`), writes a
    * `deduplicated` record naming the first run (unless `recordDuplicate` is false); otherwise
-   * commits `launch` as a queued run and the `launched` record of it. `beforeCommit` runs inside
-   * the transaction, after both writes (fault injection).
+   * commits `launch` as a queued run and the `launched` record of it.
    */
   admit(
     entry: IngressEntry & { sourceEventId: string; bindingRevision: number; runId: string },
     launch: QueuedLaunch,
     now: number,
-    options?: { recordDuplicate?: boolean; beforeCommit?: () => void },
+    options?: { recordDuplicate?: boolean },
   ): MaybePromise<{ record: IngressRecord | undefined; /** Undefined when the first record of the key is a missed cron slot. */ runId: string | undefined; deduplicated: boolean }>;
   listIngress(filter: IngressFilter): MaybePromise<IngressRecord[]>;
   /** The latest `limit` slots recorded `launched`, `missed` or `rejected` for a cron binding revision, newest first (one statement). */

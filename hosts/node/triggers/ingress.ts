@@ -47,8 +47,6 @@ export class TriggerRejected extends CodedError {
 export interface PipelineOptions {
   /** The deployment this process serves: part of the dedupe key (default `default`). */
   deployment?: string;
-  /** Fault injection at the commit of an admission (tests): inside the transaction, and right after it. */
-  faults?: { beforeCommit?: () => void; afterCommit?: () => void };
   log?: (level: string, message: string) => void;
 }
 
@@ -167,11 +165,7 @@ export class TriggerPipeline {
         ...(binding.delivery !== undefined ? { delivery: binding.delivery } : {}),
       },
     );
-    const admitted = await storage.admit({ ...entry, status: 'launched', runId, ...(options.note !== undefined ? { reasonCode: options.note.code, reason: options.note.message } : {}) }, prepared.queued!, this.now(), {
-      ...(options.recordDuplicate === false ? { recordDuplicate: false } : {}),
-      ...(this.options.faults?.beforeCommit ? { beforeCommit: this.options.faults.beforeCommit } : {}),
-    });
-    this.options.faults?.afterCommit?.();
+    const admitted = await storage.admit({ ...entry, status: 'launched', runId, ...(options.note !== undefined ? { reasonCode: options.note.code, reason: options.note.message } : {}) }, prepared.queued!, this.now(), options.recordDuplicate === false ? { recordDuplicate: false } : {});
     if (!admitted.deduplicated) this.rt.wakeWorkers();
     return { runId: admitted.runId, deduplicated: admitted.deduplicated, ...(admitted.record ? { record: admitted.record } : {}) };
   }

@@ -16,12 +16,6 @@ const cliApiVersion = 'agent-workflow.cli/v1';
 
 /** The deployment a process serves (part of every dedupe key): `--deployment`, else the environment. */
 export const deploymentEnvVar = 'AGENT_WORKFLOW_DEPLOYMENT';
-/**
- * Crash injection for tests of the ingress transaction: `kill-before-commit` SIGKILLs the process
- * inside the admission's transaction, after the run and the record are written and before they
- * commit; `kill-after-commit` right after the commit, before the HTTP answer.
- */
-export const ingressFaultEnvVar = 'AGENT_WORKFLOW_FAULT_INGRESS';
 
 function print(kind: string, body: Record<string, unknown>): void {
   process.stdout.write(`${JSON.stringify({ apiVersion: cliApiVersion, kind, ...body })}\n`);
@@ -48,10 +42,7 @@ function bindingRef(text: string | undefined, what: string): { id: string; revis
 export async function triggerPipeline(rt: WorkflowRuntime, args: ParsedArgs, log: (level: string, message: string) => void): Promise<TriggerPipeline> {
   const { TriggerPipeline } = await import('../../triggers/ingress.js');
   const deployment = optionString(args, 'deployment') ?? process.env[deploymentEnvVar] ?? 'default';
-  const fault = process.env[ingressFaultEnvVar];
-  const kill = () => process.kill(process.pid, 'SIGKILL');
-  const faults = fault === 'kill-before-commit' ? { beforeCommit: kill } : fault === 'kill-after-commit' ? { afterCommit: kill } : undefined;
-  return new TriggerPipeline(rt, { deployment, log, ...(faults ? { faults } : {}) });
+  return new TriggerPipeline(rt, { deployment, log });
 }
 
 const bindingUsage = 'usage: agent-workflow binding put <file> [--expected <revision>] | publish <id>@<rev> | list [--source s] [--state s] | describe <id>[@<rev>] | disable <id>[@<rev>]';

@@ -103,7 +103,7 @@ export class PgTriggerStorage implements TriggerStorage {
     entry: IngressEntry & { sourceEventId: string; bindingRevision: number; runId: string },
     launch: QueuedLaunch,
     now: number,
-    options: { recordDuplicate?: boolean; beforeCommit?: () => void } = {},
+    options: { recordDuplicate?: boolean } = {},
   ): Promise<{ record: IngressRecord | undefined; runId: string | undefined; deduplicated: boolean }> {
     const s = this.s;
     return transaction(this.pool, 'triggers: admit', async (c) => {
@@ -126,7 +126,6 @@ export class PgTriggerStorage implements TriggerStorage {
         return { record: { ...dup, id: d.id }, runId, deduplicated: true };
       }
       await this.ownership.enqueueIn(c, launch, now);
-      options.beforeCommit?.();
       return { record: { ...launched, id: row.id }, runId: entry.runId, deduplicated: false };
     });
   }

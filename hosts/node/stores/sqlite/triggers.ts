@@ -93,7 +93,7 @@ export class SqliteTriggerStorage implements TriggerStorage {
     entry: IngressEntry & { sourceEventId: string; bindingRevision: number; runId: string },
     launch: QueuedLaunch,
     now: number,
-    options: { recordDuplicate?: boolean; beforeCommit?: () => void } = {},
+    options: { recordDuplicate?: boolean } = {},
   ): { record: IngressRecord | undefined; runId: string | undefined; deduplicated: boolean } {
     return this.tx(() => {
       const first = this.findAdmitted(entry);
@@ -103,7 +103,6 @@ export class SqliteTriggerStorage implements TriggerStorage {
       }
       this.ownership.enqueue(launch, now);
       const record = this.record({ ...entry, status: 'launched' });
-      options.beforeCommit?.();
       return { record, runId: entry.runId, deduplicated: false };
     });
   }
