@@ -185,6 +185,29 @@ async function generateGuestTypes() {
   });
 }
 
+/**
+ * Declarations for the transpiled hosts, so that tests (which import dist/, as users do) are
+ * type-checked against the sources: each `dist/<path>.d.ts` re-exports `<path>.ts`. One line per
+ * module; tsconfig.json includes test/.
+ */
+async function writeHostDeclarations() {
+  const sources = [
+    ...listFiles(join(root, 'hosts'), (p) => p.endsWith('.ts') && !p.endsWith('.d.ts')),
+    ...listFiles(join(root, 'sandbox'), (p) => p.endsWith('.ts') && !p.endsWith('.d.ts')),
+    ...engineModulesOfHosts,
+  ];
+  const outputs = sources.map((s) => join(dist, relative(root, s)).replace(/\.ts$/, '.d.ts'));
+  await step('host-declarations', [...sources, join(root, 'build.mjs')], outputs, () => {
+    for (const [i, source] of sources.entries()) {
+      const out = outputs[i];
+      const target = relative(dirname(out), source).replace(/\.ts$/, '.js');
+      const hasDefault = /^export default /m.test(readFileSync(source, 'utf8'));
+      mkdirSync(dirname(out), { recursive: true });
+      writeFileSync(out, `export * from '${target}';\n${hasDefault ? `export { default } from '${target}';\n` : ''}`);
+    }
+  });
+}
+
 async function buildEngine(backend, outDir) {
   const bundle = join(dist, `engine-bundle-${backend}.js`);
   const wasm = join(dist, backend === 'quickjs' ? 'engine.wasm' : `engine-${backend}.wasm`);
@@ -256,6 +279,7 @@ async function buildBrowser() {
 
 mkdirSync(dist, { recursive: true });
 await generateGuestTypes();
+await writeHostDeclarations();
 if (!args.includes('--types')) {
   await buildEngine('quickjs', join(dist, 'component'));
   if (extraBackend === 'sm') await buildEngine('sm', join(dist, 'component-sm'));

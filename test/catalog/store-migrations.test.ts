@@ -7,6 +7,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 import { migrations, schemaVersion } from '../../dist/hosts/node/stores/sqlite/migrations.js';
+// @ts-expect-error plain ESM helpers (no declarations)
 import { fixtureRuns, parent, tools } from '../fixtures/stores/fixture-workflows.mjs';
 import { removeTempDirs, tempDir, waitUntil } from './helpers.js';
 
@@ -58,7 +59,7 @@ describe('store fixtures', () => {
       const rt = await open(dir);
       try {
         expect(userVersion(file)).toBe(schemaVersion);
-        for (const [runId, expected] of Object.entries(fixtureRuns)) {
+        for (const [runId, expected] of Object.entries(fixtureRuns as Record<string, { status: string; output?: unknown }>)) {
           const run = await rt.getRun(runId);
           expect(run.status).toBe(expected.status);
           if ('output' in expected) expect(run.output).toEqual(expected.output);
@@ -79,6 +80,7 @@ describe('store fixtures', () => {
         expect(await (await rt.resume('fx-approval-1')).result).toMatchObject({ status: 'completed', output: { decision: true } });
         // The catalog works on the upgraded store.
         if (version < 2) {
+          // @ts-expect-error plain ESM helpers (no declarations)
           await rt.catalog.putDraft((await import('../fixtures/stores/fixture-workflows.mjs')).child, { expectedDraftRevision: 0 });
           await rt.catalog.publish('fx-child', { expectedDraftRevision: 1 });
           await rt.catalog.putDraft(parent, { expectedDraftRevision: 0 });

@@ -8,9 +8,9 @@
 // boundaries that exist around them are covered: before that commit (the outcome is only in
 // memory) and after it (the output is durable, the next request is not).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-// @ts-expect-error plain ESM helpers shared with the child process
 import { eventsPerRow } from '../../dist/hosts/node/stores/sqlite/journal.js';
 import { checkpointInlineMax } from '../../dist/hosts/node/stores/sqlite/migrations.js';
+// @ts-expect-error plain ESM helpers shared with the child process
 import { compilePlans, newCaseDir, readTrace, recoverAndCheck, runChild, tempRoot } from './crash-harness.mjs';
 
 type Kill = { kind: 'commit' | 'mid-commit' | 'gateway'; phase?: 'before' | 'after'; nth: number; row?: number; match?: string };

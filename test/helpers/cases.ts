@@ -2,6 +2,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+// @ts-expect-error plain ESM helpers (no declarations)
 import { comparableEvents } from '../cases/events.mjs';
 
 export { comparableEvents };

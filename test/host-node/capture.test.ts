@@ -3,6 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { replayExport } from '../../dist/hosts/node/sdk/export.js';
+import type { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
 import { caseNames, loadCase } from '../helpers/cases.js';
 import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
 
@@ -34,7 +35,7 @@ describe('artifacts and the capture policy', () => {
       expect(payload.artifact).toMatchObject({ digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/), mediaType: 'application/json', redacted: false });
       expect(payload.artifact.size).toBe(JSON.stringify(big).length);
       expect(completedOf((await rt.readEvents(b.runId)).events).artifact.digest).toBe(payload.artifact.digest);
-      const rows = rt.store.db.prepare('SELECT count(*) AS n FROM artifacts').get() as { n: number };
+      const rows = (rt.store as SqliteJournalStore).db.prepare('SELECT count(*) AS n FROM artifacts').get() as { n: number };
       expect(rows.n).toBe(1);
       expect((await rt.replay(a.runId, { mode: 'recorded' })).identical).toBe(true);
       const exported = await rt.exportRun(a.runId);
@@ -52,7 +53,7 @@ describe('artifacts and the capture policy', () => {
       expect((await run.result).status).toBe('completed');
       const payload = completedOf((await rt.readEvents(run.runId)).events);
       expect(payload.artifact.redacted).toBe(true);
-      expect(rt.store.db.prepare('SELECT count(*) AS n FROM artifacts').get()).toEqual({ n: 0 });
+      expect((rt.store as SqliteJournalStore).db.prepare('SELECT count(*) AS n FROM artifacts').get()).toEqual({ n: 0 });
       await expect(rt.replay(run.runId, { mode: 'recorded' })).rejects.toThrow(expect.objectContaining({ code: 'replay.artifact-missing', message: expect.stringContaining('redacted by the capture policy') }));
       expect(await rt.replay(run.runId, { mode: 'inspect' })).toMatchObject({ outcome: { status: 'completed', output: { count: 2000 } } });
     } finally {

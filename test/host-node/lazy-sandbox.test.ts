@@ -84,7 +84,7 @@ describe('the script sandbox loads on first need', () => {
     try {
       expect(second.engine.scriptsLoaded).toBe(false);
       await second.approve(runId, 'ok', { by: 'release-bot' });
-      const outcome = await second.handle(runId).result;
+      const outcome = await second.follow(runId).result;
       expect(outcome).toMatchObject({ status: 'completed', output: { result: 'shipped by release-bot' } });
       expect(second.engine.scriptsLoaded).toBe(true);
     } finally {

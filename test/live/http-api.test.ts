@@ -152,7 +152,7 @@ describe('serve --http', () => {
       // Without the token, or with another one, nothing is answered.
       for (const headers of [{}, { authorization: 'Bearer wrong' }, { authorization: token }]) {
         for (const path of [`/v1/runs/${runId}`, '/v1/runs', `/v1/runs/${runId}/events`, `/v1/runs/${runId}/export`]) {
-          const res = await fetch(`${base}${path}`, { headers: { accept: 'text/event-stream', ...headers } });
+          const res = await fetch(`${base}${path}`, { headers: { accept: 'text/event-stream', ...headers } as Record<string, string> });
           expect(res.status).toBe(401);
           expect((await res.json()).error.code).toBe('http.unauthorized');
         }

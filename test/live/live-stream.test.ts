@@ -28,6 +28,7 @@ async function collect(stream: AsyncIterable<LiveItem>, slow: boolean): Promise<
       gaps++;
       continue;
     }
+    if (item.kind !== 'event') throw new Error(`a ${item.kind} item in a run whose tools report no progress`);
     expect(item.event.seq).toBe(item.seq);
     seqs.push(item.seq);
     types.push(item.event.type);

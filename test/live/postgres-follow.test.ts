@@ -37,6 +37,7 @@ describe('runtime.live on PostgreSQL', () => {
         let gaps = 0;
         for await (const item of rt.live(handle.runId, bufferEventsMax ? { bufferEventsMax } : {})) {
           if (item.kind === 'gap') gaps++;
+          else if (item.kind === 'progress') throw new Error('a progress item in a run whose tools report no progress');
           else {
             seqs.push(item.seq);
             if (bufferEventsMax) await new Promise((r) => setImmediate(r));

@@ -7,7 +7,8 @@
 // harness checks, after every activation, that the state the engine keeps equals the fold of all
 // events from scratch, and that every checkpoint it commits equals that fold at its seq.
 import { afterEach, expect } from 'vitest';
-import { compilePlan, type ExecutionPlan } from '../../engine/compiler/plan.js';
+import { compilePlan } from '../../engine/compiler/plan.js';
+import type { ExecutionPlan } from '../../engine/protocol/plan.js';
 import { EngineCore, type ActivationSummary, type CommitData, type CoreHost } from '../../engine/core.js';
 import { canonicalDigest } from '../../engine/hash.js';
 import { inspect } from '../../engine/replay/replay.js';

@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { cgroupMemory, childMemoryCgroup, spawnInCgroup, tempDir, memoryFlags } from './helpers.js';
 
 const { FileJournalStore } = await import('../../dist/hosts/router/index.js');
+// @ts-expect-error plain ESM helpers (no declarations)
 const { writeJournal } = (await import('./fixtures/write-journal.mjs')) as { writeJournal: (dir: string, bytes: number) => number };
 
 const root = fileURLToPath(new URL('../../', import.meta.url));

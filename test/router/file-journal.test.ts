@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreError } from '../../hosts/core/store.js';
+import type { RunProjection } from '../../hosts/core/types.js';
 import { crc32c } from '../../hosts/router/crc32c.js';
 import { FileJournalStore, journalFileKind, journalFileName } from '../../hosts/router/file-journal.js';
 import { entry, eventLines, stepClock, tempDir, text, utf8 } from './helpers.js';
@@ -272,7 +273,7 @@ describe('FileJournalStore recovery on open', () => {
 });
 
 describe('FileJournalStore projections', () => {
-  const waiting = { status: 'paused', pausedReason: 'approval', approvals: [{ nodeId: 'ask', invocationId: 'iv-1', attempt: 1, approvers: ['ops'] }], calls: [{ invocationId: 'iv-1', nodeId: 'ask', attempt: 1, kind: 'approval', name: 'ask', effect: 'idempotent', requestedSeq: 2 }] };
+  const waiting: RunProjection = { status: 'paused', pausedReason: 'approval', approvals: [{ nodeId: 'ask', invocationId: 'iv-1', attempt: 1, approvers: ['ops'] }], calls: [{ invocationId: 'iv-1', nodeId: 'ask', attempt: 1, kind: 'approval', name: 'ask', effect: 'idempotent', requestedSeq: 2 }] };
 
   it('keeps the projection of each entry beside the status, through a reopen and a compaction', () => {
     let store = openStore(tempDir());

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from './helpers.js';
+// @ts-expect-error plain ESM helpers (no declarations)
 import { foreachOfScripts } from './fixtures/foreach-scripts.mjs';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));

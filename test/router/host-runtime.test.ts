@@ -93,6 +93,7 @@ describe('router artifacts and the capture policy', () => {
 
   it('refuses a capture option it would not enforce', async () => {
     const dir = tempDir('router-capture-');
+    // @ts-expect-error an option the router refuses at run time
     await expect(RouterHost.open({ dir, capture: { retentionDays: 7 }, log: () => undefined })).rejects.toMatchObject({ code: 'policy.unsupported' });
     fs.rmSync(dir, { recursive: true, force: true });
   });

@@ -51,7 +51,7 @@ describe('router scripts in a 128 MiB memory cgroup', () => {
       expect(summary.runs).toHaveLength(2);
       const store = FileJournalStore.open(state);
       try {
-        const byId = new Map(store.listRuns().map((r: any) => [JSON.parse(Buffer.from(store.load(r.runId).plan).toString()).root, r]));
+        const byId = new Map(store.listRuns().map((r: any) => [JSON.parse(Buffer.from(store.load(r.runId)!.plan).toString()).root, r]));
         expect(byId.get('fill@inline')).toMatchObject({ status: 'failed', outcome: { error: { detail: { error: { code: 'script.memory' } } } } });
         // The foreach's items each ran out of their own budget; the run went on to its end.
         const each = byId.get('fill-each@inline');

@@ -16,6 +16,7 @@ import { PostgresJournalStore } from '../../dist/hosts/node/stores/pg/journal.js
 import type { ClaimedRun, QueuedLaunch, RunOwnership } from '../../hosts/core/ownership-store.js';
 import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
 import type { CommitEntry, JournalStore } from '../../hosts/core/store.js';
+import type { RunProjection } from '../../hosts/core/types.js';
 
 type Store = JournalStore & { readonly ownership: RunOwnership };
 
@@ -401,7 +402,7 @@ describe.each(harnesses)('store conformance: $name', (harness) => {
   it('claims a run a timer wakes', async () => {
     const store = await freshStore();
     const now = Date.now();
-    await store.commit([entry('sleeping', 0, 1, { status: 'paused', outcome: { pausedReason: 'timer', wakeAt: now + 1000 } })]);
+    await store.commit([entry('sleeping', 0, 1, { status: 'paused', outcome: { pausedReason: 'waiting' as const, wakeAt: now + 1000 } })]);
     expect(await store.ownership.claim('w', 10, 1000, now)).toEqual([]);
     expect((await store.ownership.claim('w', 10, 1000, now + 1000)).map((c) => [c.runId, c.kind])).toEqual([['sleeping', 'takeover']]);
   });
@@ -454,7 +455,7 @@ describe.each(harnesses)('store conformance: $name', (harness) => {
 
   it('keeps the outcome projection of the last commit and lists runs newest first', async () => {
     const store = await freshStore();
-    const outcome = { pausedReason: 'approval', wakeAt: 12345, result: { text: 'a\u0000b', list: [1, 2.5, 'x'], nested: { z: 1, a: 2 } } };
+    const outcome: RunProjection = { pausedReason: 'approval', wakeAt: 12345, result: { text: 'a\u0000b', list: [1, 2.5, 'x'], nested: { z: 1, a: 2 } } };
     await store.commit([entry('r1', 0, 1, { status: 'paused', outcome })]);
     expect((await store.getRun('r1'))!.outcome).toEqual(outcome);
     const failed = { error: { code: 'node.failed', message: 'boom', detail: { at: 'n1' } } };
@@ -471,7 +472,7 @@ describe.each(harnesses)('store conformance: $name', (harness) => {
 
   it('keeps a whole projection, and a derived one only for a run committed without one and not moved on since', async () => {
     const store = await freshStore();
-    const waiting = {
+    const waiting: RunProjection = {
       status: 'paused',
       pausedReason: 'approval',
       approvals: [{ nodeId: 'ask', invocationId: 'iv-1', attempt: 1, approvers: ['ops'], prompt: 'ship?' }],

@@ -9,7 +9,7 @@ import { approvalFlow, cliOk, echo, postDingtalk, publishBinding, publishTemplat
 
 const appSecret = 'SEC-dingtalk-app-secret';
 
-function message(text: string, sender = 'staff-alice', msgId = randomUUID()) {
+function message(text: string, sender = 'staff-alice', msgId: string = randomUUID()) {
   return { msgId, msgtype: 'text', text: { content: ` ${text}` }, senderStaffId: sender, senderId: `$:LWCP_v1:$${sender}`, senderNick: sender, conversationId: 'cid-1', conversationType: '2', sessionWebhook: 'http://127.0.0.1:9/robot/sendBySession?session=x' };
 }
 
