@@ -5,6 +5,7 @@ import { EngineError } from './errors.js';
 import { limits } from './limits.js';
 import { Activation, type ActivationRequest, type GatewayRequest, type ScriptHost } from './runtime/activation.js';
 import { applyFacts, failWithoutPayloads } from './runtime/facts.js';
+import { nodeSettlement } from './runtime/advance.js';
 import { projectRun } from './runtime/projection.js';
 import { ensureIndexes, reduce } from './state/reduce.js';
 import type { EventEnvelope } from './protocol/events.js';
@@ -125,7 +126,7 @@ export class EngineCore {
     }
     const graph = run.loaded.graphs.get(run.templateKey)!;
     const statusBefore = run.state ? `${run.state.status}/${run.state.pausedReason ?? ''}` : 'new';
-    const activation = new Activation(run.state, run.loaded.plan, graph, run.templateKey, request, this.host);
+    const activation = new Activation(run.state, run.loaded.plan, graph, run.templateKey, request, this.host, nodeSettlement);
     try {
       const terminalBefore = run.state !== undefined && isTerminalStatus(run.state.status);
       if (rebuilt && run.state.capture === 'metadata' && !terminalBefore) failWithoutPayloads(activation);

@@ -7,7 +7,6 @@ import type { ErrorInfo } from '../protocol/events.js';
 import type { Effect } from '../protocol/statuses.js';
 import type { NodeSpec } from '../protocol/template.js';
 import type { Activation, Fact, GatewayRequest } from '../runtime/activation.js';
-import { commitOutput, failNode } from '../runtime/advance.js';
 import { resolveInputs } from '../runtime/bindings.js';
 import type { Invocation } from '../state/types.js';
 import { impliedCapability, kindOf } from './index.js';
@@ -77,7 +76,7 @@ export function startCall(a: Activation, spec: NodeSpec, attempt: number, timeou
   a.emit('node.started', { timeoutAt }, { id: spec.id, attempt, invocationId });
   const granted = grantedCapability(a, spec, spec.uses, config);
   if (typeof granted !== 'string') {
-    failNode(a, spec.id, granted);
+    a.settle.failNode(a, spec.id, granted);
     return undefined;
   }
   stageRequest(a, requestFor(a, spec, spec.uses, config, invocationId, attempt, resolveInputs(spec.inputs, a.run)));
@@ -90,15 +89,15 @@ export function startCall(a: Activation, spec: NodeSpec, attempt: number, timeou
  */
 export function completeCall(a: Activation, inv: Invocation, fact: Extract<Fact, { type: 'capability-completed' }>, outputSchema?: Json, accept?: (output: Json) => ErrorInfo | undefined): void {
   if (!fact.ok) {
-    failNode(a, inv.nodeId, normaliseError(a, fact.error), { unknownEffect: inv.effect === 'unknown' });
+    a.settle.failNode(a, inv.nodeId, normaliseError(a, fact.error), { unknownEffect: inv.effect === 'unknown' });
     return;
   }
   const refused = accept?.(fact.output ?? null);
   if (refused) {
-    failNode(a, inv.nodeId, refused);
+    a.settle.failNode(a, inv.nodeId, refused);
     return;
   }
-  commitOutput(a, inv.nodeId, fact.output ?? null, outputSchema);
+  a.settle.commitOutput(a, inv.nodeId, fact.output ?? null, outputSchema);
 }
 
 /**

@@ -1,6 +1,5 @@
 // `core.condition@1`: compares its inputs with a fixed operator; the result picks the port
 // (`true` or `false`) its outgoing edges leave by.
-import { commitOutput } from '../runtime/advance.js';
 import { evaluateCondition, resolveBinding } from '../runtime/bindings.js';
 import type { NodeKind } from './kind.js';
 
@@ -25,6 +24,6 @@ export const condition: NodeKind = {
     const config = (spec.config ?? {}) as Record<string, any>;
     const left = spec.inputs?.left ? resolveBinding(spec.inputs.left, a.run) : undefined;
     const right = spec.inputs?.right ? resolveBinding(spec.inputs.right, a.run) : undefined;
-    commitOutput(a, spec.id, { result: evaluateCondition(config.operator, left, right) });
+    a.settle.commitOutput(a, spec.id, { result: evaluateCondition(config.operator, left, right) });
   },
 };

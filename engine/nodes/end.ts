@@ -1,6 +1,5 @@
 // `core.end@1`: where a run may end; its output is its inputs (the run output, unless the
 // template declares `outputs`).
-import { commitOutput } from '../runtime/advance.js';
 import { resolveInputs } from '../runtime/bindings.js';
 import type { NodeKind } from './kind.js';
 import { noConfig } from './schemas.js';
@@ -13,6 +12,6 @@ export const end: NodeKind = {
   implementationDigest: 'builtin:core.end@1:1',
   start(a, spec, attempt) {
     a.emit('node.started', {}, { id: spec.id, attempt });
-    commitOutput(a, spec.id, resolveInputs(spec.inputs, a.run));
+    a.settle.commitOutput(a, spec.id, resolveInputs(spec.inputs, a.run));
   },
 };

@@ -6,7 +6,6 @@ import { limits } from '../limits.js';
 import type { ErrorInfo } from '../protocol/events.js';
 import type { NodeSpec } from '../protocol/template.js';
 import type { Activation } from '../runtime/activation.js';
-import { cancelInvocations, commitOutput, failNode, isRetryable, outputProblem } from '../runtime/advance.js';
 import { resolveBinding } from '../runtime/bindings.js';
 import { agentConfig } from './agent-run.js';
 import { effectOf, grantedCapability, normaliseError, requestFor, stageRequest } from './call.js';
@@ -61,8 +60,8 @@ export const foreach: NodeKind = {
   timeOut(a, spec, message) {
     const body = bodyOf(spec);
     const safe = effectOf(spec, body.uses, body.config ?? {}) !== 'unknown';
-    cancelInvocations(a, (inv) => inv.nodeId === spec.id, 'node timed out');
-    failNode(a, spec.id, { code: 'node.timeout', message: safe ? message : `${message}; its items have effects that are not known to be safe to repeat, so it is not retried`, retryable: safe });
+    a.settle.cancelInvocations(a, (inv) => inv.nodeId === spec.id, 'node timed out');
+    a.settle.failNode(a, spec.id, { code: 'node.timeout', message: safe ? message : `${message}; its items have effects that are not known to be safe to repeat, so it is not retried`, retryable: safe });
   },
 };
 
@@ -72,12 +71,12 @@ function startForeach(a: Activation, spec: NodeSpec, attempt: number, timeoutAt:
   const maxItems = Math.min(config.maxItems ?? limits.foreachItemsDefault, limits.foreachItemsMax);
   if (!Array.isArray(items)) {
     a.emit('node.started', { timeoutAt }, { id: spec.id, attempt });
-    failNode(a, spec.id, { code: 'foreach.items-not-array', message: `the "items" input of ${spec.id} is ${items === undefined ? 'missing' : typeof items}, not an array`, retryable: false });
+    a.settle.failNode(a, spec.id, { code: 'foreach.items-not-array', message: `the "items" input of ${spec.id} is ${items === undefined ? 'missing' : typeof items}, not an array`, retryable: false });
     return;
   }
   if (items.length > maxItems) {
     a.emit('node.started', { timeoutAt }, { id: spec.id, attempt });
-    failNode(a, spec.id, { code: 'foreach.too-many-items', message: `${items.length} items exceed maxItems ${maxItems}`, retryable: false });
+    a.settle.failNode(a, spec.id, { code: 'foreach.too-many-items', message: `${items.length} items exceed maxItems ${maxItems}`, retryable: false });
     return;
   }
   const started = {
@@ -125,22 +124,22 @@ function settleItem(a: Activation, spec: NodeSpec, index: number, itemAttempt: n
   const ref = { id: spec.id, attempt: itemAttempt, item: index };
   let result = outcome;
   if (result.ok) {
-    const problem = outputProblem(result.output);
+    const problem = a.settle.outputProblem(result.output);
     if (problem) result = { ok: false, error: { code: 'node.output-invalid', message: `item ${index}: ${problem}`, retryable: true } };
   }
   if (result.ok) {
     a.emit('node.item-committed', { index, output: result.output, fromUnknown: fromUnknown || undefined }, ref);
   } else {
     const retry = spec.retry;
-    const canRetry = retry !== undefined && itemAttempt < retry.maxAttempts && isRetryable(a, result.error, retry.retryOn, unknownEffect && outcome.ok === false);
+    const canRetry = retry !== undefined && itemAttempt < retry.maxAttempts && a.settle.isRetryable(a, result.error, retry.retryOn, unknownEffect && outcome.ok === false);
     a.emit('node.item-failed', { index, error: result.error, final: !canRetry, fromUnknown: fromUnknown || undefined }, ref);
     if (canRetry) {
       startItem(a, spec, index, itemAttempt + 1);
       return;
     }
     if (a.run.nodes[spec.id].foreach!.failurePolicy === 'fail-fast') {
-      cancelInvocations(a, (inv) => inv.nodeId === spec.id, `item ${index} failed`);
-      failNode(a, spec.id, { code: 'foreach.item-failed', message: `item ${index} failed: ${result.error.message}`, retryable: false, detail: { index, error: result.error } });
+      a.settle.cancelInvocations(a, (inv) => inv.nodeId === spec.id, `item ${index} failed`);
+      a.settle.failNode(a, spec.id, { code: 'foreach.item-failed', message: `item ${index} failed: ${result.error.message}`, retryable: false, detail: { index, error: result.error } });
     }
   }
 }
@@ -155,7 +154,7 @@ function finishForeachIfDone(a: Activation, id: string): void {
   const node = a.run.nodes[id];
   const f = node.foreach!;
   if (node.status !== 'running' || f.done < f.items.length || f.running > 0) return;
-  commitOutput(a, id, { results: f.results, failures: f.failures });
+  a.settle.commitOutput(a, id, { results: f.results, failures: f.failures });
 }
 
 /** An operator settled one foreach item whose outcome was unknown. */

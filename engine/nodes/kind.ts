@@ -34,6 +34,22 @@ export interface NodeCheck {
   checkSyntax: SyntaxChecker;
 }
 
+/**
+ * How a node settles, as the runtime carries it out (engine/runtime/advance.ts): handed to the
+ * kinds on the activation (`a.settle`), so that the kinds, which the runtime starts, do not
+ * import the runtime back.
+ */
+export interface NodeSettlement {
+  /** Validates and commits a node's output, then decides its outgoing edges. */
+  commitOutput(a: Activation, id: string, output: Json, extraSchema?: Json): void;
+  /** A node failed: retried when its policy allows, else the run fails. */
+  failNode(a: Activation, id: string, error: ErrorInfo, options?: { unknownEffect?: boolean }): void;
+  cancelInvocations(a: Activation, which: (inv: Invocation) => boolean, reason: string): void;
+  isRetryable(a: Activation, error: ErrorInfo, retryOn: string[] | undefined, unknownEffect: boolean): boolean;
+  /** Why an output fails the checks every output must pass (and `schema`), if it does. */
+  outputProblem(output: Json, schema?: Json): string | undefined;
+}
+
 export interface NodeKind extends NodeDefinition {
   /** A short noun for messages (`condition`, `foreach`). */
   label: string;

@@ -2,7 +2,6 @@
 // activation (no gateway). Also the body of foreach items.
 import { clip, type Json } from '../json.js';
 import { limits } from '../limits.js';
-import { commitOutput, failNode } from '../runtime/advance.js';
 import { resolveInputs } from '../runtime/bindings.js';
 import type { CallOutcome, NodeKind, SyntaxChecker, ValidationAdd } from './kind.js';
 
@@ -56,7 +55,7 @@ export const script: NodeKind = {
   start(a, spec, attempt) {
     a.emit('node.started', {}, { id: spec.id, attempt });
     const outcome = script.evaluate!(a, (spec.config ?? {}) as Record<string, any>, resolveInputs(spec.inputs, a.run));
-    if (outcome.ok) commitOutput(a, spec.id, outcome.output);
-    else failNode(a, spec.id, outcome.error);
+    if (outcome.ok) a.settle.commitOutput(a, spec.id, outcome.output);
+    else a.settle.failNode(a, spec.id, outcome.error);
   },
 };

@@ -1,5 +1,4 @@
 // `core.start@1`: where a run begins; its output is the run input.
-import { commitOutput } from '../runtime/advance.js';
 import type { NodeKind } from './kind.js';
 import { noConfig } from './schemas.js';
 
@@ -14,6 +13,6 @@ export const start: NodeKind = {
   },
   start(a, spec, attempt) {
     a.emit('node.started', {}, { id: spec.id, attempt });
-    commitOutput(a, spec.id, a.run.input);
+    a.settle.commitOutput(a, spec.id, a.run.input);
   },
 };

@@ -11,6 +11,7 @@ import type { GatewayRequest } from '../protocol/gateway.js';
 import type { ExecutionPlan } from '../protocol/plan.js';
 import { reduce } from '../state/reduce.js';
 import type { RunState } from '../state/types.js';
+import type { NodeSettlement } from '../nodes/kind.js';
 import { utf8Encode } from '../utf8.js';
 import { eventSchemaVersion, type EngineFlag } from '../version.js';
 
@@ -69,6 +70,8 @@ export class Activation {
     readonly templateKey: string,
     readonly request: ActivationRequest,
     readonly scripts: ScriptHost,
+    /** How the node kinds settle their nodes (engine/runtime/advance.ts). */
+    readonly settle: NodeSettlement,
   ) {
     this.number = (state?.activation ?? 0) + 1;
     this.seqBefore = state?.seq ?? 0;

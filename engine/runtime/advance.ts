@@ -5,6 +5,7 @@ import { checkAgainst } from '../compiler/schemas.js';
 import { clip, jsonProblem, type Json } from '../json.js';
 import { limits } from '../limits.js';
 import { kindOf } from '../nodes/index.js';
+import type { NodeSettlement } from '../nodes/kind.js';
 import type { AttemptEvidence, ErrorInfo, PayloadOf } from '../protocol/events.js';
 import { isTerminalStatus } from '../protocol/statuses.js';
 import type { NodeSpec } from '../protocol/template.js';
@@ -267,3 +268,6 @@ function completeRun(a: Activation): void {
   if (a.run.status === 'paused') a.emit('run.resumed', { reason: 'completing' });
   a.emit('run.completed', { output });
 }
+
+/** The settlement operations the node kinds call, handed to them on each activation. */
+export const nodeSettlement: NodeSettlement = { commitOutput, failNode, cancelInvocations, isRetryable, outputProblem };

@@ -1,6 +1,6 @@
 // The capture option of a host (`RuntimeOptions.capture`, `RouterHostOptions.capture`): checked,
 // not silently dropped. An option no host carries out is refused with a typed error.
-import { HostError } from './host-runtime.js';
+import { HostError } from './host-error.js';
 
 const captureKeys = new Set(['mode', 'maxArtifactBytes', 'inlineBytesMax']);
 const captureModes = new Set(['metadata', 'standard', 'replayable']);

@@ -23,34 +23,9 @@ import { pendingApproval } from './operator.js';
 import { assertPortableId, type EventPage, type JournalStore, type RunRecord, type RunTail, type SyncJournalStore } from './store.js';
 import { exportFormat, type RunExport } from './export-format.js';
 import { terminalStatuses, type Authority, type ExecutionPlan, type RunProjection, type ValidationReport } from './types.js';
-import { CodedError } from '../../engine/protocol/coded-error.js';
+import { HostError } from './host-error.js';
 
-/** The error every host runtime throws: a stable `code`, a message, and detail when there is any. */
-export class HostError extends CodedError {
-  constructor(code: string, message: string, detail?: unknown) {
-    super(code, message, detail);
-    this.name = 'HostError';
-  }
-}
-
-/** A host's own error class (`WorkflowError`, `RouterError`): the same shape under its own name. */
-export type HostErrorClass<E extends HostError> = new (code: string, message: string, detail?: unknown) => E;
-
-/** Anything thrown below a host runtime (store, kernel, engine, checks) as that host's error. */
-export function asHostError<E extends HostError>(err: unknown, ErrorClass: HostErrorClass<E>): E {
-  if (err instanceof ErrorClass) return err;
-  const e = err as { code?: string; message?: string; detail?: unknown };
-  return new ErrorClass(e.code ?? 'host.error', e.message ?? String(err), e.detail);
-}
-
-/** Runs `work`, turning what it throws into the host's error. */
-export function mapErrors<T, E extends HostError>(ErrorClass: HostErrorClass<E>, work: () => T): T {
-  try {
-    return work();
-  } catch (err) {
-    throw asHostError(err, ErrorClass);
-  }
-}
+export { asHostError, HostError, mapErrors, type HostErrorClass } from './host-error.js';
 
 export function runNotFound(runId: string): HostError {
   return new HostError('run.not-found', `run ${runId} does not exist in this store`);

@@ -11,7 +11,7 @@
 //                  `traceparent` = 00-<trace id>-<call span>-01 and makes its own spans children of it
 //
 // Platform-neutral: the caller hands in its `sha256:<hex>` function.
-import { HostError } from './host-runtime.js';
+import { HostError } from './host-error.js';
 
 export interface TraceContext {
   traceId: string;
