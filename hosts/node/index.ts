@@ -19,7 +19,6 @@ export type { McpServerOptions, McpProfile } from './mcp/server.js';
 export async function serveMcp(...args: Parameters<typeof import('./mcp/server.js').serveMcp>): ReturnType<typeof import('./mcp/server.js').serveMcp> {
   return (await import('./mcp/server.js')).serveMcp(...args);
 }
-export { TriggerScheduler, TriggerError, triggerRunId, type TriggerSpec } from './triggers/scheduler.js';
 export { PostgresJournalStore } from './stores/pg/journal.js';
 export { appliedWasmTier as engineWasmTier, appliedYoungGen as engineYoungGen, wasmTierEnv, youngGenEnv, type WasmTier, type YoungGen } from '../shared/component.js';
 export { PgCatalogStorage } from './stores/pg/catalog.js';

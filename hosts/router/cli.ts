@@ -20,6 +20,7 @@ import type { RouterHost, RouterHostOptions } from './runtime.js';
 import { ControlServer, errorBody } from './control-server.js';
 import { operatorVerbs, runOperatorCommand, type OperatorVerb } from './operator-cli.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
+import { printer } from '../shared/cli-output.js';
 
 const apiVersion = 'agent-workflow.cli/v1';
 
@@ -44,9 +45,7 @@ class UsageError extends CodedError {
   }
 }
 
-function print(kind: string, body: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify({ apiVersion, kind, ...body })}\n`);
-}
+const print = printer(apiVersion);
 
 interface StartArgs {
   dir?: string;

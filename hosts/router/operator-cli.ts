@@ -20,6 +20,7 @@ import * as net from 'node:net';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 import { controlSocketName, type ControlFrame, type ControlRequest } from './control-protocol.js';
+import { printer } from '../shared/cli-output.js';
 
 const apiVersion = 'agent-workflow.cli/v1';
 
@@ -41,9 +42,7 @@ class NotRunningError extends CodedError {
   }
 }
 
-function print(kind: string, body: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify({ apiVersion, kind, ...body })}\n`);
-}
+const print = printer(apiVersion);
 
 interface Parsed {
   positional: string[];

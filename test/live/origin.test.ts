@@ -3,7 +3,7 @@
 // child run its parent, the call that caused it and that call's trace context).
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { TriggerScheduler } from '../../dist/hosts/node/index.js';
+import { CronBindingScheduler, TriggerPipeline } from '../../dist/hosts/node/index.js';
 import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
 import { receiver } from './otlp-receiver.js';
 
@@ -87,28 +87,33 @@ describe('origin and correlation', () => {
     }
   });
 
-  it('a cron trigger records its binding and slot, a live replay the operator and its source run', async () => {
+  it('a cron binding records its binding and slot, a live replay the operator and its source run', async () => {
     const echo = JSON.parse(readFileSync(new URL('../../examples/echo/echo.json', import.meta.url), 'utf8'));
     const rt = await openRuntime({ tools: { echo: (i: { text: string }) => ({ text: i.text }) } });
-    const scheduler = new TriggerScheduler(rt);
+    const cron = new CronBindingScheduler(rt, new TriggerPipeline(rt, { deployment: 'test' }), { log: () => undefined });
     try {
-      scheduler.add({ id: 'tick', cron: '* * * * * *', target: { type: 'inline', template: echo }, input: { text: 'tick' } });
-      while (!scheduler.list().fired.some((f) => f.started)) await new Promise((r) => setTimeout(r, 50));
-      scheduler.stop();
-      const fired = scheduler.list().fired.find((f) => f.started)!;
+      await rt.catalog.putDraft(echo, { expectedDraftRevision: 0 });
+      await rt.catalog.publish('echo', { expectedDraftRevision: 1 });
+      const binding = await rt.bindings.put({ id: 'tick', source: 'cron', config: { pattern: '* * * * * *' }, target: 'echo@1', input: { text: { literal: 'tick' } } });
+      await rt.bindings.publish('tick', binding.revision);
+      await cron.start();
+      let fired: { runId?: string; sourceEventId?: string } | undefined;
+      while (!(fired = (await rt.triggerStorage.listIngress({ bindingId: 'tick', status: 'launched', limit: 1 }))[0])) await new Promise((r) => setTimeout(r, 50));
+      await cron.stop();
+      const runId = fired.runId!;
       const worker = await rt.startWorker();
-      expect((await rt.follow(fired.runId).result).status).toBe('completed');
+      expect((await rt.follow(runId).result).status).toBe('completed');
       await worker.stop();
-      const triggered = (await rt.readEvents(fired.runId)).events[0];
+      const triggered = (await rt.readEvents(runId)).events[0];
       expect(triggered.origin.actor).toBe('trigger');
-      expect(triggered.correlation).toEqual({ trigger: 'tick', scheduledAt: fired.scheduledAt });
+      expect(triggered.correlation).toEqual({ origin: { kind: 'trigger', source: 'cron', binding: 'tick@1', sourceEventId: fired.sourceEventId, caller: 'cron' } });
 
-      const report = await rt.replayLive(fired.runId);
+      const report = await rt.replayLive(runId);
       const replayed = (await rt.readEvents(report.runId as string)).events[0];
       expect(replayed.origin.actor).toBe('operator');
-      expect(replayed.correlation).toEqual({ liveReplayOf: fired.runId, by: 'sdk' });
+      expect(replayed.correlation).toEqual({ liveReplayOf: runId, by: 'sdk' });
     } finally {
-      scheduler.stop();
+      await cron.stop();
       await rt.close();
     }
   });

@@ -49,6 +49,8 @@ export function exitCodeForError(code: string, message = ''): number {
   if (code === 'launch.bad-delivery' || code === 'delivery.bad-option') return exitCodes.usage;
   // A bad AGENT_WORKFLOW_WASM_TIER or SQLite cache size: a wrong configuration, not a broken store.
   if (code === 'host.bad-option' || code === 'store.bad-option') return exitCodes.usage;
+  // A host module that still declares the cron `triggers` serve no longer fires (docs/triggers.md, "Migrating host module triggers").
+  if (code === 'host.triggers-removed') return exitCodes.usage;
   if (code.startsWith('template.') || code.startsWith('run.input') || code === 'cli.bad-json' || code === 'workflow.dependency-missing' || code === 'binding.invalid') return exitCodes.invalid;
   if (conflictCodes.has(code) || code.endsWith('.lease-held') || code.endsWith('.not-owner')) return exitCodes.conflict;
   // `lease.clock-skew`: this machine's clock is too far from a shared store's to take leases on it.

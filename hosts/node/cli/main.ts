@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // agent-workflow: the command line of the Node host. Machine output is versioned JSON / JSONL on
 // stdout; progress for people goes to stderr. Exit codes are listed in `exitCodes`.
-import { appliedWasmTier, appliedYoungGen, preferLeanMemory } from '../../shared/component.js';
+import { preferLeanMemory } from '../../shared/component.js';
 import { readFileSync, existsSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,20 +16,11 @@ import { printQueued } from './queued.js';
 import { CliError as WorkflowError, type CliCommand } from './command.js';
 import { parseArgs, optionString, UsageError, type ParsedArgs } from './args.js';
 import { exitCodeForError, exitCodes } from './exit-codes.js';
-import { loadHostModule, openRuntime, withRuntime } from './host-module.js';
+import { loadHostModule, withRuntime } from './host-module.js';
 import { commandUsage, overviewUsage, usageTable } from './usage.js';
+import { print, progress } from './output.js';
 
 export { exitCodes };
-
-const cliApiVersion = 'agent-workflow.cli/v1';
-
-function print(kind: string, body: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify({ apiVersion: cliApiVersion, kind, ...body })}\n`);
-}
-
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
-}
 
 let stdinTakenBy: string | undefined;
 
@@ -314,47 +305,8 @@ const commands: Record<string, CliCommand> = {
   serve: {
     flags: ['insecure-no-auth', 'no-deliveries'],
     async run(args) {
-      // A worker until SIGTERM or SIGINT: claims queued runs and runs whose owner is gone, and
-      // fires the host module's cron triggers. A graceful stop hands back what it cannot finish.
-      const host = await loadHostModule(optionString(args, 'config'));
-      const maxRuns = positiveInt(optionString(args, 'max-runs'), '--max-runs');
-      const drainMs = positiveInt(optionString(args, 'drain-ms'), '--drain-ms');
-      const httpPort = optionString(args, 'http');
-      if (httpPort !== undefined && !/^(0|[1-9][0-9]{0,4})$/.test(httpPort)) throw new UsageError('--http takes a port number (0 picks a free one)');
-      const httpHost = optionString(args, 'http-host') ?? '127.0.0.1';
-      return withRuntime(args, async (rt) => {
-        const log = (level: string, message: string) => progress(`${level}: ${message}`);
-        // One trigger pipeline for the hook routes and the catalog's cron bindings.
-        const { triggerPipeline } = await import('./commands/triggers.js');
-        const triggers = await triggerPipeline(rt, args, log);
-        let http: import('../observe/http-api.js').HttpApi | undefined;
-        if (httpPort !== undefined) {
-          const { httpToken, startHttpApi } = await import('../observe/http-api.js');
-          http = await startHttpApi(rt, { host: httpHost, port: Number(httpPort), token: httpToken(optionString(args, 'http-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers });
-        }
-        const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), ...(args.options.has('no-deliveries') ? { deliveries: false } : {}), log });
-        const { CronBindingScheduler } = await import('../triggers/cron-bindings.js');
-        const cronBindings = new CronBindingScheduler(rt, triggers, { log });
-        await cronBindings.start();
-        const { TriggerScheduler } = await import('../triggers/scheduler.js');
-        const scheduler = new TriggerScheduler(rt, log);
-        for (const t of (host as { triggers?: any[] }).triggers ?? []) {
-          const target = typeof t.template === 'string' ? { type: 'inline', template: readTemplate(resolve(host.configDir ?? '.', t.template)) } : (t.target ?? { type: 'inline', template: t.template });
-          scheduler.add({ id: t.id, cron: t.cron, timezone: t.timezone, input: t.input, target });
-        }
-        print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, memory: { wasmTier: appliedWasmTier() ?? null, youngGen: appliedYoungGen() ?? null }, triggers: scheduler.list().triggers, cronBindings: cronBindings.list(), deployment: triggers.deployment, ...(http ? { http: http.url, page: `${http.url}/page/` } : {}) });
-        const signal = await new Promise<string>((done) => {
-          process.once('SIGINT', () => done('SIGINT'));
-          process.once('SIGTERM', () => done('SIGTERM'));
-        });
-        progress(`agent-workflow serve: ${signal}: stopping (no new claims; calls in flight may finish)`);
-        scheduler.stop();
-        await cronBindings.stop();
-        await http?.close();
-        const stopped = await worker.stop();
-        print('Stopped', { signal, drained: stopped.drained, ...worker.stats });
-        return exitCodes.ok;
-      });
+      const { serve } = await import('./serve.js');
+      return serve(args);
     },
   },
   mcp: {
@@ -430,12 +382,6 @@ async function followTrace(rt: WorkflowRuntime, runId: string, write: (event: an
   const run = await rt.getRun(runId);
   if (stoppedBy) progress(`agent-workflow trace: ${stoppedBy}: run ${runId} is ${run.status}`);
   return exitFor(run.status);
-}
-
-function positiveInt(value: string | undefined, what: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^[1-9][0-9]*$/.test(value)) throw new UsageError(`${what} takes a positive integer`);
-  return Number(value);
 }
 
 /** `--help` or `-h` among a command's arguments (before a `--`). */

@@ -2,6 +2,8 @@
 // distinct inline template, or a published revision's), its run id and its authority. A
 // background launch also gets the `QueuedLaunch` that `enqueue` commits.
 import { createHash } from 'node:crypto';
+import { keyedRunId } from '../../core/ids.js';
+import { sha256Hex } from '../../shared/digest.js';
 import { launchIdentity, launchTargetOf, templateKeyOf, type AuthorityResolver, type LaunchTarget } from '../../core/host-runtime.js';
 import { assertRunInput } from '../../core/json-input.js';
 import type { EngineInstance } from '../../core/engine-instance.js';
@@ -148,5 +150,5 @@ export class LaunchPlanner {
 
 /** The run id an idempotency key names: `k-` and 32 hex digits of its SHA-256. */
 export function idempotentRunId(key: string): string {
-  return `k-${createHash('sha256').update(key).digest('hex').slice(0, 32)}`;
+  return keyedRunId('k', key, sha256Hex);
 }

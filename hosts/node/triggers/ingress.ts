@@ -9,8 +9,9 @@
 // transaction, so no crash leaves an accepted event without its run or a run without its record.
 // The run id is a function of the dedupe key: a second delivery of one event can only find the
 // first run, never make another.
-import { createHash } from 'node:crypto';
 import { CodedError } from '../../../engine/protocol/coded-error.js';
+import { keyedRunId } from '../../core/ids.js';
+import { sha256Hex } from '../../shared/digest.js';
 import { schemaProblems } from './input-schema.js';
 import { mapInput, type BindingSource, type WorkflowBinding } from './bindings.js';
 import { triggerLimits } from '../limits.js';
@@ -52,8 +53,7 @@ export interface PipelineOptions {
 
 /** The run id of an admitted event: `i-` and 32 hex digits of the SHA-256 of its dedupe key. */
 export function ingressRunId(key: DedupeKey): string {
-  const text = JSON.stringify([key.deployment, key.source, key.sourceEventId, key.bindingId, key.bindingRevision]);
-  return `i-${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
+  return keyedRunId('i', JSON.stringify([key.deployment, key.source, key.sourceEventId, key.bindingId, key.bindingRevision]), sha256Hex);
 }
 
 export class TriggerPipeline {

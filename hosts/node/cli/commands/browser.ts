@@ -7,8 +7,7 @@ import type { ParsedArgs } from '../args.js';
 import { optionString, UsageError } from '../args.js';
 import { CliError, type CliCommand } from '../command.js';
 import { loadHostModule } from '../host-module.js';
-
-const cliApiVersion = 'agent-workflow.cli/v1';
+import { cliApiVersion } from '../output.js';
 
 /** The export's text: the file when `target` names one, else the run `target` read from the store. */
 async function exportTextOf(args: ParsedArgs, target: string): Promise<string> {

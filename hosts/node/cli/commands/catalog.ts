@@ -9,17 +9,9 @@ import { migrateTemplate } from '../../catalog/template-migration.js';
 import { optionString, UsageError, type ParsedArgs } from '../args.js';
 import { CliError, type CliCommand } from '../command.js';
 import { withRuntime } from '../host-module.js';
+import { print, progress } from '../output.js';
 
-const cliApiVersion = 'agent-workflow.cli/v1';
 const exit = { ok: 0, runFailed: 1, invalid: 3, paused: 4, cancelled: 5 } as const;
-
-function print(kind: string, body: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify({ apiVersion: cliApiVersion, kind, ...body })}\n`);
-}
-
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
-}
 
 function readJsonFile(file: string): unknown {
   if (!existsSync(file)) throw new CliError('cli.not-found', `file ${file} does not exist`);

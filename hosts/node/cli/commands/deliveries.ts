@@ -6,13 +6,9 @@ import { deliveryTargetFromFlag } from '../../delivery/target.js';
 import { optionString, UsageError, type ParsedArgs } from '../args.js';
 import type { CliCommand } from '../command.js';
 import { loadHostModule } from '../host-module.js';
+import { print } from '../output.js';
 
-const cliApiVersion = 'agent-workflow.cli/v1';
 const states = ['pending', 'delivered', 'dead'] as const;
-
-function print(kind: string, body: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify({ apiVersion: cliApiVersion, kind, ...body })}\n`);
-}
 
 function wholeNumber(args: ParsedArgs, name: string): number | undefined {
   const text = optionString(args, name);

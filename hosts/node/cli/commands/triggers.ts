@@ -11,19 +11,10 @@ import type { IngressStatus } from '../../stores/trigger-storage.js';
 import { optionString, UsageError, type ParsedArgs } from '../args.js';
 import { CliError, type CliCommand } from '../command.js';
 import { withRuntime } from '../host-module.js';
-
-const cliApiVersion = 'agent-workflow.cli/v1';
+import { print, progress } from '../output.js';
 
 /** The deployment a process serves (part of every dedupe key): `--deployment`, else the environment. */
 export const deploymentEnvVar = 'AGENT_WORKFLOW_DEPLOYMENT';
-
-function print(kind: string, body: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify({ apiVersion: cliApiVersion, kind, ...body })}\n`);
-}
-
-function progress(message: string): void {
-  process.stderr.write(`${message}\n`);
-}
 
 
 const by = (args: ParsedArgs) => optionString(args, 'by') ?? process.env.USER ?? 'cli';
