@@ -9,6 +9,7 @@
 import type { EngineInstance } from '../core/engine-instance.js';
 import { approvalTarget, validateTemplate, exportFromStore, isTerminal, pinnedDependencies, planOfTail, runNotFound, runView, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
 import { resolutionFields } from '../core/operator.js';
+import { tracePage, type Operator, type TracePage } from '../core/operator-api.js';
 import { KernelError, type Kernel, type RunOutcome } from '../core/kernel.js';
 import { leaseDefaults } from '../core/leases.js';
 import type { CommandResult, OperatorCommand } from '../core/ownership-store.js';
@@ -37,7 +38,7 @@ export type { TelemetryOptions } from './observe/telemetry.js';
 export type { CommandOutcome, LaunchOptions, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle };
 export { WorkflowError, idempotentRunId };
 
-export class WorkflowRuntime {
+export class WorkflowRuntime implements Operator {
   /** The run journal of this runtime's store. */
   readonly store: NodeJournalStore;
   private readonly launches: LaunchPlanner;
@@ -264,10 +265,9 @@ export class WorkflowRuntime {
   }
 
   /** A page of events, ascending by seq. */
-  async readEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<{ events: any[]; lastSeq: number; more: boolean }> {
+  async readEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<TracePage> {
     await this.record(runId);
-    const page = await this.store.readEvents(runId, options.afterSeq ?? 0, Math.min(options.limit ?? 500, 10_000));
-    return { events: page.events.map((e) => JSON.parse(e)), lastSeq: page.lastSeq, more: page.more };
+    return tracePage(this.store, runId, options);
   }
 
   async command(runId: string, command: OperatorCommand, options: { timeoutMs?: number } = {}): Promise<CommandOutcome> {

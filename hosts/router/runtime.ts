@@ -555,6 +555,11 @@ export class RouterHost {
     return { runId, result: this.kernel.waitFor(runId, false), settled: () => this.settledOf(runId) };
   }
 
+  /** A handle on a run this host holds: `settled()` resolves at its next stop (see `settledOf`). */
+  follow(runId: string): { runId: string; settled(): Promise<RunOutcome> } {
+    return { runId, settled: () => this.settledOf(runId) };
+  }
+
   /**
    * Terminal, or paused with nothing of the run left in the gateway (a run is paused while an
    * approval waits for admission; it is settled only once the approval is left to a person).

@@ -10,7 +10,7 @@ import { isTerminalStatus } from '../../../engine/protocol/statuses.js';
 import type { WorkflowRuntime } from '../runtime.js';
 import { extraCommands } from './commands/index.js';
 import { resolveRunTarget, runPublished } from './commands/catalog.js';
-import { deliveryTargetFromArgs } from './commands/deliveries.js';
+import { deliveryTargetFromArgs } from './delivery-args.js';
 import { printQueued } from './queued.js';
 
 import { CliError as WorkflowError, type CliCommand } from './command.js';
