@@ -19,7 +19,6 @@ import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../cor
 import type { RunExport } from '../core/export-format.js';
 import { LaunchPlanner, idempotentRunId, type PreparedLaunch } from './sdk/launch.js';
 import { OperatorInbox } from './sdk/operator-inbox.js';
-import { replayLive, replayStored } from './sdk/replay.js';
 import { openParts, type RuntimeParts } from './sdk/open.js';
 import type { CommandOutcome, LaunchOptions, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle } from './sdk/runtime-types.js';
 import { runtimeDeliveries } from './delivery/outbox.js';
@@ -416,7 +415,7 @@ export class WorkflowRuntime implements Operator {
   }
 
   replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Promise<Record<string, unknown>> {
-    return replayStored(this, runId, options);
+    return import('./sdk/replay.js').then((r) => r.replayStored(this, runId, options));
   }
 
   /**
@@ -424,7 +423,7 @@ export class WorkflowRuntime implements Operator {
    * linked to the source run, and a comparison of every node's output by digest.
    */
   replayLive(sourceRunId: string, options: { by?: string } = {}): Promise<Record<string, unknown>> {
-    return replayLive(this, sourceRunId, options);
+    return import('./sdk/replay.js').then((r) => r.replayLive(this, sourceRunId, options));
   }
 
   /** What the OpenTelemetry exporter did (`undefined` when the runtime does not export). */
