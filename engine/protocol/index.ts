@@ -4,6 +4,7 @@ export type { Authority } from './authority.js';
 export type { ArtifactRef, AttemptEvidence, CapabilityResult, EdgeDecision, EnvelopeFields, ErrorInfo, EventEnvelope, EventNode, EventPayloads, EventType, ForeachStart, PayloadOf, Resolution } from './events.js';
 export type { ActivationRequest, CapabilityError, CaptureMode, Fact, FactOf, FactType } from './facts.js';
 export type { CapabilityKind, CapabilityOutcome, GatewayRequest } from './gateway.js';
+export type { AgentMessage, FinishReason, ModelTurnInput, ModelTurnOutput, ModelTurnRecord, TokenUsage, ToolCall } from './agent.js';
 export type { ExecutionPlan, PlanTemplate } from './plan.js';
 export type { ActivationSummary } from './summary.js';
 export type { CallInFlight, NeedsAttention, RunProjection, WaitingApproval } from './projection.js';
