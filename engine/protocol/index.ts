@@ -7,7 +7,7 @@ export type { CapabilityKind, CapabilityOutcome, GatewayRequest } from './gatewa
 export type { AgentMessage, FinishReason, ModelTurnInput, ModelTurnOutput, ModelTurnRecord, TokenUsage, ToolCall } from './agent.js';
 export type { ExecutionPlan, PlanTemplate } from './plan.js';
 export type { ActivationSummary } from './summary.js';
-export type { CallInFlight, NeedsAttention, RunProjection, WaitingApproval } from './projection.js';
+export type { AgentUsage, CallInFlight, NeedsAttention, RunProjection, WaitingApproval } from './projection.js';
 export type { EdgeStatus, Effect, NodeStatus, PausedReason, RunStatus, TerminalRunStatus } from './statuses.js';
 export { isTerminalStatus, terminalRunStatuses } from './statuses.js';
 export { isPortableId, portableIdPattern, portableIdSource } from './ids.js';

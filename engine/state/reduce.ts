@@ -95,6 +95,7 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
     const before = node.status;
     if (nodeRule.to !== 'same') node.status = nodeRule.to;
     applyNodeEvent(node, event);
+    if (event.type === 'node.agent-turn') addUsage(state, id!, event.payload.usage);
     if (before !== node.status) {
       state.counts[before] -= 1;
       state.counts[node.status] += 1;
@@ -292,6 +293,17 @@ function applyNodeEvent(node: NodeState, event: EventEnvelope<NodeEventType>): v
       break;
     default:
       break;
+  }
+}
+
+/** Sums a model turn's tokens into the run's usage and its node's. */
+function addUsage(state: RunState, nodeId: string, usage: { inputTokens: number; outputTokens: number }): void {
+  const total = (state.usage ??= { inputTokens: 0, outputTokens: 0, turns: 0, nodes: {} });
+  const node = (total.nodes[nodeId] ??= { inputTokens: 0, outputTokens: 0, turns: 0 });
+  for (const u of [total, node]) {
+    u.inputTokens += usage.inputTokens;
+    u.outputTokens += usage.outputTokens;
+    u.turns += 1;
   }
 }
 

@@ -3,7 +3,7 @@ import type { Json } from '../json.js';
 import type { AgentMessage, TokenUsage } from '../protocol/agent.js';
 import type { Authority } from '../protocol/authority.js';
 import type { ErrorInfo } from '../protocol/events.js';
-import type { CallInFlight } from '../protocol/projection.js';
+import type { AgentUsage, CallInFlight } from '../protocol/projection.js';
 import type { EdgeStatus, Effect, NodeStatus, PausedReason, RunStatus } from '../protocol/statuses.js';
 
 /** An invocation in flight, as the run's projection lists it. */
@@ -81,4 +81,6 @@ export interface RunState {
   timed: Record<string, true>;
   result?: Json;
   error?: ErrorInfo;
+  /** Usage of the run's agent loops; absent until a model turn is journaled. */
+  usage?: AgentUsage;
 }
