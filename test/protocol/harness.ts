@@ -8,6 +8,7 @@
 // events from scratch, and that every checkpoint it commits equals that fold at its seq.
 import { afterEach, expect } from 'vitest';
 import { compilePlan, type ExecutionPlan } from '../../engine/compiler/plan.js';
+import { validateTemplate } from '../../engine/compiler/validate.js';
 import { EngineCore, type ActivationSummary, type CommitData, type CoreHost } from '../../engine/core.js';
 import { canonicalDigest, derivedId } from '../../engine/hash.js';
 import { inspect, recorded } from '../../engine/replay/replay.js';
@@ -309,6 +310,11 @@ function olderPlan(plan: ExecutionPlan, without: string[]): ExecutionPlan {
   const { planHash: _hash, ...body } = plan;
   const older = { ...body, flags: body.flags.filter((f) => !without.includes(f)) };
   return { ...older, planHash: canonicalDigest(older) } as ExecutionPlan;
+}
+
+/** The validation errors of a template (none: it compiles). */
+export function validationErrors(tmpl: Obj): { code: string; pointer: string; message: string }[] {
+  return validateTemplate(tmpl, (source) => scripts.checkSyntax(source));
 }
 
 /** A run of `tmpl` on a fresh in-memory host. */
