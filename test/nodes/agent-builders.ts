@@ -51,10 +51,11 @@ export const agentEv = {
     payload: { invocationId: inv, kind: 'tool', name: call.name, effect, input: call.input, ...(reissued ? { reissued: true } : {}) },
   }),
   result: (turn: number, call: Call, output: unknown, inv?: string): Ev => ({ type: 'node.agent-tool-result', node: 'ag', attempt: 1, ...(inv ? { inv } : {}), payload: { turn, toolCallId: call.id, toolName: call.name, output } }),
-  refused: (turn: number, call: Call, message: string): Ev => ({
+  refused: (turn: number, call: Call, message: string, inv?: string): Ev => ({
     type: 'node.agent-tool-result',
     node: 'ag',
     attempt: 1,
+    ...(inv ? { inv } : {}),
     payload: { turn, toolCallId: call.id, toolName: call.name, error: { code: 'agent.tool-refused', message }, refused: true },
   }),
 };

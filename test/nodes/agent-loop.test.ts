@@ -23,7 +23,7 @@ describe('the agent loop', () => {
       ev.completedCall('ag#1/t1', turnOutput([search, erase])),
       agentEv.turn(1, [search, erase]),
       agentEv.toolRequested('ag#1/t1.0', search),
-      agentEv.refused(1, erase, 'tool "erase" is not in node ag\'s tools'),
+      agentEv.refused(1, erase, 'tool "erase" is not in node ag\'s tools', 'ag#1/t1.1'),
     ]);
     expect(s2.requests).toEqual([{ inv: 'ag#1/t1.0', node: 'ag', attempt: 1, kind: 'tool', name: 'search', input: { q: 'why' }, effect: 'unknown', authority }]);
 
@@ -76,7 +76,7 @@ describe('the agent loop', () => {
     expectEvents(s.events, [
       ev.completedCall('ag#1/t2', turnOutput([charge, search])),
       agentEv.turn(2, [charge, search]),
-      agentEv.refused(2, charge, 'authority reviewer does not grant tool:charge'),
+      agentEv.refused(2, charge, 'authority reviewer does not grant tool:charge', 'ag#1/t2.0'),
       agentEv.toolRequested('ag#1/t2.1', search),
     ]);
     expect(s.requests.map((r) => r.inv)).toEqual(['ag#1/t2.1']);
@@ -199,5 +199,52 @@ describe('recovery', () => {
       { type: 'run.resumed', payload: { reason: 'work resumed' } },
     ]);
     expect(s3.requests).toEqual([t2.request]);
+  });
+
+  it('an operator\'s retry asks the unknown tool call again; under a narrowed authority it is refused and the loop goes on', () => {
+    const unknownCharge = () => {
+      const t = protocolRun(agentTemplate());
+      t.start(question);
+      t.activate(fact.completed('ag#1/t1', turnOutput([charge])));
+      t.restart();
+      expect(t.activate(fact.restarted(), t0 + 100).summary.status).toBe('paused');
+      return t;
+    };
+    const t = unknownCharge();
+    const s = t.activate(fact.resolved('ag', 'retry'), t0 + 200);
+    expectEvents(s.events, [
+      { type: 'node.resolved', node: 'ag', attempt: 1, payload: { resolution: 'retry', by: 'operator:bob' } },
+      { type: 'node.resumed', node: 'ag', attempt: 1, payload: { reason: 'every unknown tool call was resolved' } },
+      agentEv.toolRequested('ag#1/t1.0', charge, 'unknown', true),
+      { type: 'run.resumed', payload: { reason: 'work resumed' } },
+    ]);
+    expect(s.requests).toEqual([{ inv: 'ag#1/t1.0', node: 'ag', attempt: 1, kind: 'tool', name: 'charge', input: { cents: 100 }, effect: 'unknown', reissued: true, authority }]);
+
+    const u = unknownCharge();
+    const narrowed = { id: 'reviewer', scopes: ['model:*', 'tool:search'] };
+    u.activate(fact.resume({ authority: narrowed }), t0 + 150);
+    const s2 = u.activate(fact.resolved('ag', 'retry'), t0 + 200);
+    const refusal = { code: 'agent.tool-refused', message: 'authority reviewer does not grant tool:charge' };
+    const t2 = turnRequest('ag#1/t2', 2, [userMessage, assistant([charge]), toolMessage(charge, { error: refusal })], { tools: ['search'], authority: narrowed });
+    expectEvents(s2.events, [
+      { type: 'node.resolved', node: 'ag', attempt: 1, payload: { resolution: 'retry', by: 'operator:bob' } },
+      { type: 'node.resumed', node: 'ag', attempt: 1, payload: { reason: 'every unknown tool call was resolved' } },
+      agentEv.refused(1, charge, refusal.message, 'ag#1/t1.0'),
+      t2.event,
+      { type: 'run.resumed', payload: { reason: 'work resumed' } },
+    ]);
+    expect(s2.requests).toEqual([t2.request]);
+
+    const v = unknownCharge();
+    const s3 = v.activate(fact.resolved('ag', 'fail', { reason: 'the bank has no record' }), t0 + 200);
+    const failed = { code: 'node.resolved-failed', message: 'operator:bob marked ag failed: the bank has no record' };
+    const t2v = turnRequest('ag#1/t2', 2, [userMessage, assistant([charge]), toolMessage(charge, { error: failed })]);
+    expectEvents(s3.events, [
+      { type: 'node.resolved', node: 'ag', attempt: 1, payload: { resolution: 'fail', by: 'operator:bob', reason: 'the bank has no record' } },
+      { type: 'node.agent-tool-result', node: 'ag', attempt: 1, inv: 'ag#1/t1.0', payload: { turn: 1, toolCallId: 'c3', toolName: 'charge', error: failed } },
+      { type: 'node.resumed', node: 'ag', attempt: 1, payload: { reason: 'every unknown tool call was resolved' } },
+      t2v.event,
+      { type: 'run.resumed', payload: { reason: 'work resumed' } },
+    ]);
   });
 });

@@ -130,13 +130,15 @@ function completeTurn(a: Activation, spec: NodeSpec, fact: Completed): void {
 function requestTool(a: Activation, spec: NodeSpec, turn: number, index: number, declared: Effect, reissued = false): void {
   const call = lastCalls(a, spec)[index];
   const node = a.run.nodes[spec.id];
+  const invocationId = toolId(a, spec, turn, index);
   const refused = toolRefusal(a, spec, call.name);
   if (refused) {
-    a.emit('node.agent-tool-result', { turn, toolCallId: call.id, toolName: call.name, error: { code: refused.code, message: refused.message }, refused: true }, { id: spec.id, attempt: node.attempt });
+    // The refusal names the call's invocation id: it settles a call an operator asked to retry.
+    a.emit('node.agent-tool-result', { turn, toolCallId: call.id, toolName: call.name, error: { code: refused.code, message: refused.message }, refused: true }, { id: spec.id, attempt: node.attempt, invocationId });
     return;
   }
   const effect: Effect = spec.readOnly ? 'read-only' : declared;
-  stage(a, spec, { invocationId: toolId(a, spec, turn, index), kind: 'tool', name: call.name, input: call.input, effect, attempt: node.attempt }, call.input, reissued);
+  stage(a, spec, { invocationId, kind: 'tool', name: call.name, input: call.input, effect, attempt: node.attempt }, call.input, reissued);
 }
 
 /** The tool calls of the latest model turn. */
@@ -248,6 +250,8 @@ export function resolveLoopCall(a: Activation, spec: NodeSpec, resolution: strin
   if (resolution === 'retry') {
     resumeIfSettled(a, spec, true);
     requestTool(a, spec, turn, index, effect, true);
+    // Refused now (the authority changed): the model hears so in the next turn.
+    if (a.run.nodes[spec.id].status === 'running' && !hasCallsInFlight(a, spec.id)) requestTurn(a, spec, turn + 1);
     return true;
   }
   const result = resolution === 'succeeded' ? { output } : { error: { code: 'node.resolved-failed', message: failure, retryable: false } as ErrorInfo };
