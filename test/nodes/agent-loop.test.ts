@@ -236,6 +236,8 @@ describe('recovery', () => {
     expect(s2.requests).toEqual([t2.request]);
 
     const v = unknownCharge();
+    // Cold: the engine rebuilds the run from the checkpoint its pause committed and the events after it.
+    v.restart();
     const s3 = v.activate(fact.resolved('ag', 'fail', { reason: 'the bank has no record' }), t0 + 200);
     const failed = { code: 'node.resolved-failed', message: 'operator:bob marked ag failed: the bank has no record' };
     const t2v = turnRequest('ag#1/t2', 2, [userMessage, assistant([charge]), toolMessage(charge, { error: failed })]);
