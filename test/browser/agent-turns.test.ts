@@ -54,6 +54,17 @@ describe('replay page: an agent loop', () => {
     expect(turn1).toEqual(['Text', 'weather (call-1) · ok', 'adder (call-2) · ok', 'erase (call-3) · refused']);
     const turn2 = await page.locator('#node-panel-body details.turn[data-turn="2"] p.hl-failure').allTextContents();
     expect(turn2).toEqual(['the output does not match its schema: /sum must be integer']);
+    // Each model turn and each tool call of the loop is an attempt row of its own.
+    const attempts = await page.locator('#node-panel-body details.attempt > summary').allTextContents();
+    expect(attempts).toEqual([
+      'attempt 1',
+      'attempt 1 · model:scripted · succeeded',
+      'attempt 1 · tool:weather · succeeded',
+      'attempt 1 · tool:adder · succeeded',
+      'attempt 1 · tool:erase · refused',
+      'attempt 1 · model:scripted · succeeded',
+      'attempt 1 · model:scripted · succeeded',
+    ]);
     expect(problems).toEqual([]);
   }, 120_000);
 });

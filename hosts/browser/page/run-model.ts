@@ -116,7 +116,9 @@ export function buildRunModel(exported: RunExport): RunModel {
     if (e.type === 'node.failed') view.error = p.error;
     if (e.type === 'node.skipped') continue;
     if (e.type.startsWith('node.agent-')) view.agent = addAgentEvent(view.agent, e);
-    const key = `${e.node.id}\u0000${e.node.item ?? ''}\u0000${e.node.attempt}`;
+    // An agent loop makes many calls in one attempt: each is listed on its own.
+    const call = view.spec.config?.model !== undefined && e.node.invocationId !== undefined ? e.node.invocationId : '';
+    const key = `${e.node.id}\u0000${e.node.item ?? ''}\u0000${e.node.attempt}\u0000${call}`;
     let a = attemptIndex.get(key);
     if (!a) {
       a = { attempt: e.node.attempt, ...(e.node.item !== undefined ? { item: e.node.item } : {}), seqs: [] };
@@ -133,6 +135,12 @@ export function buildRunModel(exported: RunExport): RunModel {
       if (p.ok) a.output = p.output;
       else a.error = p.error;
       a.outcome = p.ok ? 'succeeded' : 'failed';
+    } else if (e.type === 'node.agent-tool-result' && p.refused) {
+      // Refused by the allow-lists or the authority: never requested, so named here.
+      a.invocationId = e.node.invocationId;
+      a.capability = `tool:${p.toolName}`;
+      a.error = p.error;
+      a.outcome = 'refused';
     } else if (e.type === 'capability.abandoned') a.outcome = 'unknown (abandoned)';
     else if (e.type === 'node.needs-attention') a.outcome = 'unknown (needs attention)';
     else if (e.type === 'node.output-committed' || e.type === 'node.item-committed') a.output = p.output;
