@@ -45,6 +45,11 @@ export const limits = {
   agentAllowListEntriesMax: 128,
   /** Tool calls one model turn may ask for; a turn that asks for more fails the node. */
   agentToolCallsPerTurnMax: 64,
+  /**
+   * Characters of an agent's conversation (canonical JSON of its messages) when a turn is asked
+   * for: the conversation lives in the run's state and every checkpoint holds it.
+   */
+  agentConversationCharsMax: 4_194_304,
   /** Characters of a tool call id a model chose (it is journaled and sent back to the model). */
   agentToolCallIdCharsMax: 256,
 } as const;

@@ -141,6 +141,18 @@ describe('the agent loop', () => {
     expect(s2.requests).toEqual([]);
   });
 
+  it('a conversation past its bound ends the node with agent.conversation-too-large before the next turn is asked', () => {
+    const t = protocolRun(agentTemplate());
+    t.start(question);
+    t.activate(fact.completed('ag#1/t1', turnOutput([search])));
+    const big = 'x'.repeat(4_194_304);
+    const s = t.activate(fact.completed('ag#1/t1.0', big));
+    const length = JSON.stringify([userMessage, assistant([search]), toolMessage(search, { output: big })]).length;
+    const error = { code: 'agent.conversation-too-large', message: `node ag: the conversation has ${length} characters after 1 turns (at most 4194304)`, retryable: false };
+    expectEvents(s.events, [ev.completedCall('ag#1/t1.0', big), agentEv.result(1, search, big, 'ag#1/t1.0'), ev.nodeFailed('ag', error), ev.runFailed(nodeFailure('ag', error)), ev.checkpoint()]);
+    expect(s.requests).toEqual([]);
+  });
+
   it('a model output that is not a turn fails the node with agent.model-output-invalid', () => {
     const t = protocolRun(agentTemplate());
     t.start(question);

@@ -9,7 +9,7 @@
 // The conversation of turn n+1 is folded (state/reduce.ts) from the node's own agent events and
 // the node's input: nothing of a request is read back, so a run rebuilt from its checkpoint and
 // events asks for the next turn only, with the same messages it would have asked for hot.
-import { canonicalDigest, canonicalJson } from '../../hash.js';
+import { canonicalDigest, canonicalJson, sha256Hex } from '../../hash.js';
 import type { Json } from '../../json.js';
 import { limits } from '../../limits.js';
 import type { AgentMessage, ModelTurnInput, ModelTurnRecord } from '../../protocol/agent.js';
@@ -58,9 +58,14 @@ function requestTurn(a: Activation, spec: NodeSpec, turn: number, reissued = fal
   }
   const node = a.run.nodes[spec.id];
   const messages = conversation(a, spec);
+  const text = canonicalJson(messages);
+  if (text.length > limits.agentConversationCharsMax) {
+    failNode(a, spec.id, { code: 'agent.conversation-too-large', message: `node ${spec.id}: the conversation has ${text.length} characters after ${turn - 1} turns (at most ${limits.agentConversationCharsMax})`, retryable: false });
+    return;
+  }
   const tools = allowedNow(a, spec, 'tools');
   const skills = allowedNow(a, spec, 'skills');
-  const input: ModelTurnInput = { turn, tools, messages, messagesDigest: canonicalDigest(messages) };
+  const input: ModelTurnInput = { turn, tools, messages, messagesDigest: `sha256:${sha256Hex(text)}` };
   const record: ModelTurnRecord = { turn, tools, messagesDigest: input.messagesDigest, messagesCount: messages.length };
   if (config.instructions !== undefined) {
     input.instructions = config.instructions;
