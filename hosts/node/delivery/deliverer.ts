@@ -1,5 +1,5 @@
 // The sender of the delivery outbox: claims due deliveries with a lease, sends each one
-// (delivery-send.ts) and settles it: delivered, failed with its next attempt after an
+// (delivery/send.ts) and settles it: delivered, failed with its next attempt after an
 // exponential backoff with jitter, or dead once its attempts run out (or the receiver refused
 // the request itself). An operator retries a dead delivery (`deliveries retry <id>`).
 //
