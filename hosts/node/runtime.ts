@@ -10,7 +10,7 @@ import type { EngineInstance } from '../core/engine-instance.js';
 import { approvalTarget, validateTemplate, exportFromStore, isTerminal, pinnedDependencies, planOfTail, runNotFound, runView, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
 import { resolutionFields } from '../core/operator.js';
 import { tracePage, type Operator, type TracePage } from '../core/operator-api.js';
-import { KernelError, type Kernel, type RunOutcome } from '../core/kernel.js';
+import { KernelError, type Kernel } from '../core/kernel.js';
 import { leaseDefaults } from '../core/leases.js';
 import type { CommandResult, OperatorCommand } from '../core/ownership-store.js';
 import { asError, WorkflowError } from './sdk/errors.js';
@@ -19,6 +19,7 @@ import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../cor
 import type { RunExport } from '../core/export-format.js';
 import { LaunchPlanner, idempotentRunId, type PreparedLaunch } from './sdk/launch.js';
 import { OperatorInbox } from './sdk/operator-inbox.js';
+import { runHandle } from './sdk/run-handle.js';
 import { openParts, type RuntimeParts } from './sdk/open.js';
 import type { CommandOutcome, LaunchOptions, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle } from './sdk/runtime-types.js';
 import { runtimeDeliveries } from './delivery/outbox.js';
@@ -208,33 +209,9 @@ export class WorkflowRuntime implements Operator {
     if (!report.ok) throw new RunNeedsAttentionError(runId, report.problems.filter((p) => p.severity === 'needs_attention'));
   }
 
-  /**
-   * A handle on a run. `carriedOutHere`: this process is carrying the run out, so its `result`
-   * waits from now on (a commit of it that this process loses fails the wait). Otherwise `result`
-   * waits only once asked for: the wait follows the run through the store, one read per poll
-   * interval, and a process that queues thousands of runs for workers must not poll for each.
-   */
+  /** A handle on a run (sdk/run-handle.ts); `carriedOutHere`: this process is carrying it out. */
   private handle(runId: string, carriedOutHere = false): WorkflowRunHandle {
-    const kernel = this.kernel;
-    let result: Promise<RunOutcome> | undefined;
-    const wait = () => {
-      if (!result) {
-        result = kernel.waitFor(runId, false);
-        // A caller that only awaits `settled()` must not see `result`'s failure as unhandled.
-        result.catch(() => undefined);
-      }
-      return result;
-    };
-    if (carriedOutHere) wait();
-    return {
-      runId,
-      get result() {
-        return wait();
-      },
-      settled: () => this.kernel.waitFor(runId, true),
-      cancel: (reason?: string) => this.cancel(runId, { reason }),
-      live: (options?: LiveOptions) => this.live(runId, options),
-    };
+    return runHandle(runId, carriedOutHere, { waitFor: (id, orPaused) => this.kernel.waitFor(id, orPaused), cancel: (id, reason) => this.cancel(id, { reason }), live: (id, options) => this.live(id, options) });
   }
 
   /**

@@ -35,7 +35,12 @@ import { TriggerPipeline } from '../triggers/ingress.js';
 import { httpLimits, triggerLimits } from '../limits.js';
 import { handleWebhook } from '../triggers/webhook.js';
 import { defaultPageDir, readPageFile } from '../../shared/page-files.js';
-import type { WorkflowRuntime } from '../runtime.js';
+import type { Operator } from '../../core/operator-api.js';
+import type { TriggerHost } from '../triggers/trigger-host.js';
+import type { LiveItem, LiveOptions } from './live.js';
+
+/** What the API reads: the operator's read verbs, a run's live stream, and what the trigger routes take. */
+export type HttpApiHost = Pick<Operator, 'listRuns' | 'getRun' | 'exportRun' | 'readEvents'> & TriggerHost & { live(runId: string, options?: LiveOptions): AsyncGenerator<LiveItem, void, undefined> };
 import { CodedError } from '../../../engine/protocol/coded-error.js';
 
 /** Environment variable read when no token file is given. */
@@ -129,7 +134,7 @@ function asHttpError(err: unknown): HttpError {
   return new HttpError(500, code, e.message ?? String(err));
 }
 
-export async function startHttpApi(rt: WorkflowRuntime, options: HttpApiOptions): Promise<HttpApi> {
+export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Promise<HttpApi> {
   const host = options.host ?? '127.0.0.1';
   const token = options.token;
   if (token === undefined) {

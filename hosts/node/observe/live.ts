@@ -26,6 +26,7 @@ import type { Kernel } from '../../core/kernel.js';
 import type { Gateway } from '../../core/gateway.js';
 import type { JournalStore } from '../../core/store.js';
 import { liveLimits } from '../limits.js';
+import { coalesced } from './coalesce.js';
 
 /** A committed event of the run's journal. */
 export interface LiveEvent {
@@ -207,16 +208,7 @@ class RunFeed {
     this.schedulePoll();
   }
 
-  private readScheduled = false;
-
-  private readSoon(): void {
-    if (this.readScheduled) return;
-    this.readScheduled = true;
-    setImmediate(() => {
-      this.readScheduled = false;
-      void this.read();
-    });
-  }
+  private readonly readSoon = coalesced(() => void this.read());
 
   async read(): Promise<void> {
     if (this.stopped || this.ended || this.seq < 0) return;

@@ -20,6 +20,7 @@ import { WorkflowError } from '../sdk/errors.js';
 import { telemetryLimits } from '../limits.js';
 import type { SpanSink } from './otlp-sink.js';
 import { RunSpanBuilder, type SpanRecord, type TraceEvent } from './trace-spans.js';
+import { coalesced } from './coalesce.js';
 
 export interface TelemetryOptions {
   /**
@@ -76,7 +77,7 @@ export class TraceExporter {
   private readonly queue: SpanRecord[] = [];
   private readonly counts = { exportedSpans: 0, droppedSpans: 0, failedSpans: 0, failedExports: 0 };
   private lastError: string | undefined;
-  private readScheduled = false;
+  private readonly readSoon = coalesced(() => void this.readDirty());
   private reading: Promise<void> | undefined;
   private exporting: Promise<void> | undefined;
   private exportTimer: ReturnType<typeof setTimeout> | undefined;
@@ -113,12 +114,7 @@ export class TraceExporter {
   private committed(runId: string): void {
     if (this.closed) return;
     this.dirty.add(runId);
-    if (this.readScheduled) return;
-    this.readScheduled = true;
-    setImmediate(() => {
-      this.readScheduled = false;
-      void this.readDirty();
-    });
+    this.readSoon();
   }
 
   private readDirty(): Promise<void> {
