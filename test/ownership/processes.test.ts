@@ -223,6 +223,13 @@ describe('the queue and workers', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(charges(w)).toEqual([]);
     expect(lastJson((await run(w, ['runs'])).stdout).runs[0]).toMatchObject({ runId: accepted.runId, status: 'queued', waitReason: expect.stringContaining('worker') });
+    // `resume` of a run that never started answers at once that it waits for a worker (exit 12),
+    // instead of following it forever; it starts nothing itself.
+    const resumed = await run(w, ['resume', accepted.runId]);
+    expect(resumed.code).toBe(12);
+    expect(lastJson(resumed.stdout)).toEqual({ apiVersion: 'agent-workflow.cli/v1', kind: 'RunQueued', runId: accepted.runId, status: 'queued', workers: 0 });
+    expect(resumed.stderr).toContain('no worker is running');
+    expect(charges(w)).toEqual([]);
 
     const worker = start(w, ['serve']);
     await until('the worker to serve', () => worker.out().includes('"Serving"'));

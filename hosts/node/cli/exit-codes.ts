@@ -14,6 +14,7 @@ export const exitCodes = {
   storeUnusable: 9,
   permissionDenied: 10,
   storageFull: 11,
+  queued: 12,
   internal: 70,
 } as const;
 
@@ -31,6 +32,7 @@ export const exitCodeLines: readonly string[] = [
   '9   the store is unusable: corrupt, not a store, a newer schema, or this clock too far from its own',
   '10  permission denied: on the state directory or its database, or an approver the node does not allow',
   '11  storage full',
+  '12  the run is queued and has not started: it waits for a worker (`agent-workflow serve`)',
   '70  internal error',
 ];
 

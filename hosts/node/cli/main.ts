@@ -200,6 +200,10 @@ const commands: Record<string, CliCommand> = {
           if (!run.owner && workers === 0) progress(`run ${runId} has no owner and no worker is running on this store: start \`agent-workflow serve\` to resume it, or run \`resume\` without --no-wait`);
           return exitCodes.ok;
         }
+        // A queued run has not started: there is nothing to resume in this process, and following
+        // it would wait for a worker that may never come. Say so, with its own exit code.
+        const current = await rt.getRun(runId);
+        if (current.status === 'queued') return printQueued(rt, runId, exitCodes.queued);
         const handle = await rt.resume(runId, { by: 'cli' });
         const outcome = await handle.settled();
         print('RunResult', { ...outcome });

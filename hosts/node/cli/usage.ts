@@ -34,7 +34,7 @@ export const usageTable: Record<string, CommandUsage> = {
   runs: { synopsis: ['[--status <s>[,<s>…]] [--limit N]'], summary: 'list runs, newest first' },
   resume: {
     synopsis: ['<run-id> [--no-wait]'],
-    summary: 'resume a run (after a crash, or to re-check authority); applied by its owner when it has a live one, and followed until it ends or rests',
+    summary: 'resume a run (after a crash, or to re-check authority); applied by its owner when it has a live one, and followed until it ends or rests; a run still queued (never started) is not resumed: it prints RunQueued and exits 12, since only a worker starts it',
     options: [['--no-wait', 'only commit the request to the run inbox: its owner, or a worker, applies it (prints CommandQueued)']],
   },
   cancel: { synopsis: ['<run-id> [--reason <text>]'], summary: 'cancel a run and every call it has in flight' },
