@@ -87,6 +87,16 @@ export interface ClaimedRun {
   launch?: Omit<QueuedLaunch, 'plan'> & { plan: Uint8Array };
 }
 
+/**
+ * What a store that pushes wake-ups over a connection says about that connection: it was lost
+ * (and is tried again in `retryInMs`), or it listens again. Wake-ups missed meanwhile are made
+ * up by one wake-up of each channel after the restore, and by polling.
+ */
+export interface SubscriptionEvents {
+  lost?(err: Error, retryInMs: number): void;
+  restored?(): void;
+}
+
 export interface WorkerRecord {
   owner: string;
   startedAt: number;
@@ -137,7 +147,7 @@ export interface RunOwnership {
    * process; `runId` when the store says which. Answers the function that stops listening.
    * Without it, workers and owners poll (and they keep polling as a fallback).
    */
-  subscribe?(listener: (event: { channel: 'queue' | 'inbox'; runId?: string }) => void): Awaitable<() => Awaitable<void>>;
+  subscribe?(listener: (event: { channel: 'queue' | 'inbox'; runId?: string }) => void, events?: SubscriptionEvents): Awaitable<() => Awaitable<void>>;
 
   /**
    * The store's own clock (ms since the epoch), for a store that processes on several machines

@@ -113,3 +113,13 @@ export const sqliteLimits = {
   cacheKibMin: 64,
   cacheKibMax: 1_048_576,
 } as const;
+
+export const pgLimits = {
+  /**
+   * After the server dropped the LISTEN connection (restart, failover, pg_terminate_backend): the
+   * first wait before connecting again, doubled on every failed try up to the most. Work is not
+   * delayed meanwhile (owners and workers poll); only wake-ups are.
+   */
+  listenRetryMsMin: 100,
+  listenRetryMsMax: 5_000,
+} as const;

@@ -20,6 +20,8 @@ export interface Running {
   done: Promise<Finished>;
   /** stdout so far. */
   out(): string;
+  /** stderr so far (the process's log). */
+  err(): string;
   /** The run id the command announced on stderr (`run <id> accepted`), once it has. */
   runId(): string | undefined;
 }
@@ -49,7 +51,7 @@ export function start(w: World, args: string[], env: Record<string, string> = {}
   child.stdout!.on('data', (d) => (stdout += d));
   child.stderr!.on('data', (d) => (stderr += d));
   const done = new Promise<Finished>((resolve) => child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
-  return { child, done, out: () => stdout, runId: () => /run (\S+) accepted/.exec(stderr)?.[1] };
+  return { child, done, out: () => stdout, err: () => stderr, runId: () => /run (\S+) accepted/.exec(stderr)?.[1] };
 }
 
 export async function run(w: World, args: string[], env: Record<string, string> = {}): Promise<Finished> {

@@ -104,10 +104,16 @@ export class Worker {
     if (ownership.subscribe) {
       new Promise<() => unknown>((resolve) =>
         resolve(
-          ownership.subscribe!((event) => {
-            if (event.channel === 'inbox') void this.runtime.kernel.leases?.poll();
-            this.wake();
-          }),
+          ownership.subscribe!(
+            (event) => {
+              if (event.channel === 'inbox') void this.runtime.kernel.leases?.poll();
+              this.wake();
+            },
+            {
+              lost: (err, retryInMs) => this.log('warn', `wake-up connection to the store lost (${err.message}): polling for work, listening again in ${retryInMs} ms`),
+              restored: () => this.log('info', 'listening again for work after a lost connection'),
+            },
+          ),
         ),
       ).then(
         (stop) => (this.stopped ? void stop() : (this.unsubscribe = stop)),

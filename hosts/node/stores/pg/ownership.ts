@@ -12,6 +12,7 @@
 import type { Pool, PoolClient, QueryConfig } from 'pg';
 import type { ClaimedRun, CommandResult, InboxCommand, LeaseGrant, OperatorCommand, QueuedLaunch, RunOwnership, WorkerRecord } from '../../../core/ownership-store.js';
 import { assertPortableId, StoreError, type RunRecord } from '../../../core/store.js';
+import { pgLimits } from '../../limits.js';
 import { ownerIsDead } from '../owner-id.js';
 import { rows, statement, transaction } from './pool.js';
 import { activeStatusSql, commandResultOf, leaseDecision, postedAfterEndSuffix, terminalStatusListSql, type InboxResultRow } from '../lease-rules.js';
@@ -103,26 +104,86 @@ export class PgOwnership implements RunOwnership {
     this.channel = `${s.replace(/"/g, '').slice(0, 58)}_work`;
   }
 
-  async subscribe(listener: (event: { channel: 'queue' | 'inbox'; runId?: string }) => void): Promise<() => Promise<void>> {
-    // One connection of the pool, kept for LISTEN as long as the subscription lasts.
-    const client = await this.pool.connect();
+  /**
+   * Wake-ups through LISTEN on one connection of the pool, kept as long as the subscription lasts.
+   * The server may drop that connection at any time (a restart, a failover, pg_terminate_backend):
+   * the loss is reported (`events.lost`), the connection is replaced with back-off
+   * (`pgLimits.listenRetryMsMin` doubling to `listenRetryMsMax`) and, once listening again, `events.restored`
+   * is called and the listener woken once, since a notification sent meanwhile was missed. Work is
+   * never lost meanwhile: workers and owners poll the store as well.
+   */
+  async subscribe(
+    listener: (event: { channel: 'queue' | 'inbox'; runId?: string }) => void,
+    events: { lost?(err: Error, retryInMs: number): void; restored?(): void } = {},
+  ): Promise<() => Promise<void>> {
     const onNotification = (n: { channel: string; payload?: string }) => {
       if (n.channel !== this.channel || !n.payload) return;
       const sep = n.payload.indexOf(':');
       const kind = n.payload.slice(0, sep);
       if (kind === 'queue' || kind === 'inbox') listener({ channel: kind, runId: n.payload.slice(sep + 1) });
     };
-    client.on('notification', onNotification);
+    let stopped = false;
+    let client: PoolClient | undefined;
+    let retry: NodeJS.Timeout | undefined;
+    let retryMs: number = pgLimits.listenRetryMsMin;
+    const listen = async (): Promise<void> => {
+      const c = await this.pool.connect();
+      const onError = (err: Error) => {
+        c.off('notification', onNotification);
+        c.off('error', onError);
+        if (client === c) client = undefined;
+        c.release(err);
+        if (stopped) return;
+        events.lost?.(err, retryMs);
+        scheduleRetry();
+      };
+      c.on('error', onError);
+      c.on('notification', onNotification);
+      try {
+        await c.query(`LISTEN "${this.channel}"`);
+      } catch (err) {
+        c.off('notification', onNotification);
+        c.off('error', onError);
+        c.release(err as Error);
+        throw err;
+      }
+      client = c;
+    };
+    const scheduleRetry = () => {
+      retry = setTimeout(() => {
+        retry = undefined;
+        if (stopped) return;
+        listen().then(
+          () => {
+            retryMs = pgLimits.listenRetryMsMin;
+            if (stopped) return;
+            events.restored?.();
+            listener({ channel: 'queue' });
+            listener({ channel: 'inbox' });
+          },
+          (err: Error) => {
+            retryMs = Math.min(retryMs * 2, pgLimits.listenRetryMsMax);
+            events.lost?.(err, retryMs);
+            scheduleRetry();
+          },
+        );
+      }, retryMs);
+      retry.unref();
+    };
     try {
-      await client.query(`LISTEN "${this.channel}"`);
+      await listen();
     } catch (err) {
-      client.release(err as Error);
       throw new StoreError('store.io', `ownership: LISTEN failed: ${(err as Error).message}`);
     }
     return async () => {
-      client.off('notification', onNotification);
-      await client.query(`UNLISTEN "${this.channel}"`).catch(() => undefined);
-      client.release();
+      stopped = true;
+      if (retry) clearTimeout(retry);
+      const c = client;
+      client = undefined;
+      if (!c) return;
+      c.off('notification', onNotification);
+      await c.query(`UNLISTEN "${this.channel}"`).catch(() => undefined);
+      c.release();
     };
   }
 
