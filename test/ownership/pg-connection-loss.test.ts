@@ -45,7 +45,7 @@ describe('a worker on PostgreSQL whose connections are dropped', () => {
 
       const second = lastJson((await run(w, ['run', file, '--no-wait', '--store', store])).stdout);
       await until('the second run to complete', async () => lastJson((await run(w, ['runs', '--store', store])).stdout).runs.find((r: any) => r.runId === second.runId)?.status === 'completed', 30_000);
-      await until('the worker to log the reconnect', () => worker.err().includes('listening again'));
+      await until('the worker to log the reconnect', () => worker.err().includes('wake-up connection to the store restored'));
       expect(worker.child.exitCode).toBeNull();
       expect(charges(w)).toHaveLength(2);
     } finally {

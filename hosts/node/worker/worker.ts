@@ -111,7 +111,8 @@ export class Worker {
             },
             {
               lost: (err, retryInMs) => this.log('warn', `wake-up connection to the store lost (${err.message}): polling for work, listening again in ${retryInMs} ms`),
-              restored: () => this.log('info', 'listening again for work after a lost connection'),
+              // At the loss's level, so that whoever saw the loss sees its end.
+              restored: () => this.log('warn', 'wake-up connection to the store restored: listening for work again'),
             },
           ),
         ),
