@@ -283,11 +283,16 @@ export class Dispatcher {
     }
     const leases = this.host.leases;
     this.host.deliver(request.runId, fact).catch((err) => {
-      const code = (err as { code?: string }).code;
-      if ((code === 'run.owned-elsewhere' || code === 'run.fenced') && leases) {
+      // The call ran; whichever way the commit that was to hold its outcome lost (fenced, taken
+      // over, a seq conflict, an I/O failure, a closing process), the outcome goes to the run's
+      // inbox, so its owner — this process after a reload, or another — journals it: completing
+      // the call when it is still in flight, as `capability.late` evidence otherwise. A commit
+      // that did land after all (an acknowledgement lost on the way back) makes the inbox copy
+      // a second record of the same outcome, never a second effect.
+      if (leases) {
         leases
           .postLateOutcome(request.runId, { invocationId: fact.invocationId, ok: fact.ok, output: fact.output, error: fact.error })
-          .catch((e) => this.host.log('warn', `recording the late outcome of ${request.invocationId} failed: ${(e as Error).message}`));
+          .catch((e) => this.host.log('error', `the outcome of ${request.invocationId} reached neither the journal (${(err as Error).message}) nor the run's inbox: ${(e as Error).message}`));
         return;
       }
       this.host.log('warn', `delivering ${request.invocationId} failed: ${(err as Error).message}`);

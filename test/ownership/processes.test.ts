@@ -2,6 +2,7 @@
 // own log as the oracle: nothing is charged twice, every command prints its result, and no run
 // is left running without an owner.
 import { describe, expect, it } from 'vitest';
+import { pgUrl, testSchema } from '../helpers/postgres.js';
 import { effects, lastJson, run, start, template, trace, until, world, writeTemplate } from './helpers.js';
 
 const charges = (w: ReturnType<typeof world>) => effects(w).filter((e) => e.tool === 'charge' && e.phase === 'start');
@@ -170,9 +171,14 @@ describe('unknown outcomes and operators', () => {
   }, 60_000);
 });
 
-describe('takeover and fencing', () => {
+const pgStore = `${pgUrl}?schema=${testSchema('t_own_processes')}`;
+
+describe.each([
+  ['SQLite', {}],
+  ['PostgreSQL', { STORE: pgStore }],
+])('takeover and fencing (%s)', (_, storeEnv: Record<string, string>) => {
   it('a stalled owner loses the run after its lease expires; its late result is evidence, never a second effect', async () => {
-    const w = world({ LEASE_TTL_MS: '1000', CHARGE_MS: '2500' });
+    const w = world({ LEASE_TTL_MS: '1000', CHARGE_MS: '2500', ...storeEnv });
     const t = template('stall', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], [
       ['start', 'charge'],
       ['charge', 'end'],

@@ -207,6 +207,22 @@ describe.each(harnesses)('store conformance: $name', (harness) => {
     expect((await store.getRun('r1'))!.lastSeq).toBe(2);
   });
 
+  it('fences a stale owner before comparing seqs: after the new owner committed, the old one is told it lost the run, not a seq conflict', async () => {
+    // The old owner's outcomes then go to the run's inbox (a fenced writer hands them over); a seq
+    // conflict made it drop them (docs/durability.md, "Late receipts").
+    const store = await freshStore();
+    const t0 = Date.now() - 10_000;
+    expect(await store.commit([entry('r1', 0, 1, { lease: { owner: 'a', epoch: 1, expiresAt: t0 + 1000 } })])).toEqual([]);
+    expect(await store.ownership.acquireLease('r1', 'b', hour, t0 + 5000)).toMatchObject({ ok: true, epoch: 2 });
+    expect(await store.commit([entry('r1', 1, 2, { lease: { owner: 'b', epoch: 2 } })])).toEqual([]);
+    expect(await store.commit([entry('r1', 1, 1, { lease: { owner: 'a', epoch: 1 } })])).toEqual([
+      { runId: 'r1', code: 'store.fenced', message: 'run r1: the commit was staged under lease epoch 1 of a, but the run\'s lease is epoch 2 held by b' },
+    ]);
+    // The live owner with a stale seq still gets the seq conflict.
+    expect(await store.commit([entry('r1', 1, 1, { lease: { owner: 'b', epoch: 2 } })])).toMatchObject([{ runId: 'r1', code: 'store.conflict' }]);
+    expect((await store.getRun('r1'))!.lastSeq).toBe(3);
+  });
+
   it('refuses an entry without a lease while a live lease exists, and accepts it once the lease is released', async () => {
     const store = await freshStore();
     await store.commit([entry('r1', 0, 1)]);

@@ -93,16 +93,19 @@ function foldEntries(entries: readonly CommitEntry[], heads: Map<string, Head>, 
     const stored = head?.lastSeq ?? 0;
     // A queued run has a row (with its plan) but no events: its first commit carries the plan too.
     const fresh = head === undefined || stored === 0;
-    if (stored !== e.expectedSeq || (fresh && !e.plan) || (!fresh && e.plan)) {
-      rejected.push({ index, runId: e.runId, code: 'store.conflict', message: `run ${e.runId}: expected last seq ${e.expectedSeq}, the store has ${head === undefined ? 'no such run' : stored}` });
-      return;
-    }
+    // Fencing first: a writer that lost the run is told so (`store.fenced`), whatever the seq, so
+    // that it hands the outcomes it holds to the run's inbox instead of taking a seq conflict
+    // for a race it can win on a reload (docs/durability.md, "Late receipts").
     if (head !== undefined) {
       const refusal = fencingRefusal(e, head, now);
       if (refusal) {
         rejected.push({ index, runId: e.runId, code: 'store.fenced', message: refusal });
         return;
       }
+    }
+    if (stored !== e.expectedSeq || (fresh && !e.plan) || (!fresh && e.plan)) {
+      rejected.push({ index, runId: e.runId, code: 'store.conflict', message: `run ${e.runId}: expected last seq ${e.expectedSeq}, the store has ${head === undefined ? 'no such run' : stored}` });
+      return;
     }
     const lines = splitEvents(e.events);
     if (lines.length !== e.lastSeq - e.expectedSeq) {

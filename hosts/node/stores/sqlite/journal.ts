@@ -297,16 +297,17 @@ export class SqliteJournalStore implements SyncJournalStore {
         const stored = head?.last_seq ?? 0;
         // A queued run has a row (with its plan) but no events: its first commit carries the plan too.
         const fresh = head === undefined || stored === 0;
-        if (stored !== e.expectedSeq || (fresh && !e.plan) || (!fresh && e.plan)) {
-          rejected.push({ runId: e.runId, code: 'store.conflict', message: `run ${e.runId}: expected last seq ${e.expectedSeq}, the store has ${head === undefined ? 'no such run' : stored}` });
-          continue;
-        }
+        // Fencing first, as in the PostgreSQL store: a writer that lost the run is told so.
         if (head !== undefined) {
           const refusal = fencingRefusal(e, { owner: head.lease_owner, epoch: head.lease_epoch, expiresAt: head.lease_expires_at }, now);
           if (refusal) {
             rejected.push({ runId: e.runId, code: 'store.fenced', message: refusal });
             continue;
           }
+        }
+        if (stored !== e.expectedSeq || (fresh && !e.plan) || (!fresh && e.plan)) {
+          rejected.push({ runId: e.runId, code: 'store.conflict', message: `run ${e.runId}: expected last seq ${e.expectedSeq}, the store has ${head === undefined ? 'no such run' : stored}` });
+          continue;
         }
         const lines = splitEvents(e.events);
         if (lines.length !== e.lastSeq - e.expectedSeq) {
