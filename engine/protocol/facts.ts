@@ -37,7 +37,7 @@ export type Fact<J = Json> =
       /** With `afterRestart`: what the host's records say of calls in flight (by invocation id); kept in the `needs-attention` evidence. */
       attempts?: Record<string, AttemptEvidence>;
     }
-  | { type: 'outcome-resolved'; nodeId: string; item?: number; resolution: Resolution; output?: J; reason?: string; by: string };
+  | { type: 'outcome-resolved'; nodeId: string; item?: number; resolution: Resolution; output?: J; reason?: string; by: string; /** The unknown decided on: its `node.needs-attention` seq (refused as `resolve.stale` when the node's is newer). */ attentionSeq?: number };
 
 export type FactType = Fact['type'];
 export type FactOf<T extends FactType, J = Json> = Extract<Fact<J>, { type: T }>;

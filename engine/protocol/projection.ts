@@ -35,6 +35,12 @@ export interface CallInFlight {
 export interface NeedsAttention {
   nodeId: string;
   item?: number;
+  /**
+   * The seq of the node's latest `node.needs-attention`: the unknown as the operator sees it. A
+   * resolution may name it (`attentionSeq`), and is refused when the node's unknown has changed
+   * since (`resolve.stale`).
+   */
+  seq?: number;
 }
 
 /** Tokens and model turns of a run's agent loops, every attempt counted (what was billed). */

@@ -160,6 +160,26 @@ function resolveOutcome(a: Activation, fact: Extract<Fact, { type: 'outcome-reso
   if (node.status !== 'needs-attention') {
     throw new EngineError('resolve.not-needed', `node ${fact.nodeId} is ${node.status}, not needs-attention; nothing to resolve`, { status: node.status });
   }
+  if (fact.attentionSeq !== undefined && node.attentionSeq !== undefined && fact.attentionSeq !== node.attentionSeq) {
+    // The operator decided on an unknown that is no longer the node's: an earlier resolution
+    // (a retry) ran the call again, and its outcome is unknown anew. Deciding that one needs a
+    // look at it first.
+    throw new EngineError(
+      'resolve.stale',
+      `node ${fact.nodeId}: the resolution names the unknown recorded at seq ${fact.attentionSeq}, but the node's unknown now is the one recorded at seq ${node.attentionSeq}; look at it (trace) and resolve that one`,
+      { nodeId: fact.nodeId, named: fact.attentionSeq, current: node.attentionSeq },
+    );
+  }
+  if (fact.attentionSeq === undefined && node.resolvedSeq !== undefined && (node.attentionSeq ?? 0) > node.resolvedSeq) {
+    // The unknown came after an earlier resolution of this node (a retry that ran the call again):
+    // the same command run twice, or a colleague acting on the same screen, must not settle it
+    // unseen.
+    throw new EngineError(
+      'resolve.unknown-unnamed',
+      `node ${fact.nodeId}: its unknown (recorded at seq ${node.attentionSeq}) came after an earlier resolution (seq ${node.resolvedSeq}); look at it (trace) and name it to resolve it (attentionSeq ${node.attentionSeq}, CLI --attention-seq ${node.attentionSeq})`,
+      { nodeId: fact.nodeId, current: node.attentionSeq ?? 0, resolvedSeq: node.resolvedSeq },
+    );
+  }
   const spec = a.graph.nodes.get(fact.nodeId)!;
   if (node.foreach && fact.item !== undefined) {
     if (!node.foreach.unknown.includes(fact.item)) {

@@ -53,8 +53,10 @@ export function projectRun(state: RunState, graph: Graph): RunProjection<Json> {
   const attention: NeedsAttention[] = [];
   if (state.counts['needs-attention'] > 0 || state.status === 'paused') {
     for (const [nodeId, node] of Object.entries(state.nodes)) {
-      if (node.foreach && node.foreach.unknown.length > 0) for (const item of node.foreach.unknown) attention.push({ nodeId, item });
-      else if (node.status === 'needs-attention') attention.push({ nodeId });
+      const named: Omit<NeedsAttention, 'nodeId'> = {};
+      if (node.attentionSeq !== undefined) named.seq = node.attentionSeq;
+      if (node.foreach && node.foreach.unknown.length > 0) for (const item of node.foreach.unknown) attention.push({ nodeId, item, ...named });
+      else if (node.status === 'needs-attention') attention.push({ nodeId, ...named });
     }
   }
   if (approvals.length > 0) p.approvals = approvals;

@@ -227,8 +227,12 @@ function applyNodeEvent(node: NodeState, event: EventEnvelope<NodeEventType>): v
       node.retryAt = event.payload.retryAt;
       node.timeoutAt = undefined;
       break;
+    case 'node.resolved':
+      node.resolvedSeq = event.seq;
+      break;
     case 'node.needs-attention': {
       const p = event.payload;
+      node.attentionSeq = event.seq;
       if (node.foreach && typeof p.item === 'number') {
         node.foreach.running -= 1;
         node.foreach.unknown.push(p.item);

@@ -44,6 +44,14 @@ export interface NodeState {
   retryAt?: number;
   foreach?: ForeachState;
   agent?: AgentState;
+  /**
+   * The seq of the latest `node.needs-attention` of the node: the name of the unknown an operator
+   * decides on. A resolution that names another (an unknown that came after the operator looked)
+   * is refused (`resolve.stale`).
+   */
+  attentionSeq?: number;
+  /** The seq of the latest resolution applied to the node (`node.resolved`). */
+  resolvedSeq?: number;
 }
 
 /** The whole state of a run; a checkpoint is this object as JSON. */

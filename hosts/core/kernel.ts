@@ -297,7 +297,7 @@ export class Kernel {
         resolve(outcome);
       };
       const unwatch = this.watch(runId, (s) => {
-        if (done(s.status)) finish({ runId, status: s.status, pausedReason: s.pausedReason, output: s.result, error: s.error, seq: s.seq });
+        if (done(s.status)) finish({ runId, status: s.status, pausedReason: s.pausedReason, ...(s.status === 'paused' && s.attention ? { attention: s.attention } : {}), output: s.result, error: s.error, seq: s.seq });
       });
       // A fact of the run that this process could not commit (a full disk, a lost database) is a
       // failure of the wait: the run's outcome here is unknown, and saying nothing would hang.

@@ -24,6 +24,8 @@ export interface OperatorResolution {
   fail?: string;
   /** The foreach item, for a foreach node. */
   item?: number;
+  /** The unknown decided on: the `seq` of its attention entry (see `Resolution.attentionSeq`). */
+  attentionSeq?: number;
 }
 
 /** A page of a run's journal, ascending by seq. */

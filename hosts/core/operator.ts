@@ -43,6 +43,12 @@ export interface Resolution {
   retry?: boolean;
   fail?: string;
   item?: number;
+  /**
+   * The unknown decided on: the `seq` of the run's `attention` entry (its `node.needs-attention`).
+   * Refused (`resolve.stale`) when the node's unknown has changed since; required
+   * (`resolve.unknown-unnamed`) when the unknown came after an earlier resolution of the node.
+   */
+  attentionSeq?: number;
 }
 
 /** A resolution as the fields an `outcome-resolved` fact (and a `resolve` command) carries. */
@@ -52,6 +58,7 @@ export function resolutionFields(r: Resolution) {
     resolution,
     by: r.by,
     ...(r.item !== undefined ? { item: r.item } : {}),
+    ...(r.attentionSeq !== undefined ? { attentionSeq: r.attentionSeq } : {}),
     ...(resolution === 'succeeded' ? { output: r.succeeded ?? null } : {}),
     ...(resolution === 'fail' ? { reason: r.fail } : {}),
   };

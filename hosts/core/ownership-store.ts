@@ -41,7 +41,7 @@ export interface InboxCommand {
 /** What an operator (or another process) asks of a run. */
 export type OperatorCommand =
   | { type: 'approve'; nodeId: string; invocationId: string; approved: boolean; by: string; comment?: string }
-  | { type: 'resolve'; nodeId: string; item?: number; resolution: 'succeeded' | 'retry' | 'fail'; output?: unknown; reason?: string; by: string }
+  | { type: 'resolve'; nodeId: string; item?: number; resolution: 'succeeded' | 'retry' | 'fail'; output?: unknown; reason?: string; by: string; attentionSeq?: number }
   | { type: 'cancel'; reason: string; by: string }
   | { type: 'resume'; by: string }
   /** The outcome of a call that reached a process after it lost the run: evidence only. */

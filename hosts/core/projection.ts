@@ -4,6 +4,7 @@
 // `inspect` fold, never by reading events here.
 import type { EngineInstance } from './engine-instance.js';
 import type { JournalStore, RunRecord } from './store.js';
+import type { NeedsAttention } from '../../engine/protocol/projection.js';
 import type { ActivationSummary, ExecutionPlan, RunProjection } from './types.js';
 
 /** How a run ended, or where it rests, as callers of the host API see it. */
@@ -11,6 +12,8 @@ export interface RunOutcome {
   runId: string;
   status: string;
   pausedReason?: string;
+  /** What waits for an operator's resolution (paused `needs_attention`), each unknown with its `seq`. */
+  attention?: NeedsAttention[];
   output?: unknown;
   error?: { code: string; message: string; detail?: unknown };
   seq: number;
@@ -60,6 +63,7 @@ export function outcomeOfRecord(record: RunRecord, projection: RunProjection): R
     status: record.status,
     seq: record.lastSeq,
     ...(projection.pausedReason !== undefined && record.status === 'paused' ? { pausedReason: projection.pausedReason } : {}),
+    ...(projection.attention !== undefined && record.status === 'paused' ? { attention: projection.attention } : {}),
     ...(projection.result !== undefined ? { output: projection.result } : {}),
     ...(projection.error !== undefined ? { error: projection.error } : {}),
   };

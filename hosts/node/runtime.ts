@@ -8,7 +8,7 @@
 // in sdk/operator-inbox.ts, replays in sdk/replay.ts.
 import type { EngineInstance } from '../core/engine-instance.js';
 import { approvalTarget, validateTemplate, exportFromStore, isTerminal, pinnedDependencies, planOfTail, runNotFound, runView, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
-import { resolutionFields } from '../core/operator.js';
+import { resolutionFields, type Resolution } from '../core/operator.js';
 import { tracePage, type Operator, type TracePage } from '../core/operator-api.js';
 import { KernelError, type Kernel } from '../core/kernel.js';
 import { leaseDefaults } from '../core/leases.js';
@@ -325,7 +325,7 @@ export class WorkflowRuntime implements Operator {
   }
 
   /** Settles a node whose outcome is unknown (`needs_attention`); recorded with who did it. */
-  async resolve(runId: string, nodeId: string, resolution: { succeeded?: unknown; retry?: boolean; fail?: string; by: string; item?: number }): Promise<CommandOutcome> {
+  async resolve(runId: string, nodeId: string, resolution: Resolution): Promise<CommandOutcome> {
     await this.record(runId);
     return this.command(runId, { type: 'resolve', nodeId, ...resolutionFields(resolution) });
   }

@@ -26,7 +26,7 @@ import { assertRunInput } from '../core/json-input.js';
 import { defaultCapture, Kernel, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
 import { outcomeOfRecord } from '../core/projection.js';
 import { assertCaptureOptions } from '../core/capture-options.js';
-import { approvalFact, resolutionFields } from '../core/operator.js';
+import { approvalFact, resolutionFields, type Resolution } from '../core/operator.js';
 import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type Fact, type HostLog } from '../core/types.js';
 import { recoverAttempts, type AttemptRecovery } from './attempt-recovery.js';
 import { compileComponentAhead, routerComponentLoader } from './component.js';
@@ -632,7 +632,7 @@ export class RouterHost {
   }
 
   /** Settles a node (or foreach item) whose outcome is unknown after a restart. */
-  resolve(runId: string, nodeId: string, resolution: { by: string; succeeded?: unknown; retry?: boolean; fail?: string; item?: number }): Promise<ActivationSummary> {
+  resolve(runId: string, nodeId: string, resolution: Resolution): Promise<ActivationSummary> {
     if (!this.store.getRun(runId)) return Promise.reject(asError(runNotFound(runId)));
     const parked = this.refuseParked(runId, 'resolve');
     if (parked) return parked;

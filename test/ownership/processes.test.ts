@@ -113,6 +113,47 @@ describe('two processes on one run', () => {
 });
 
 describe('unknown outcomes and operators', () => {
+  it('a second resolve --retry after the retried call became unknown again is refused until it names that unknown: one charge per attempt', async () => {
+    const w = world({ CHARGE_MS: '60000' });
+    const t = template('pay', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], [
+      ['start', 'charge'],
+      ['charge', 'end'],
+    ], { requires: ['tool:charge'] });
+    const owner = start(w, ['run', writeTemplate(w, 'pay', t)]);
+    await until('the first charge to start', () => charges(w).length === 1);
+    const runId = await until('the run id', () => owner.runId());
+    owner.child.kill('SIGKILL');
+    await owner.done;
+    expect((await run(w, ['resume', runId])).code).toBe(4);
+
+    // The operator retries; attempt 2 takes effect and the resolving process dies in it.
+    const resolving = start(w, ['resolve', runId, 'charge', '--retry']);
+    await until('the second charge to start', () => charges(w).length === 2);
+    resolving.child.kill('SIGKILL');
+    await resolving.done;
+    const resumed = await run(w, ['resume', runId]);
+    expect(resumed.code).toBe(4);
+    const attention = lastJson(resumed.stdout).attention;
+    expect(attention).toEqual([{ nodeId: 'charge', seq: expect.any(Number) }]);
+
+    // The same command again (or a colleague on the same screen): refused, nothing charged.
+    const again = await run(w, ['resolve', runId, 'charge', '--retry']);
+    expect(again.code).toBe(8);
+    expect(lastJson(again.stdout)).toMatchObject({ kind: 'Error', error: { code: 'resolve.unknown-unnamed' } });
+    // Naming an older unknown is refused as stale.
+    const stale = await run(w, ['resolve', runId, 'charge', '--retry', '--attention-seq', String(attention[0].seq - 1)]);
+    expect(stale.code).toBe(8);
+    expect(lastJson(stale.stdout)).toMatchObject({ kind: 'Error', error: { code: 'resolve.stale' } });
+    expect(charges(w)).toHaveLength(2);
+
+    // Named after a look at it: applied.
+    const named = await run(w, ['resolve', runId, 'charge', '--succeeded', JSON.stringify({ charged: 1 }), '--attention-seq', String(attention[0].seq)]);
+    expect(named.code).toBe(0);
+    expect(lastJson(named.stdout)).toMatchObject({ kind: 'RunResult', status: 'completed' });
+    expect(charges(w)).toHaveLength(2);
+    expect(new Set(charges(w).map((c) => c.invocationId)).size).toBe(2);
+  }, 90_000);
+
   it('resolving the unknown items of a foreach one by one from new processes ends the run, never leaves it running', async () => {
     const w = world({ CHARGE_MS: '60000' });
     const t = template(

@@ -77,7 +77,7 @@ describe('router host: needs_attention evidence from the receipts', () => {
       if (runs.length === 3 && runs.every((r) => r.status === 'paused')) break;
       await new Promise((r) => setTimeout(r, 50));
     }
-    expect(runs.map((r) => [r.status, r.pausedReason, r.attention])).toEqual(Array.from({ length: 3 }, () => ['paused', 'needs_attention', [{ nodeId: 'a' }]]));
+    expect(runs.map((r) => [r.status, r.pausedReason, r.attention])).toEqual(Array.from({ length: 3 }, () => ['paused', 'needs_attention', [{ nodeId: 'a', seq: 10 }]]));
     // Nothing ran again, and the processes the first router left were stopped.
     expect(fileLines(side)).toHaveLength(2);
     for (const pid of started.values()) expect(alive(Number(pid))).toBe(false);

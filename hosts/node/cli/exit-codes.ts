@@ -37,7 +37,7 @@ export const exitCodeLines: readonly string[] = [
 ];
 
 /** Conflict and ownership codes: another writer got there first. */
-const conflictCodes = new Set(['store.conflict', 'catalog.draft-conflict', 'binding.conflict', 'binding.disabled', 'run.exists', 'engine.run-exists', 'command.pending', 'run.owned-elsewhere', 'run.fenced', 'delivery.not-retryable']);
+const conflictCodes = new Set(['store.conflict', 'catalog.draft-conflict', 'binding.conflict', 'binding.disabled', 'run.exists', 'engine.run-exists', 'command.pending', 'run.owned-elsewhere', 'run.fenced', 'delivery.not-retryable', 'resolve.stale', 'resolve.unknown-unnamed']);
 
 /**
  * The exit code for an error with stable code `code` (and, for wrapped I/O failures, the

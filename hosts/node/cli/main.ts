@@ -236,7 +236,9 @@ const commands: Record<string, CliCommand> = {
       return withRuntime(args, async (rt) => {
         const item = optionString(args, 'item');
         if (item !== undefined && !/^(0|[1-9][0-9]*)$/.test(item)) throw new UsageError('--item takes the index of a foreach item');
-        const applied = await rt.resolve(runId, nodeId, { by, ...(item !== undefined ? { item: Number(item) } : {}), ...(succeeded !== undefined ? { succeeded: readJsonArg(succeeded, '--succeeded') } : {}), ...(fail !== undefined ? { fail } : {}), ...(retry ? { retry: true } : {}) });
+        const attentionSeq = optionString(args, 'attention-seq');
+        if (attentionSeq !== undefined && !/^[1-9][0-9]{0,9}$/.test(attentionSeq)) throw new UsageError('--attention-seq takes the seq of the unknown (the `seq` of the run\'s attention entry)');
+        const applied = await rt.resolve(runId, nodeId, { by, ...(item !== undefined ? { item: Number(item) } : {}), ...(attentionSeq !== undefined ? { attentionSeq: Number(attentionSeq) } : {}), ...(succeeded !== undefined ? { succeeded: readJsonArg(succeeded, '--succeeded') } : {}), ...(fail !== undefined ? { fail } : {}), ...(retry ? { retry: true } : {}) });
         const outcome = await rt.follow(runId).settled();
         print('RunResult', { ...outcome, commandId: applied.commandId, appliedBy: applied.appliedBy });
         return exitFor(outcome.status);

@@ -41,9 +41,12 @@ export const usageTable: Record<string, CommandUsage> = {
   approve: { synopsis: ['<run-id> <node-id> [--by <name>] [--comment <text>]'], summary: 'approve a waiting human.approval@1 node' },
   reject: { synopsis: ['<run-id> <node-id> [--by <name>] [--comment <text>]'], summary: 'reject a waiting human.approval@1 node' },
   resolve: {
-    synopsis: ['<run-id> <node-id> --succeeded <json|file|-> | --retry | --fail <reason> [--item N] [--by <name>]'],
+    synopsis: ['<run-id> <node-id> --succeeded <json|file|-> | --retry | --fail <reason> [--item N] [--attention-seq N] [--by <name>]'],
     summary: 'settle a node whose outcome is unknown after a crash',
-    options: [['--succeeded <json|file|->', 'the output it produced: inline JSON, a file, or - for stdin']],
+    options: [
+      ['--succeeded <json|file|->', 'the output it produced: inline JSON, a file, or - for stdin'],
+      ['--attention-seq N', 'the unknown decided on (the `seq` of the run\'s attention entry, `runs`); refused (exit 8, resolve.stale) when the node\'s unknown changed since, and required (resolve.unknown-unnamed) when it came after an earlier resolution of the node'],
+    ],
   },
   export: { synopsis: ['<run-id> [--out <file>]'], summary: 'write a self-contained journal export' },
   replay: {
