@@ -433,10 +433,13 @@ export class Scheduler {
     }
     const leases = this.host.leases;
     if (refused.length > 0 && leases) await leases.refuse(refused).catch((err) => this.host.log('warn', `recording refused commands failed: ${(err as Error).message}`));
-    // Read-only and idempotent calls start now, beside the commit (their outcomes wait for it).
+    // Read-only and idempotent calls start now, beside the commit (their outcomes wait for it) —
+    // but never beside a run's first commit: until that one is durable the run does not exist,
+    // and a crash would leave an effect of a run no journal holds (a launch acknowledged is a run
+    // that exists).
     let early = false;
     for (const r of results) {
-      if (r.commits.length === 0) continue;
+      if (r.commits.length === 0 || r.commits.some((c) => c.expectedSeq === 0)) continue;
       for (const request of r.requests) {
         if (!this.dispatch.dispatchEarly(request)) continue;
         (r.early ??= []).push(request.invocationId);

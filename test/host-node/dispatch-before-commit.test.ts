@@ -2,7 +2,8 @@
 // way; a call whose effect is unknown starts only once its request is durable. The oracle is the
 // tool itself: when it starts, it reads the run's journal through a connection of its own and
 // records whether its `capability.requested` is already there. A commit that does not land aborts
-// an early call, and its outcome reaches no journal.
+// an early call, and its outcome reaches no journal. No call starts beside a run's FIRST commit:
+// until it is durable the run does not exist, and a crash would leave an effect no journal holds.
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -43,12 +44,16 @@ function observingTools(file: string, starts: Start[], aborted: string[] = []) {
   return { tools: { lookup: tool('lookup'), notify: tool('notify'), charge: tool('charge') }, close: () => reader?.close() };
 }
 
-/** start -> lookup (read-only) -> notify (idempotent) -> charge (effect unknown) -> end. */
+/** start -> first (read-only, in the run's first commit) -> lookup (read-only) -> notify (idempotent) -> charge (effect unknown) -> end. */
 const template = chain('early-dispatch', [
+  { id: 'first', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } },
   { id: 'lookup', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } },
   { id: 'notify', uses: 'tool.call@1', config: { tool: 'notify', idempotent: true } },
   { id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } },
 ], { requires: ['tool:lookup', 'tool:notify', 'tool:charge'] });
+
+/** A read-only lookup first, so that what follows is requested after the run's first commit. */
+const afterFirst = (id: string, nodes: unknown[], requires: string[]) => chain(id, [{ id: 'first', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }, ...nodes] as never, { requires: ['tool:lookup', ...requires] });
 
 async function journalOf(rt: Awaited<ReturnType<typeof openRuntime>>, runId: string) {
   return (await rt.exportRun(runId)).events as { type: string; payload: { invocationId?: string } }[];
@@ -74,6 +79,7 @@ describe('calls started beside their commit', () => {
   it('starts read-only and idempotent calls before their request is durable, and a call of unknown effect only after', async () => {
     const { starts, events } = await observe(template);
     expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
+      ['lookup', true],
       ['lookup', false],
       ['notify', false],
       ['charge', true],
@@ -92,6 +98,7 @@ describe('calls started beside their commit', () => {
     const { starts } = await observe(template, { dispatchBeforeCommit: false });
     expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
       ['lookup', true],
+      ['lookup', true],
       ['notify', true],
       ['charge', true],
     ]);
@@ -102,9 +109,41 @@ describe('calls started beside their commit', () => {
   });
 
   it('counts a tool the gateway declares idempotent as safe to start early', async () => {
-    const declared = chain('declared', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], { requires: ['tool:charge'] });
+    const declared = afterFirst('declared', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], ['tool:charge']);
     const { starts } = await observe(declared, {}, (tools) => ({ ...tools, charge: { ...tools.charge, idempotent: true } }));
-    expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([['charge', false]]);
+    expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
+      ['lookup', true],
+      ['charge', false],
+    ]);
+  });
+
+  it('starts no call beside a run\'s first commit: when that commit fails, no tool ran and no run exists', async () => {
+    const dir = tempDir();
+    const starts: Start[] = [];
+    const tools = observingTools(join(dir, 'workflow.db'), starts);
+    const rt = await openRuntime({ dir, tools: { ...tools.tools, charge: { ...tools.tools.charge, idempotent: true } } as never });
+    const store = (rt as any).store;
+    const commit = store.commit.bind(store);
+    let failed = 0;
+    // The first commit of the run (the crash of a process before it was durable, as seen from here).
+    store.commit = async (entries: { expectedSeq: number }[]) => {
+      if (failed === 0 && entries.some((e) => e.expectedSeq === 0)) {
+        failed++;
+        await new Promise((r) => setTimeout(r, 50));
+        throw Object.assign(new Error('the process died before its first commit was durable'), { code: 'store.io' });
+      }
+      return commit(entries);
+    };
+    try {
+      const idempotentFirst = chain('first-commit', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge', idempotent: true } }], { requires: ['tool:charge'] });
+      await expect(rt.launch(idempotentFirst, { input: {} })).rejects.toMatchObject({ code: 'store.io' });
+      expect(failed).toBe(1);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(starts).toEqual([]);
+    } finally {
+      tools.close();
+      await rt.close();
+    }
   });
 
   it('aborts an early call whose commit fails, and journals no outcome of it', async () => {
@@ -116,32 +155,30 @@ describe('calls started beside their commit', () => {
     const store = (rt as any).store;
     const commit = store.commit.bind(store);
     let failed = 0;
-    // The commit that holds the read-only call's request fails once, after the call has started.
-    store.commit = (entries: { events: Uint8Array }[]) => {
-      if (failed === 0 && entries.some((e) => new TextDecoder().decode(e.events).includes('"capability.requested"'))) {
+    // The commit that holds the second read-only call's request fails once, after the call has started.
+    store.commit = (entries: { expectedSeq: number; events: Uint8Array }[]) => {
+      if (failed === 0 && entries.some((e) => e.expectedSeq > 0 && new TextDecoder().decode(e.events).includes('"capability.requested"'))) {
         failed++;
         throw Object.assign(new Error('disk full'), { code: 'store.io' });
       }
       return commit(entries);
     };
     try {
-      const lookupOnly = chain('early-fails', [{ id: 'lookup', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }], { requires: ['tool:lookup'] });
-      await expect(rt.launch(lookupOnly, { input: {} })).rejects.toMatchObject({ code: 'store.io' });
+      const lookupOnly = afterFirst('early-fails', [{ id: 'second', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }], []);
+      const failing = await rt.launch(lookupOnly, { input: {} });
+      for (let i = 0; i < 100 && aborted.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
       expect(failed).toBe(1);
-      expect(starts).toHaveLength(1);
-      await new Promise((r) => setTimeout(r, 20));
-      expect(aborted).toEqual([starts[0].invocationId]);
-      // Nothing of that run reached the journal; the next launch runs as usual.
-      const runs = new Database(join(dir, 'workflow.db'), { readonly: true });
-      try {
-        expect((runs.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n).toBe(0);
-      } finally {
-        runs.close();
-      }
+      expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
+        ['lookup', true],
+        ['lookup', false],
+      ]);
+      expect(aborted).toEqual([starts[1].invocationId]);
+      // The aborted call's outcome reached no journal.
+      expect((await journalOf(rt, failing.runId)).filter((e) => e.payload.invocationId === starts[1].invocationId)).toEqual([]);
       const handle = await rt.launch(lookupOnly, { input: {} });
       expect((await handle.result).status).toBe('completed');
-      expect(starts).toHaveLength(2);
-      expect((await journalOf(rt, handle.runId)).filter((e) => e.type === 'capability.completed')).toHaveLength(1);
+      expect(starts).toHaveLength(4);
+      expect((await journalOf(rt, handle.runId)).filter((e) => e.type === 'capability.completed')).toHaveLength(2);
     } finally {
       tools.close();
       await rt.close();
