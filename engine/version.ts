@@ -32,11 +32,15 @@ export const engineVersion = '0.1.0';
  * - `agents-v2`: an `agent.run@1` with a `model` runs as a loop in the engine (docs/agents.md):
  *   model turns and tool calls are invocations of their own, journaled with `node.agent-*`
  *   events. An engine without the flag refuses such a plan instead of running it as one call.
+ * - `resolve-v2`: a resolution names the unknown it was decided on (`attentionSeq`, the seq of the
+ *   node's latest `node.needs-attention`, journaled in `node.resolved`): naming another is refused
+ *   (`resolve.stale`), and naming is required for an unknown that came after an earlier
+ *   resolution of the node (`resolve.unknown-unnamed`).
  */
-export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2', 'checkpoint-v2', 'agents-v2'] as const;
+export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2', 'checkpoint-v2', 'agents-v2', 'resolve-v2'] as const;
 
 /** The flags a plan compiled by this engine records. */
-export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2', 'checkpoint-v2', 'agents-v2'] as const;
+export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2', 'checkpoint-v2', 'agents-v2', 'resolve-v2'] as const;
 
 export type EngineFlag = (typeof supportedFlags)[number];
 

@@ -202,7 +202,7 @@ function factsOf(group: EventEnvelope[], artifacts: Record<string, string>): Fac
       }
       case 'node.resolved': {
         const p = e.payload;
-        facts.push({ type: 'outcome-resolved', nodeId: e.node!.id, ...(p.item !== undefined ? { item: p.item } : {}), resolution: p.resolution, output: p.output, reason: p.reason, by: p.by });
+        facts.push({ type: 'outcome-resolved', nodeId: e.node!.id, ...(p.item !== undefined ? { item: p.item } : {}), resolution: p.resolution, output: p.output, reason: p.reason, by: p.by, ...(p.attentionSeq !== undefined ? { attentionSeq: p.attentionSeq } : {}) });
         break;
       }
       default:

@@ -160,7 +160,8 @@ function resolveOutcome(a: Activation, fact: Extract<Fact, { type: 'outcome-reso
   if (node.status !== 'needs-attention') {
     throw new EngineError('resolve.not-needed', `node ${fact.nodeId} is ${node.status}, not needs-attention; nothing to resolve`, { status: node.status });
   }
-  if (fact.attentionSeq !== undefined && node.attentionSeq !== undefined && fact.attentionSeq !== node.attentionSeq) {
+  const named = a.has('resolve-v2');
+  if (named && fact.attentionSeq !== undefined && node.attentionSeq !== undefined && fact.attentionSeq !== node.attentionSeq) {
     // The operator decided on an unknown that is no longer the node's: an earlier resolution
     // (a retry) ran the call again, and its outcome is unknown anew. Deciding that one needs a
     // look at it first.
@@ -170,7 +171,7 @@ function resolveOutcome(a: Activation, fact: Extract<Fact, { type: 'outcome-reso
       { nodeId: fact.nodeId, named: fact.attentionSeq, current: node.attentionSeq },
     );
   }
-  if (fact.attentionSeq === undefined && node.resolvedSeq !== undefined && (node.attentionSeq ?? 0) > node.resolvedSeq) {
+  if (named && fact.attentionSeq === undefined && node.resolvedSeq !== undefined && (node.attentionSeq ?? 0) > node.resolvedSeq) {
     // The unknown came after an earlier resolution of this node (a retry that ran the call again):
     // the same command run twice, or a colleague acting on the same screen, must not settle it
     // unseen.
@@ -185,14 +186,14 @@ function resolveOutcome(a: Activation, fact: Extract<Fact, { type: 'outcome-reso
     if (!node.foreach.unknown.includes(fact.item)) {
       throw new EngineError('resolve.not-needed', `item ${fact.item} of ${fact.nodeId} has no unknown outcome; unknown items: ${node.foreach.unknown.join(', ') || 'none'}`);
     }
-    a.emit('node.resolved', { resolution: fact.resolution, by: fact.by, reason: fact.reason, output: fact.output, item: fact.item }, { id: fact.nodeId, attempt: node.attempt, item: fact.item });
+    a.emit('node.resolved', { resolution: fact.resolution, by: fact.by, reason: fact.reason, output: fact.output, item: fact.item, ...(named && fact.attentionSeq !== undefined ? { attentionSeq: fact.attentionSeq } : {}) }, { id: fact.nodeId, attempt: node.attempt, item: fact.item });
     resolveUnknownItem(a, spec, fact.item, fact.resolution, fact.output ?? null, `${fact.by} marked item ${fact.item} of ${fact.nodeId} failed${fact.reason ? `: ${fact.reason}` : ''}`);
     return;
   }
   if (node.foreach && fact.resolution === 'succeeded') {
     throw new EngineError('resolve.item-required', `foreach node ${fact.nodeId}: say which item succeeded (item), or resolve the node with retry or fail`);
   }
-  a.emit('node.resolved', { resolution: fact.resolution, by: fact.by, reason: fact.reason, output: fact.output }, { id: fact.nodeId, attempt: node.attempt });
+  a.emit('node.resolved', { resolution: fact.resolution, by: fact.by, reason: fact.reason, output: fact.output, ...(named && fact.attentionSeq !== undefined ? { attentionSeq: fact.attentionSeq } : {}) }, { id: fact.nodeId, attempt: node.attempt });
   const failure = `${fact.by} marked ${fact.nodeId} failed${fact.reason ? `: ${fact.reason}` : ''}`;
   if (kindOf(spec.uses).resolve?.(a, spec, fact.resolution, fact.output ?? null, failure)) return;
   switch (fact.resolution) {

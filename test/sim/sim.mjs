@@ -142,17 +142,18 @@ export async function simulate(seed, { runs = 5, dir, log } = {}) {
     const events = allEvents(inner, runId);
     const attention = new Map();
     for (const e of events) {
-      if (e.type === 'node.needs-attention') attention.set(e.node.id, e.payload.invocationId);
+      if (e.type === 'node.needs-attention') attention.set(e.node.id, { invocationId: e.payload.invocationId, seq: e.seq });
       if (e.type === 'node.resolved') attention.delete(e.node.id);
     }
     const executed = new Set(
       (await import('node:fs')).readFileSync(effectsFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l).invocationId),
     );
-    for (const [nodeId, invocationId] of attention) {
+    // The operator names the unknown it looked at (its needs-attention seq), as docs/durability.md asks.
+    for (const [nodeId, { invocationId, seq }] of attention) {
       const isForeach = events.some((e) => e.type === 'node.started' && e.node.id === nodeId && e.payload.foreach);
       const req = events.find((e) => e.type === 'capability.requested' && e.payload.invocationId === invocationId);
       stats.resolutions += 1;
-      const resolution = !isForeach && executed.has(invocationId) ? { type: 'outcome-resolved', nodeId, resolution: 'succeeded', output: simToolOutput(req.payload.name, req.payload.input), by: 'sim-operator' } : { type: 'outcome-resolved', nodeId, resolution: 'retry', by: 'sim-operator' };
+      const resolution = !isForeach && executed.has(invocationId) ? { type: 'outcome-resolved', nodeId, resolution: 'succeeded', output: simToolOutput(req.payload.name, req.payload.input), by: 'sim-operator', attentionSeq: seq } : { type: 'outcome-resolved', nodeId, resolution: 'retry', by: 'sim-operator', attentionSeq: seq };
       say(`operator: ${resolution.resolution} ${runId}/${nodeId}`);
       await settle(host.kernel.deliver(runId, resolution, 'operator:sim'));
       if (restartRequested) return;
