@@ -46,7 +46,7 @@ export function exitCodeForError(code: string, message = ''): number {
   // `serve --http` without the token it needs: a wrong command line, not a failed run.
   if (code === 'http.no-token' || code === 'http.insecure-non-loopback') return exitCodes.usage;
   // A malformed --deliver-to or --delivery-* value: a wrong command line too.
-  if (code === 'launch.bad-delivery' || code === 'delivery.bad-option') return exitCodes.usage;
+  if (code === 'launch.bad-delivery' || code === 'launch.delivery-target-refused' || code === 'delivery.bad-option') return exitCodes.usage;
   // A bad AGENT_WORKFLOW_WASM_TIER or SQLite cache size: a wrong configuration, not a broken store.
   if (code === 'host.bad-option' || code === 'store.bad-option') return exitCodes.usage;
   if (code.startsWith('template.') || code.startsWith('run.input') || code === 'cli.bad-json' || code === 'workflow.dependency-missing' || code === 'binding.invalid') return exitCodes.invalid;
