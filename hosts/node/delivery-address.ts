@@ -8,22 +8,29 @@
 // An operator permits exceptions with `ADW_DELIVERY_ALLOW_TARGETS`: a comma-separated list of
 // `host:port` or `host` entries (e.g. `127.0.0.1:8080,hooks.internal`), matched against the URL's
 // host and against the resolved address.
-import { BlockList, isIP } from 'node:net';
-import { lookup as dnsLookup } from 'node:dns';
+import type { BlockList } from 'node:net';
 import { WorkflowError } from './errors.js';
 
-const blocked = new BlockList();
-for (const [net, bits] of [
+// node:net and node:dns are loaded with the first check: most processes never name a target.
+const net = (): typeof import('node:net') => process.getBuiltinModule('node:net') as typeof import('node:net');
+const isIP = (ip: string): number => net().isIP(ip);
+let blockedList: BlockList | undefined;
+function blockedRanges(): BlockList {
+  if (blockedList) return blockedList;
+  const blocked = new (net().BlockList)();
+  for (const [range, bits] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
   ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['198.51.100.0', 24], ['203.0.113.0', 24],
   ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32]] as const) blocked.addSubnet(net, bits, 'ipv6');
+  ] as const) blocked.addSubnet(range, bits, 'ipv4');
+  for (const [range, bits] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96], ['2001:db8::', 32]] as const) blocked.addSubnet(range, bits, 'ipv6');
+  return (blockedList = blocked);
+}
 
 /** True when `ip` is an address on the public internet (not loopback, private, link-local, CGNAT, …). */
 export function isPublicAddress(ip: string): boolean {
   const v = isIP(ip);
-  if (v === 4) return !blocked.check(ip, 'ipv4');
+  if (v === 4) return !blockedRanges().check(ip, 'ipv4');
   if (v !== 6) return false;
   const lower = ip.toLowerCase();
   // An IPv4-mapped or -compatible IPv6 address reaches the IPv4 host it embeds.
@@ -35,7 +42,7 @@ export function isPublicAddress(ip: string): boolean {
     const lo = parseInt(hexMapped[2]!, 16);
     return isPublicAddress(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
   }
-  return !blocked.check(ip, 'ipv6');
+  return !blockedRanges().check(ip, 'ipv6');
 }
 
 /** The allow-list of this process (`ADW_DELIVERY_ALLOW_TARGETS`), lower-cased. */
@@ -44,7 +51,7 @@ export function allowedTargets(env: NodeJS.ProcessEnv = process.env): string[] {
 }
 
 function bare(host: string): string {
-  return host.replace(/^\[|\]$/g, '').toLowerCase();
+  return host.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
 }
 
 function allowed(host: string, port: string, allow: readonly string[]): boolean {
@@ -82,7 +89,7 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | { ad
  */
 export function guardedLookup(port: string, allow: readonly string[]) {
   return (hostname: string, options: Record<string, unknown>, callback: LookupCallback): void => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+    (process.getBuiltinModule('node:dns') as typeof import('node:dns')).lookup(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return callback(err, []);
       const list = addresses as { address: string; family: number }[];
       const nameAllowed = allowed(hostname, port, allow);

@@ -45,7 +45,7 @@ describe('delivery targets', () => {
   it('refuses every spelling of a non-public host with launch.delivery-target-refused, and accepts public ones', () => {
     const refused = [
       'http://127.0.0.1/', 'http://127.1.2.3:8080/', 'http://2130706433/', 'http://0x7f000001/', 'http://0177.0.0.1/', 'http://0x7f.1/',
-      'http://localhost/', 'http://LOCALHOST:80/', 'http://a.localhost/', 'http://169.254.169.254/latest/meta-data/', 'http://10.1.2.3/',
+      'http://localhost/', 'http://localhost./', 'http://LOCALHOST:80/', 'http://a.localhost/', 'http://169.254.169.254/latest/meta-data/', 'http://10.1.2.3/',
       'http://172.16.0.1/', 'http://172.31.255.255/', 'http://192.168.1.1/', 'http://100.64.0.1/', 'http://100.127.255.254/', 'http://0.0.0.0/',
       'http://[::1]/', 'http://[::]/', 'http://[fc00::1]/', 'http://[fd12:3456::1]/', 'http://[fe80::1]/', 'http://[::ffff:127.0.0.1]/',
       'http://[::ffff:a9fe:a9fe]/', 'http://[::ffff:10.0.0.1]/',
