@@ -7,7 +7,7 @@
 // behind its own queue; the Node host uses `registryGateway` as it is.
 import { outcomeOfThrown, type Gateway, type GatewayContext } from './gateway.js';
 import type { Authority, CapabilityOutcome, GatewayRequest } from './types.js';
-import { scrubOutcome, secretStrings } from './redact.js';
+import { scrubOutcome, scrubValue, secretStrings } from './redact.js';
 import { generateTurn, type ModelDefinition, type SkillResolver } from './model-gateway.js';
 import type { ModelTurnInput } from '../../engine/protocol/agent-host.js';
 
@@ -159,6 +159,10 @@ export class RegisteredCapabilities {
       ...(request.authority ? { authority: { id: request.authority.id, scopes: [...request.authority.scopes] } } : {}),
     };
     const secrets: string[] = [];
+    // Progress goes to the live view (SSE) and spans as it is reported, so it is scrubbed on the
+    // way out, with the secrets this call resolved (filled in before the tool starts).
+    const progress = context.progress;
+    if (progress) ctx.progress = (data: unknown) => progress(secrets.length === 0 ? data : scrubValue(data, secrets));
     const outcome = await this.executeResolved(request, context, ctx, secrets);
     return outcome === undefined || secrets.length === 0 ? outcome : scrubOutcome(outcome, secrets);
   }

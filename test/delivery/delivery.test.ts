@@ -172,7 +172,7 @@ describe('result delivery (SQLite)', () => {
   it('a queued run cancelled before it starts queues its end in the same transaction; runs without a target queue nothing', async () => {
     const dir = tempDir();
     const rt = await runtimeIn(dir, {});
-    const queued = await rt.launch(quick, { executionMode: 'background', delivery: { kind: 'webhook', url: 'http://127.0.0.1:9/hook' } });
+    const queued = await rt.launch(quick, { executionMode: 'background', delivery: { kind: 'webhook', url: 'https://hooks.example.com/hook' } });
     await rt.cancel(queued.runId, { reason: 'not needed' });
     const plain = await rt.launch(quick);
     await plain.result;
@@ -201,7 +201,7 @@ describe('result delivery (SQLite)', () => {
       },
     };
     const rt = await runtimeIn(tempDir(), {});
-    const handle = await rt.launch(two, { delivery: { kind: 'webhook', url: 'http://127.0.0.1:9/hook' } });
+    const handle = await rt.launch(two, { delivery: { kind: 'webhook', url: 'https://hooks.example.com/hook' } });
     expect(await handle.settled()).toMatchObject({ status: 'paused' });
     const phases = async () => (await rt.deliveries.list({ runId: handle.runId })).map((d) => d.phase).sort();
     expect(await phases()).toEqual(['approval:finance', 'approval:legal']);

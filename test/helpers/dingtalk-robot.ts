@@ -13,6 +13,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { allowDeliveryTarget } from './delivery-allow.js';
 
 export interface RobotMessage {
   at: number;
@@ -47,9 +48,12 @@ export class DingTalkRobot {
     return `${this.url}/robot/send?access_token=${encodeURIComponent(this.accessToken)}`;
   }
 
-  async start(): Promise<this> {
+  async start(options: { allowed?: boolean } = {}): Promise<this> {
     this.server = createServer((req, res) => void this.handle(req, res));
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    // Deliveries reach loopback only when the operator allows it; a receiver started with
+    // `allowed: false` is one the process must refuse to reach.
+    if (options.allowed !== false) allowDeliveryTarget(`127.0.0.1:${(this.server.address() as AddressInfo).port}`);
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
     return this;
   }

@@ -4,6 +4,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { allowDeliveryTarget } from './delivery-allow.js';
 
 export interface Received {
   deliveryId: string;
@@ -27,9 +28,12 @@ export class WebhookReceiver {
 
   constructor(readonly secret?: string) {}
 
-  async start(): Promise<this> {
+  async start(options: { allowed?: boolean } = {}): Promise<this> {
     this.server = createServer((req, res) => void this.handle(req, res));
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    // Deliveries reach loopback only when the operator allows it; a receiver started with
+    // `allowed: false` is one the process must refuse to reach.
+    if (options.allowed !== false) allowDeliveryTarget(`127.0.0.1:${(this.server.address() as AddressInfo).port}`);
     this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
     return this;
   }

@@ -8,19 +8,19 @@ describe('launch options', () => {
     const rt = await openRuntime();
     try {
       const t = chain('origin', []);
-      const handle = await rt.launch(t, { origin: { channel: 'slack', message: 'm-42' }, delivery: { kind: 'webhook', url: 'http://127.0.0.1:9/hook', secretRef: 'HOOK_SECRET' }, correlation: { ticket: 'T-1' } });
+      const handle = await rt.launch(t, { origin: { channel: 'slack', message: 'm-42' }, delivery: { kind: 'webhook', url: 'https://hooks.example.com/hook', secretRef: 'HOOK_SECRET' }, correlation: { ticket: 'T-1' } });
       expect((await handle.result).status).toBe('completed');
       const accepted = (await rt.readEvents(handle.runId)).events[0];
       expect(accepted.type).toBe('run.accepted');
-      expect(accepted.correlation).toEqual({ ticket: 'T-1', origin: { channel: 'slack', message: 'm-42' }, delivery: { kind: 'webhook', url: 'http://127.0.0.1:9/hook', secretRef: 'HOOK_SECRET' } });
-      const queued = await rt.launch(t, { executionMode: 'background', delivery: { kind: 'dingtalk', webhookUrl: 'http://127.0.0.1:9/robot/send?access_token=t' } });
+      expect(accepted.correlation).toEqual({ ticket: 'T-1', origin: { channel: 'slack', message: 'm-42' }, delivery: { kind: 'webhook', url: 'https://hooks.example.com/hook', secretRef: 'HOOK_SECRET' } });
+      const queued = await rt.launch(t, { executionMode: 'background', delivery: { kind: 'dingtalk', webhookUrl: 'https://hooks.example.com/robot/send?access_token=t' } });
       const worker = await rt.startWorker({ deliveries: false });
       try {
         expect((await queued.result).status).toBe('completed');
       } finally {
         await worker.stop();
       }
-      expect((await rt.readEvents(queued.runId)).events[0].correlation).toEqual({ delivery: { kind: 'dingtalk', webhookUrl: 'http://127.0.0.1:9/robot/send?access_token=t' } });
+      expect((await rt.readEvents(queued.runId)).events[0].correlation).toEqual({ delivery: { kind: 'dingtalk', webhookUrl: 'https://hooks.example.com/robot/send?access_token=t' } });
       // Both targets are kept with their runs: each run's end queued one delivery.
       expect((await rt.deliveries.list()).map((d) => [d.runId, d.phase, d.state]).sort()).toEqual([[handle.runId, 'ended', 'pending'], [queued.runId, 'ended', 'pending']].sort());
     } finally {

@@ -63,6 +63,7 @@ describe('modules a Node process loads on first need', () => {
       const http = await import('node:http');
       const server = http.createServer((req, res) => { req.resume(); req.on('end', () => res.end('ok')); });
       await new Promise((r) => server.listen(0, '127.0.0.1', r));
+      process.env.ADW_DELIVERY_ALLOW_TARGETS = '127.0.0.1:' + server.address().port;
       const d = { id: 'd1', runId: 'r1', phase: 'terminal', runStatus: 'completed', payload: {}, target: { kind: 'webhook', url: 'http://127.0.0.1:' + server.address().port + '/hook' } };
       const result = await sendDelivery(d, { timeoutMs: 5000, now: 1 });
       server.close();

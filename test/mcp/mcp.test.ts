@@ -59,7 +59,7 @@ describe('MCP server', () => {
 
   it('launches a run with a delivery target, kept in its correlation', async () => {
     const template = JSON.parse(readFileSync(example('echo/echo.json'), 'utf8'));
-    const delivery = { kind: 'webhook', url: 'http://127.0.0.1:9/hook', secretRef: 'HOOK_SECRET' };
+    const delivery = { kind: 'webhook', url: 'https://hooks.example.com/hook', secretRef: 'HOOK_SECRET' };
     const run = await call('run_workflow', { template, input: { text: 'delivered' }, delivery });
     expect(run.value).toMatchObject({ status: 'completed' });
     const events = await call('read_events', { runId: run.value.runId, limit: 1 });
@@ -91,6 +91,8 @@ describe('MCP server', () => {
     expect(badInput).toMatchObject({ isError: true, value: { error: { code: 'run.input-invalid' } } });
     const badDelivery = await call('run_workflow', { template: JSON.parse(readFileSync(example('echo/echo.json'), 'utf8')), input: { text: 'x' }, delivery: { kind: 'email' } });
     expect(badDelivery).toMatchObject({ isError: true, value: { error: { code: 'launch.bad-delivery' } } });
+    const metadata = await call('run_workflow', { template: JSON.parse(readFileSync(example('echo/echo.json'), 'utf8')), input: { text: 'x' }, delivery: { kind: 'webhook', url: 'http://169.254.169.254/latest/meta-data/' } });
+    expect(metadata).toMatchObject({ isError: true, value: { error: { code: 'launch.delivery-target-refused' } } });
     expect((await call('list_runs', {})).isError).toBe(false);
   });
 

@@ -48,7 +48,7 @@ export function exitCodeForError(code: string, message = ''): number {
   // `serve --http` without the token it needs: a wrong command line, not a failed run.
   if (code === 'http.no-token' || code === 'http.insecure-non-loopback') return exitCodes.usage;
   // A malformed --deliver-to or --delivery-* value: a wrong command line too.
-  if (code === 'launch.bad-delivery' || code === 'delivery.bad-option') return exitCodes.usage;
+  if (code === 'launch.bad-delivery' || code === 'launch.delivery-target-refused' || code === 'delivery.bad-option') return exitCodes.usage;
   // A bad AGENT_WORKFLOW_WASM_TIER or SQLite cache size: a wrong configuration, not a broken store.
   if (code === 'host.bad-option' || code === 'store.bad-option') return exitCodes.usage;
   // A host module that still declares the cron `triggers` serve no longer fires (docs/triggers.md, "Migrating host module triggers").

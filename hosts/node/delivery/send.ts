@@ -14,7 +14,9 @@
 // A failure is retried (`retryable`) unless the receiver said the request itself is wrong: a
 // webhook's 4xx other than 408, 425 and 429. Network errors, timeouts, 5xx, 429 and DingTalk's
 // nonzero `errcode` are retried until the attempts run out.
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
+import { allowedTargets, checkTargetHost, guardedLookup } from './address.js';
+import { WorkflowError } from '../sdk/errors.js';
 import type { ClaimedDelivery, DeliveryTarget } from '../../core/delivery-outbox.js';
 import { deliveryLimits } from '../limits.js';
 
@@ -70,6 +72,16 @@ export function dingtalkMessage(body: Record<string, unknown>, format: 'text' | 
   return { msgtype: 'text', text: { content: text } };
 }
 
+/**
+ * What is kept of a failed answer's body: its length and digest, never the text. A target may be
+ * an internal service whose error page holds secrets, and the error is stored and shown.
+ */
+function answerDigest(text: string): string {
+  if (!text) return '';
+  const bytes = Buffer.byteLength(text);
+  return ` (body ${bytes} bytes, sha256:${createHash('sha256').update(text).digest('hex')})`;
+}
+
 /** Reads at most `deliveryLimits.responseBytesMax` of a response body, and drops the rest. */
 async function readCapped(body: AsyncIterable<Buffer> & { destroy?: () => void }): Promise<string> {
   const parts: Buffer[] = [];
@@ -92,7 +104,7 @@ async function readCapped(body: AsyncIterable<Buffer> & { destroy?: () => void }
 let undici: Promise<typeof import('undici')> | undefined;
 
 export async function sendDelivery(d: ClaimedDelivery, options: { secret?: string; timeoutMs: number; now: number }): Promise<SendResult> {
-  const { request } = await (undici ??= import('undici'));
+  const { request, Agent } = await (undici ??= import('undici'));
   const target: DeliveryTarget = d.target;
   const timestamp = String(options.now);
   const payload = deliveryBody(d);
@@ -114,10 +126,17 @@ export async function sendDelivery(d: ClaimedDelivery, options: { secret?: strin
   }
   let statusCode: number;
   let text: string;
+  let dispatcher: InstanceType<typeof Agent> | undefined;
   try {
-    // undici loads with the first delivery a process sends, not with every process that starts.
-    const { request } = await import('undici');
+    // The connector checks the address DNS answered before it connects (see address.ts);
+    // `request` follows no redirects, so a 3xx is an answer, never a second hop.
+    // A literal address skips the lookup, so it is checked here (a target stored before the entry
+    // check, or an allow-list entry since removed).
+    checkTargetHost(new URL(url), target.kind === 'webhook' ? 'url' : 'webhookUrl');
+    const u = new URL(url);
+    dispatcher = new Agent({ connect: { lookup: guardedLookup(u.port || (u.protocol === 'https:' ? '443' : '80'), allowedTargets()) as never } });
     const res = await request(url, {
+      dispatcher,
       method: 'POST',
       headers,
       body,
@@ -127,22 +146,27 @@ export async function sendDelivery(d: ClaimedDelivery, options: { secret?: strin
     });
     statusCode = res.statusCode;
     text = await readCapped(res.body as unknown as AsyncIterable<Buffer>);
+    void dispatcher.close().catch(() => {});
   } catch (err) {
     const e = err as { name?: string; code?: string; message?: string };
     const timedOut = e.name === 'TimeoutError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT' || e.code === 'UND_ERR_CONNECT_TIMEOUT';
+    void dispatcher?.destroy().catch(() => {});
+    if (err instanceof WorkflowError) return { ok: false, retryable: false, error: `delivery.target-refused: ${err.message}` };
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    if (e.code === 'ADW_TARGET_REFUSED' || cause?.code === 'ADW_TARGET_REFUSED') return { ok: false, retryable: false, error: (e.code === 'ADW_TARGET_REFUSED' ? e.message : cause?.message) ?? 'delivery.target-refused' };
     return { ok: false, retryable: true, error: timedOut ? `delivery.timeout: no answer within ${options.timeoutMs} ms` : `delivery.network: ${e.code ? `${e.code} ` : ''}${e.message ?? String(err)}` };
   }
   if (target.kind === 'webhook') {
     if (statusCode >= 200 && statusCode < 300) return { ok: true, statusCode, retryable: false };
     const retryable = statusCode >= 500 || statusCode === 408 || statusCode === 425 || statusCode === 429 || statusCode < 400;
-    return { ok: false, statusCode, retryable, error: `delivery.http-status: HTTP ${statusCode}${text ? `: ${clip(text.trim(), 300)}` : ''}` };
+    return { ok: false, statusCode, retryable, error: `delivery.http-status: HTTP ${statusCode}${answerDigest(text)}` };
   }
-  if (statusCode !== 200) return { ok: false, statusCode, retryable: true, error: `delivery.http-status: HTTP ${statusCode}${text ? `: ${clip(text.trim(), 300)}` : ''}` };
+  if (statusCode !== 200) return { ok: false, statusCode, retryable: true, error: `delivery.http-status: HTTP ${statusCode}${answerDigest(text)}` };
   let answer: { errcode?: unknown; errmsg?: unknown };
   try {
     answer = JSON.parse(text) as typeof answer;
   } catch {
-    return { ok: false, statusCode, retryable: true, error: `delivery.dingtalk-bad-answer: the robot answered HTTP 200 without JSON: ${clip(text.trim(), 300)}` };
+    return { ok: false, statusCode, retryable: true, error: `delivery.dingtalk-bad-answer: the robot answered HTTP 200 without JSON${answerDigest(text)}` };
   }
   if (answer.errcode === 0) return { ok: true, statusCode, retryable: false };
   return { ok: false, statusCode, retryable: true, error: `delivery.dingtalk-errcode: errcode ${String(answer.errcode)}: ${String(answer.errmsg ?? '')}` };

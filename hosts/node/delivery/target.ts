@@ -6,6 +6,7 @@ import type { DeliveryTarget } from '../../core/delivery-outbox.js';
 import { sha256Digest } from '../../shared/digest.js';
 import { WorkflowError } from '../sdk/errors.js';
 import { deliveryLimits } from '../limits.js';
+import { checkTargetHost } from './address.js';
 
 export type { DeliveryTarget };
 
@@ -31,6 +32,7 @@ function checkUrl(value: unknown, field: string): string {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad(`delivery.${field} must be an http or https URL, not ${url.protocol}`);
   if (url.username || url.password) throw bad(`delivery.${field} must not carry credentials; name an environment variable in secretRef instead`);
+  checkTargetHost(url, field);
   return value;
 }
 
