@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../core/engine-instance.js';
-import { approvalTarget, asHostError, authorityResolver, exportFromStore, isTerminal, launchIdentity, launchTargetOf, pinnedDependencies, planOfTail, replayRequestOf, replaySourceFromStore, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget, type ReplaySource, type RunView } from '../core/host-runtime.js';
+import { approvalTarget, asHostError, authorityResolver, launchAuthority, exportFromStore, isTerminal, launchIdentity, launchTargetOf, pinnedDependencies, planOfTail, replayRequestOf, replaySourceFromStore, runNotFound, runView, templateKeyOf, validateTemplate, workflowIdOf, type AuthorityResolver, type LaunchTarget, type ReplaySource, type RunView } from '../core/host-runtime.js';
 import { assertRunInput } from '../core/json-input.js';
 import { resolutionFields } from '../core/operator.js';
 import { defaultCapture, Kernel, KernelError, type CapturePolicy, type RunOutcome } from '../core/kernel.js';
@@ -787,9 +787,14 @@ export class WorkflowRuntime {
     throw asError(runNotFound(runId));
   }
 
-  /** The authority a run gets now (resolved again at every resume and takeover). */
-  authorityOf(runId: string, plan: ExecutionPlan, requested?: Authority): Authority {
-    return this.resolveAuthority({ runId, workflowId: workflowIdOf(plan), ...(requested ? { requested } : {}) });
+  /** The authority a queued run starts under (its launch's request, resolved now). */
+  launchAuthorityOf(runId: string, plan: ExecutionPlan, requested?: Authority): Authority {
+    return launchAuthority(this.resolveAuthority, { runId, workflowId: workflowIdOf(plan), ...(requested ? { requested } : {}) });
+  }
+
+  /** The authority a stored run resumes under (resolved again; `undefined` keeps the run's). */
+  authorityOf(runId: string, plan: ExecutionPlan): Authority | undefined {
+    return this.resolveAuthority({ runId, workflowId: workflowIdOf(plan), resuming: true });
   }
 
   /** Replays a stored run: `inspect` folds the journal; `recorded` re-runs it with no gateway. */

@@ -145,7 +145,7 @@ export class Worker {
           input: c.launch.input,
           // The authority is resolved again when the run starts, not when it was queued; the
           // resolver sees what the launch asked for (a trigger binding's authority reference).
-          authority: this.runtime.authorityOf(c.runId, plan, c.launch.authority),
+          authority: this.runtime.launchAuthorityOf(c.runId, plan, c.launch.authority),
           ...(c.launch.timeoutMs !== undefined ? { timeoutMs: c.launch.timeoutMs } : {}),
           ...(c.launch.correlation !== undefined ? { correlation: c.launch.correlation } : {}),
           actor: c.launch.actor ?? 'worker',

@@ -14,7 +14,8 @@ import { deliveryTargetFromArgs } from './commands/deliveries.js';
 import { printQueued } from './queued.js';
 
 import { CliError as WorkflowError, type CliCommand } from './command.js';
-import { parseArgs, optionString, UsageError, type ParsedArgs } from './args.js';
+import { integerOption, parseArgs, optionString, UsageError, type ParsedArgs } from './args.js';
+import { cliLimits } from '../limits.js';
 import { exitCodeForError, exitCodes } from './exit-codes.js';
 import { loadHostModule, openRuntime, withRuntime } from './host-module.js';
 import { commandUsage, overviewUsage, usageTable } from './usage.js';
@@ -64,7 +65,7 @@ function readTemplate(file: string): unknown {
   }
 }
 
-const dependencyFilePattern = new RegExp(`^(${portableIdSource})@([1-9][0-9]*)\\.json$`);
+const dependencyFilePattern = new RegExp(`^(${portableIdSource})@([1-9][0-9]{0,8})\\.json$`);
 
 /** Fixed revisions of called workflows: `<id>@<revision>.json` files in `--deps` or the host module's `dependencies`. */
 async function readDependencies(args: ParsedArgs): Promise<{ template: unknown; revision: number }[]> {
@@ -183,7 +184,7 @@ const commands: Record<string, CliCommand> = {
     flags: [],
     async run(args) {
       const status = optionString(args, 'status');
-      const limit = Number(optionString(args, 'limit') ?? 50);
+      const limit = integerOption(args, 'limit', { min: 1, max: cliLimits.runsListMax }) ?? cliLimits.runsListDefault;
       return withRuntime(args, async (rt) => {
         print('RunList', { runs: await rt.listRuns({ statuses: status ? status.split(',') : undefined, limit }) });
         return exitCodes.ok;
@@ -238,9 +239,8 @@ const commands: Record<string, CliCommand> = {
       const retry = args.options.has('retry');
       if ([succeeded !== undefined, fail !== undefined, retry].filter(Boolean).length !== 1) throw new UsageError('give exactly one of --succeeded <output.json>, --retry, --fail <reason>');
       return withRuntime(args, async (rt) => {
-        const item = optionString(args, 'item');
-        if (item !== undefined && !/^(0|[1-9][0-9]*)$/.test(item)) throw new UsageError('--item takes the index of a foreach item');
-        const applied = await rt.resolve(runId, nodeId, { by, ...(item !== undefined ? { item: Number(item) } : {}), ...(succeeded !== undefined ? { succeeded: readJsonArg(succeeded, '--succeeded') } : {}), ...(fail !== undefined ? { fail } : {}), ...(retry ? { retry: true } : {}) });
+        const item = integerOption(args, 'item', { min: 0, max: cliLimits.wholeNumberMax });
+        const applied = await rt.resolve(runId, nodeId, { by, ...(item !== undefined ? { item } : {}), ...(succeeded !== undefined ? { succeeded: readJsonArg(succeeded, '--succeeded') } : {}), ...(fail !== undefined ? { fail } : {}), ...(retry ? { retry: true } : {}) });
         const outcome = await rt.follow(runId).settled();
         print('RunResult', { ...outcome, commandId: applied.commandId, appliedBy: applied.appliedBy });
         return exitFor(outcome.status);
@@ -317,10 +317,9 @@ const commands: Record<string, CliCommand> = {
       // A worker until SIGTERM or SIGINT: claims queued runs and runs whose owner is gone, and
       // fires the host module's cron triggers. A graceful stop hands back what it cannot finish.
       const host = await loadHostModule(optionString(args, 'config'));
-      const maxRuns = positiveInt(optionString(args, 'max-runs'), '--max-runs');
-      const drainMs = positiveInt(optionString(args, 'drain-ms'), '--drain-ms');
-      const httpPort = optionString(args, 'http');
-      if (httpPort !== undefined && !/^(0|[1-9][0-9]{0,4})$/.test(httpPort)) throw new UsageError('--http takes a port number (0 picks a free one)');
+      const maxRuns = integerOption(args, 'max-runs', { min: 1, max: cliLimits.serveMaxRunsMax });
+      const drainMs = integerOption(args, 'drain-ms', { min: 1, max: cliLimits.durationMsMax });
+      const httpPort = integerOption(args, 'http', { min: 0, max: cliLimits.portMax });
       const httpHost = optionString(args, 'http-host') ?? '127.0.0.1';
       return withRuntime(args, async (rt) => {
         const log = (level: string, message: string) => progress(`${level}: ${message}`);
@@ -330,7 +329,7 @@ const commands: Record<string, CliCommand> = {
         let http: import('../http-api.js').HttpApi | undefined;
         if (httpPort !== undefined) {
           const { httpToken, startHttpApi } = await import('../http-api.js');
-          http = await startHttpApi(rt, { host: httpHost, port: Number(httpPort), token: httpToken(optionString(args, 'http-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers });
+          http = await startHttpApi(rt, { host: httpHost, port: httpPort, token: httpToken(optionString(args, 'http-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers });
         }
         const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), ...(args.options.has('no-deliveries') ? { deliveries: false } : {}), log });
         const { CronBindingScheduler } = await import('../cron-bindings.js');
@@ -430,12 +429,6 @@ async function followTrace(rt: WorkflowRuntime, runId: string, write: (event: an
   const run = await rt.getRun(runId);
   if (stoppedBy) progress(`agent-workflow trace: ${stoppedBy}: run ${runId} is ${run.status}`);
   return exitFor(run.status);
-}
-
-function positiveInt(value: string | undefined, what: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^[1-9][0-9]*$/.test(value)) throw new UsageError(`${what} takes a positive integer`);
-  return Number(value);
 }
 
 /** `--help` or `-h` among a command's arguments (before a `--`). */
