@@ -67,6 +67,21 @@ export interface RunTail {
   lastSeq: number;
 }
 
+/**
+ * Which runs `listRuns` answers, newest first (created_at, then run id, descending). `before` is a
+ * page's cursor: the last run of the previous page, so pages stay stable while runs are added.
+ */
+export interface RunListFilter {
+  statuses?: readonly string[];
+  limit?: number;
+  before?: { createdAt: number; runId: string };
+  /** Created at or after (ms since the epoch). */
+  createdFrom?: number;
+  /** Created before (ms since the epoch). */
+  createdTo?: number;
+  runIdPrefix?: string;
+}
+
 export interface RunRecord {
   runId: string;
   status: string;
@@ -127,7 +142,7 @@ export interface SyncJournalStore {
   readEvents(runId: string, afterSeq: number, limit: number): EventPage;
   getRun(runId: string): RunRecord | undefined;
   /** Runs, newest first, optionally only those with one of `statuses`. */
-  listRuns(filter?: { statuses?: readonly string[]; limit?: number }): RunRecord[];
+  listRuns(filter?: RunListFilter): RunRecord[];
   /**
    * Keeps a projection derived from the journal of a run recorded without one, unless the run
    * moved past `lastSeq` meanwhile (then its own commit carried a newer one).
@@ -149,7 +164,7 @@ export interface JournalStore {
   loadSync?(runId: string): RunTail | undefined;
   readEvents(runId: string, afterSeq: number, limit: number): Awaitable<EventPage>;
   getRun(runId: string): Awaitable<RunRecord | undefined>;
-  listRuns(filter?: { statuses?: readonly string[]; limit?: number }): Awaitable<RunRecord[]>;
+  listRuns(filter?: RunListFilter): Awaitable<RunRecord[]>;
   keepProjection?(runId: string, lastSeq: number, projection: RunProjection): Awaitable<void>;
   /**
    * Commit notifications, for stores that can push them (PostgreSQL's LISTEN/NOTIFY): `listener`

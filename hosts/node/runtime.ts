@@ -15,6 +15,7 @@ import type { CommandResult, OperatorCommand } from '../core/ownership-store.js'
 import { asError, WorkflowError } from './sdk/errors.js';
 import type { NodeJournalStore, StoreBundle } from './stores/open-store.js';
 import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../core/types.js';
+import type { RunListFilter } from '../core/store.js';
 import type { RunExport } from '../core/export-format.js';
 import { LaunchPlanner, idempotentRunId, type PreparedLaunch } from './sdk/launch.js';
 import { OperatorInbox } from './sdk/operator-inbox.js';
@@ -259,7 +260,7 @@ export class WorkflowRuntime {
     return runView(record, await this.kernel.outcomeFromStore(runId));
   }
 
-  async listRuns(filter?: { statuses?: string[]; limit?: number }) {
+  async listRuns(filter?: RunListFilter) {
     return this.store.listRuns(filter);
   }
 

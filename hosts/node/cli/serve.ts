@@ -43,7 +43,9 @@ export async function serve(args: ParsedArgs): Promise<number> {
     let http: import('../observe/http-api.js').HttpApi | undefined;
     if (httpPort !== undefined) {
       const { httpToken, startHttpApi } = await import('../observe/http-api.js');
-      http = await startHttpApi(rt, { host: httpHost, port: Number(httpPort), token: httpToken(optionString(args, 'http-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers });
+      const { readTokenFile } = await import('../../../sandbox/service/auth.js');
+      const readonlyToken = (file: string | undefined) => (file !== undefined ? { readonlyToken: readTokenFile(file) } : {});
+      http = await startHttpApi(rt, { host: httpHost, port: Number(httpPort), token: httpToken(optionString(args, 'http-token-file')), ...readonlyToken(optionString(args, 'http-readonly-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers });
     }
     const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), ...(args.options.has('no-deliveries') ? { deliveries: false } : {}), log });
     const { CronBindingScheduler } = await import('../triggers/cron-bindings.js');

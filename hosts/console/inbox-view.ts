@@ -1,0 +1,136 @@
+// The inbox: runs waiting for a person. Approvals (approve or reject, with a comment) and
+// needs_attention nodes (resolve as succeeded with its output, retry, or fail with a reason).
+// Each item shows the CLI command that does the same; after an action the item follows its run
+// live (the run's Server-Sent Events) until it ends or waits again.
+import { followEvents, liveStatusOf } from '../browser/page/live-follow.js';
+import { api, el, runPageUrl, setStatus, time, token } from './api.js';
+
+interface InboxItem {
+  kind: 'approval' | 'attention';
+  runId: string;
+  nodeId: string;
+  item?: number;
+  since: number;
+  prompt?: unknown;
+  approvers?: unknown;
+  cli: Record<string, string>;
+}
+
+type ActionAnswer = { applied: boolean; cli: string; outcome?: { status: string } };
+
+export async function showInbox(root: HTMLElement, role: string): Promise<void> {
+  const list = el('div', { id: 'inbox' });
+  root.replaceChildren(list);
+  const { body } = await api<{ items: InboxItem[] }>('v1/console/inbox');
+  if (body.items.length === 0) list.append(el('p', { class: 'card muted', id: 'inbox-empty' }, 'Nothing waits for a person.'));
+  for (const item of body.items) list.append(card(item, role === 'operator'));
+  setStatus(`${body.items.length} waiting`, 'ok');
+}
+
+function describe(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+function card(item: InboxItem, canAct: boolean): HTMLElement {
+  const result = el('div', { class: 'result' });
+  const live = el('div', { class: 'live muted' });
+  const cli = el('code', { class: 'cli' }, Object.values(item.cli).join('\n'));
+  const title = el(
+    'h3',
+    {},
+    el('span', { class: 'pill', 'data-status': 'paused' }, item.kind === 'approval' ? 'approval' : 'needs attention'),
+    el('span', { class: 'mono' }, item.nodeId + (item.item !== undefined ? ` [${item.item}]` : '')),
+    el('a', { class: 'mono small', href: runPageUrl(item.runId) }, item.runId),
+  );
+  const box = el('section', { class: 'card item', 'data-kind': item.kind, 'data-run': item.runId, 'data-node': item.nodeId, ...(item.item !== undefined ? { 'data-item': String(item.item) } : {}) }, title);
+  box.append(el('div', { class: 'muted small' }, `waiting since ${time(item.since)}`));
+  const buttons: HTMLButtonElement[] = [];
+  const button = (label: string, cls: string, action: () => { path: string; body: Record<string, unknown> }) => {
+    const b = el('button', { class: `button ${cls}`, type: 'button', 'data-action': label.toLowerCase() }, label);
+    b.disabled = !canAct;
+    if (!canAct) b.title = 'this token may only read';
+    b.addEventListener('click', () => {
+      let request: { path: string; body: Record<string, unknown> };
+      try {
+        request = action();
+      } catch (err) {
+        result.dataset.kind = 'error';
+        result.textContent = (err as Error).message;
+        return;
+      }
+      void run(request);
+    });
+    buttons.push(b);
+    return b;
+  };
+  async function run(a: { path: string; body: Record<string, unknown> }) {
+    for (const b of buttons) b.disabled = true;
+    try {
+      const { body } = await api<ActionAnswer>(a.path, { method: 'POST', body: a.body });
+      result.dataset.kind = 'ok';
+      result.textContent = body.applied ? `done: the run is ${body.outcome?.status}` : 'committed to the run inbox: its owner applies it';
+      cli.textContent = body.cli;
+      box.dataset.done = 'true';
+      void follow(item.runId, live);
+    } catch (err) {
+      result.dataset.kind = 'error';
+      result.textContent = (err as Error).message;
+      for (const b of buttons) b.disabled = !canAct;
+    }
+  }
+  const path = (verb: string) => `v1/console/runs/${encodeURIComponent(item.runId)}/${verb}`;
+  const at = item.item !== undefined ? { item: item.item } : {};
+  if (item.kind === 'approval') {
+    if (item.prompt !== undefined) box.append(el('p', { class: 'prompt' }, describe(item.prompt)));
+    if (item.approvers !== undefined) box.append(el('div', { class: 'muted small' }, `approvers: ${describe(item.approvers)}`));
+    const comment = el('textarea', { class: 'comment', placeholder: 'comment (optional)' });
+    box.append(
+      comment,
+      el(
+        'div',
+        { class: 'row' },
+        button('Approve', '', () => ({ path: path('approve'), body: { nodeId: item.nodeId, approved: true, ...(comment.value ? { comment: comment.value } : {}) } })),
+        button('Reject', 'bad', () => ({ path: path('approve'), body: { nodeId: item.nodeId, approved: false, ...(comment.value ? { comment: comment.value } : {}) } })),
+      ),
+    );
+  } else {
+    const output = el('textarea', { class: 'output', placeholder: 'the output it produced, as JSON (for Succeeded)' });
+    const reason = el('input', { class: 'reason', placeholder: 'reason (for Fail)' });
+    box.append(
+      output,
+      el(
+        'div',
+        { class: 'row' },
+        button('Succeeded', '', () => {
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(output.value || 'null');
+          } catch {
+            throw new Error('the output is not JSON');
+          }
+          return { path: path('resolve'), body: { nodeId: item.nodeId, ...at, resolution: 'succeeded', output: parsed } };
+        }),
+        button('Retry', 'secondary', () => ({ path: path('resolve'), body: { nodeId: item.nodeId, ...at, resolution: 'retry' } })),
+        reason,
+        button('Fail', 'bad', () => ({ path: path('resolve'), body: { nodeId: item.nodeId, ...at, resolution: 'fail', reason: reason.value || 'resolved as failed from the console' } })),
+      ),
+    );
+  }
+  box.append(el('div', { class: 'muted small' }, 'The same from the CLI:'), cli, result, live);
+  return box;
+}
+
+/** Shows the run's status as its events commit, until it ends (or the page goes). */
+async function follow(runId: string, live: HTMLElement): Promise<void> {
+  let state: { status: string; pausedReason?: string } = { status: 'running' };
+  live.dataset.status = 'following';
+  const t = token();
+  const { body } = await api<{ lastSeq: number }>(`v1/runs/${encodeURIComponent(runId)}`);
+  await followEvents({ runId, ...(t ? { token: t } : {}) }, body.lastSeq, (events) => {
+    for (const e of events) {
+      state = liveStatusOf(state, e);
+      live.textContent = `live: seq ${e.seq} ${e.type} · run ${state.status}`;
+      live.dataset.status = state.status;
+    }
+  }, new AbortController().signal);
+}
