@@ -65,14 +65,17 @@ function card(item: InboxItem, canAct: boolean): HTMLElement {
   };
   async function run(a: { path: string; body: Record<string, unknown> }) {
     for (const b of buttons) b.disabled = true;
+    // Following starts before the action, so the events it causes come over the run's stream.
+    const stop = new AbortController();
     try {
+      await follow(item.runId, live, stop.signal);
       const { body } = await api<ActionAnswer>(a.path, { method: 'POST', body: a.body });
       result.dataset.kind = 'ok';
       result.textContent = body.applied ? `done: the run is ${body.outcome?.status}` : 'committed to the run inbox: its owner applies it';
       cli.textContent = body.cli;
       box.dataset.done = 'true';
-      void follow(item.runId, live);
     } catch (err) {
+      stop.abort();
       result.dataset.kind = 'error';
       result.textContent = (err as Error).message;
       for (const b of buttons) b.disabled = !canAct;
@@ -120,17 +123,28 @@ function card(item: InboxItem, canAct: boolean): HTMLElement {
   return box;
 }
 
-/** Shows the run's status as its events commit, until it ends (or the page goes). */
-async function follow(runId: string, live: HTMLElement): Promise<void> {
-  let state: { status: string; pausedReason?: string } = { status: 'running' };
-  live.dataset.status = 'following';
+/**
+ * Shows the run's status as its events commit, until it ends (or `signal` stops it). Resolves once
+ * the run's last seq is read, so that every event committed after that is shown.
+ */
+async function follow(runId: string, live: HTMLElement, signal: AbortSignal): Promise<void> {
+  let state: { status: string; pausedReason?: string } = { status: 'paused' };
   const t = token();
-  const { body } = await api<{ lastSeq: number }>(`v1/runs/${encodeURIComponent(runId)}`);
-  await followEvents({ runId, ...(t ? { token: t } : {}) }, body.lastSeq, (events) => {
+  const { body } = await api<{ lastSeq: number; status: string; pausedReason?: string }>(`v1/runs/${encodeURIComponent(runId)}`);
+  state = { status: body.status, ...(body.pausedReason ? { pausedReason: body.pausedReason } : {}) };
+  const show = (seq: number, type: string) => {
+    live.textContent = `live: seq ${seq} ${type} · run ${state.status}`;
+    live.dataset.status = state.status;
+  };
+  show(body.lastSeq, 'read');
+  // Ended already: there is nothing to follow (events after its last seq never come).
+  if (['completed', 'failed', 'cancelled'].includes(body.status)) return;
+  void followEvents({ runId, ...(t ? { token: t } : {}) }, body.lastSeq, (events) => {
     for (const e of events) {
       state = liveStatusOf(state, e);
-      live.textContent = `live: seq ${e.seq} ${e.type} · run ${state.status}`;
-      live.dataset.status = state.status;
+      show(e.seq, e.type);
+      // Only the stream sets this: the run's end was seen live, not read afterwards.
+      if (e.type === 'run.completed' || e.type === 'run.failed' || e.type === 'run.cancelled') live.dataset.endedBy = e.type;
     }
-  }, new AbortController().signal);
+  }, signal);
 }

@@ -80,6 +80,6 @@ export function bearer(token: string): Record<string, string> {
 }
 
 /** A run's view through the API. */
-export async function runStatus(base: string, runId: string): Promise<{ status: string; pausedReason?: string }> {
+export async function runStatus(base: string, runId: string): Promise<{ status: string; pausedReason?: string; lastSeq: number }> {
   return (await fetch(`${base}/v1/runs/${encodeURIComponent(runId)}`, { headers: bearer(readonlyToken) })).json();
 }
