@@ -1,8 +1,9 @@
 // The console's entry: reads the token, asks the server what it may do (`/v1/console/session`),
-// then shows the view named by `?view=` (runs, inbox).
+// then shows the view named by `?view=` (runs, inbox, triggers).
 import { ApiError, api, setStatus, setToken, takeToken } from './api.js';
 import { showInbox } from './inbox-view.js';
 import { showRuns } from './runs-view.js';
+import { showTriggers } from './triggers-view.js';
 
 async function start(): Promise<void> {
   takeToken();
@@ -21,8 +22,8 @@ async function start(): Promise<void> {
   void api<{ items: unknown[] }>('v1/console/inbox').then(({ body }) => {
     document.getElementById('inbox-count')!.textContent = body.items.length ? String(body.items.length) : '';
   });
-  if (view === 'inbox') {
-    await showInbox(root, role);
+  if (view === 'inbox' || view === 'triggers') {
+    await (view === 'inbox' ? showInbox(root, role) : showTriggers(root, role));
     document.body.dataset.ready = 'idle';
   } else showRuns(root);
 }

@@ -8,6 +8,8 @@
 //                                            there are more (the cursor is the last run's place)
 //   GET  /v1/console/inbox                   runs waiting for a person: approvals and
 //                                            needs_attention nodes, each with its CLI command
+//   GET  /v1/console/bindings|ingress|deliveries, POST /v1/console/deliveries/:id/retry
+//                                            triggers and deliveries (console-triggers.ts)
 //   POST /v1/console/runs/:id/approve        { nodeId, approved, comment?, by? }
 //   POST /v1/console/runs/:id/resolve        { nodeId, item?, resolution: succeeded|retry|fail,
 //                                              output?, reason?, by? }
@@ -18,7 +20,8 @@ import type { RunListFilter, RunRecord } from '../../core/store.js';
 import { httpLimits } from '../limits.js';
 import type { AccessRole } from './access.js';
 import { HttpError, intParam } from './http-error.js';
-import { approveCommand, inboxItems, resolveCommand, type Resolution } from './console-inbox.js';
+import { approveCommand, inboxItems, resolveCommand, shellWord, type Resolution } from './console-inbox.js';
+import { listBindings, listDeliveries, listIngress, retryDelivery } from './console-triggers.js';
 
 /** dist/console, next to this file's dist/hosts/node/http. */
 export const defaultConsoleDir = fileURLToPath(new URL('../../../console/', import.meta.url));
@@ -126,6 +129,20 @@ export async function consoleRoute(rt: WorkflowRuntime, req: IncomingMessage, re
   if (isRead && parts.length === 1 && parts[0] === 'session') return send(res, 200, { role });
   if (isRead && parts.length === 1 && parts[0] === 'runs') return send(res, 200, await listPage(rt, url));
   if (isRead && parts.length === 1 && parts[0] === 'inbox') return send(res, 200, { items: await inboxItems(rt, httpLimits.inboxRunsMax) });
+  if (isRead && parts.length === 1 && parts[0] === 'bindings') return send(res, 200, await listBindings(rt));
+  if (isRead && parts.length === 1 && parts[0] === 'ingress') return send(res, 200, await listIngress(rt, url));
+  if (isRead && parts.length === 1 && parts[0] === 'deliveries') return send(res, 200, await listDeliveries(rt, url));
+  if (parts.length === 3 && parts[0] === 'deliveries' && parts[2] === 'retry') {
+    if (req.method !== 'POST') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: retry takes POST`);
+    if (role !== 'operator') throw new HttpError(403, 'http.forbidden', 'a read-only token cannot retry a delivery: it needs the operator token');
+    let id: string;
+    try {
+      id = decodeURIComponent(parts[1]);
+    } catch {
+      throw new HttpError(400, 'http.bad-request', 'the delivery id is not valid percent-encoding');
+    }
+    return act(res, `agent-workflow deliveries retry ${shellWord(id)}`, () => retryDelivery(rt, id));
+  }
   if (parts.length === 3 && parts[0] === 'runs' && (parts[2] === 'approve' || parts[2] === 'resolve')) {
     if (req.method !== 'POST') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: ${parts[2]} takes POST`);
     if (role !== 'operator') throw new HttpError(403, 'http.forbidden', `a read-only token cannot ${parts[2]}: it needs the operator token`);
