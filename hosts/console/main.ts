@@ -1,9 +1,10 @@
 // The console's entry: reads the token, asks the server what it may do (`/v1/console/session`),
-// then shows the view named by `?view=` (runs, inbox, triggers).
+// then shows the view named by `?view=` (runs, inbox, triggers, catalog).
 import { ApiError, api, setStatus, setToken, takeToken } from './api.js';
 import { showInbox } from './inbox-view.js';
 import { showRuns } from './runs-view.js';
 import { showTriggers } from './triggers-view.js';
+import { showCatalog } from './catalog-view.js';
 
 async function start(): Promise<void> {
   takeToken();
@@ -22,8 +23,9 @@ async function start(): Promise<void> {
   void api<{ items: unknown[] }>('v1/console/inbox').then(({ body }) => {
     document.getElementById('inbox-count')!.textContent = body.items.length ? String(body.items.length) : '';
   });
-  if (view === 'inbox' || view === 'triggers') {
-    await (view === 'inbox' ? showInbox(root, role) : showTriggers(root, role));
+  const views: Record<string, (root: HTMLElement, role: string) => Promise<void>> = { inbox: showInbox, triggers: showTriggers, catalog: showCatalog };
+  if (views[view]) {
+    await views[view](root, role);
     document.body.dataset.ready = 'idle';
   } else showRuns(root);
 }

@@ -10,6 +10,8 @@
 //                                            needs_attention nodes, each with its CLI command
 //   GET  /v1/console/bindings|ingress|deliveries, POST /v1/console/deliveries/:id/retry
 //                                            triggers and deliveries (console-triggers.ts)
+//   /v1/console/catalog…, POST /v1/console/validate
+//                                            the catalog and the draft editor (console-catalog.ts)
 //   POST /v1/console/runs/:id/approve        { nodeId, approved, comment?, by? }
 //   POST /v1/console/runs/:id/resolve        { nodeId, item?, resolution: succeeded|retry|fail,
 //                                              output?, reason?, by? }
@@ -22,6 +24,7 @@ import type { AccessRole } from './access.js';
 import { HttpError, intParam } from './http-error.js';
 import { approveCommand, inboxItems, resolveCommand, shellWord, type Resolution } from './console-inbox.js';
 import { listBindings, listDeliveries, listIngress, retryDelivery } from './console-triggers.js';
+import { catalogDiff, catalogEntry, catalogList, draftTemplate, expectedRevision } from './console-catalog.js';
 
 /** dist/console, next to this file's dist/hosts/node/http. */
 export const defaultConsoleDir = fileURLToPath(new URL('../../../console/', import.meta.url));
@@ -132,6 +135,24 @@ export async function consoleRoute(rt: WorkflowRuntime, req: IncomingMessage, re
   if (isRead && parts.length === 1 && parts[0] === 'bindings') return send(res, 200, await listBindings(rt));
   if (isRead && parts.length === 1 && parts[0] === 'ingress') return send(res, 200, await listIngress(rt, url));
   if (isRead && parts.length === 1 && parts[0] === 'deliveries') return send(res, 200, await listDeliveries(rt, url));
+  if (isRead && parts.length === 1 && parts[0] === 'catalog') return send(res, 200, await catalogList(rt, url));
+  if (isRead && parts.length === 2 && parts[0] === 'catalog') return send(res, 200, await catalogEntry(rt, segment(parts[1], 'workflow id')));
+  if (isRead && parts.length === 3 && parts[0] === 'catalog' && parts[2] === 'diff') return send(res, 200, await catalogDiff(rt, segment(parts[1], 'workflow id'), url));
+  // Validation changes nothing: either token may ask.
+  if (req.method === 'POST' && parts.length === 1 && parts[0] === 'validate') return send(res, 200, await rt.validate((await readJsonBody(req)).template));
+  if (parts.length === 3 && parts[0] === 'catalog' && (parts[2] === 'draft' || parts[2] === 'publish')) {
+    if (req.method !== 'POST') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: ${parts[2]} takes POST`);
+    if (role !== 'operator') throw new HttpError(403, 'http.forbidden', `a read-only token cannot ${parts[2] === 'draft' ? 'save a draft' : 'publish'}: it needs the operator token`);
+    const id = segment(parts[1], 'workflow id');
+    const body = await readJsonBody(req);
+    const expected = expectedRevision(body);
+    const by = stringField(body, 'by', false) ?? 'console';
+    if (parts[2] === 'draft') {
+      const template = draftTemplate(id, body);
+      return act(res, `agent-workflow draft put <file> --expected ${expected}`, () => rt.catalog.putDraft(template, { expectedDraftRevision: expected, by }));
+    }
+    return act(res, `agent-workflow publish ${shellWord(id)} --expected ${expected}`, () => rt.catalog.publish(id, { expectedDraftRevision: expected, by }));
+  }
   if (parts.length === 3 && parts[0] === 'deliveries' && parts[2] === 'retry') {
     if (req.method !== 'POST') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: retry takes POST`);
     if (role !== 'operator') throw new HttpError(403, 'http.forbidden', 'a read-only token cannot retry a delivery: it needs the operator token');
@@ -169,6 +190,14 @@ export async function consoleRoute(rt: WorkflowRuntime, req: IncomingMessage, re
     return act(res, resolveCommand(runId, nodeId, resolution, by, item as number | undefined), () => rt.resolve(runId, nodeId, { ...fields, by, ...(item !== undefined ? { item: item as number } : {}) }));
   }
   throw new HttpError(404, 'http.not-found', `no route ${url.pathname}`);
+}
+
+function segment(part: string, what: string): string {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    throw new HttpError(400, 'http.bad-request', `the ${what} is not valid percent-encoding`);
+  }
 }
 
 function parseResolution(body: Record<string, unknown>): Resolution {
