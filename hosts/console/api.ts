@@ -49,10 +49,10 @@ export async function api<T>(path: string, init: { method?: string; body?: unkno
   return { status: response.status, body };
 }
 
-/** The run page: the replay page following the run live (SSE), with the token in its fragment. */
+/** The run page: the replay page following the run live (SSE), journal on business events, token in the fragment. */
 export function runPageUrl(runId: string): string {
   const t = token();
-  return `../page/?run=${encodeURIComponent(runId)}${t ? `#token=${encodeURIComponent(t)}` : ''}`;
+  return `../page/?run=${encodeURIComponent(runId)}&events=business${t ? `#token=${encodeURIComponent(t)}` : ''}`;
 }
 
 /** Downloads a run's export (a link cannot carry the bearer token, so it is fetched, then saved). */

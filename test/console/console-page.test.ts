@@ -110,7 +110,19 @@ describe('the console in Chromium', () => {
         ['say', 'completed'],
         ['end', 'completed'],
       ]);
+      // The journal opens on what the run did; the infrastructure is one choice away.
+      const types = () => page.$$eval('#timeline tbody tr', (trs) => trs.map((tr) => tr.children[2]?.textContent ?? ''));
+      expect(await page.inputValue('#timeline-filter')).toBe('business');
+      const business = await types();
+      expect(business.length).toBeGreaterThan(0);
+      expect(business.filter((t) => !/^(run|node)\./.test(t))).toEqual([]);
+      expect(business).toContain('run.completed');
       await page.screenshot({ path: join(shots, 'run.png') });
+      await page.selectOption('#timeline-filter', 'all');
+      const all = await types();
+      expect(all).toContain('edge.taken');
+      expect(all).toContain('capability.completed');
+      expect(all.filter((t) => /^(run|node)\./.test(t))).toEqual(business);
       expect(problems.filter((p) => !/^requestfailed: \S+\/events net::ERR_ABORTED$/.test(p))).toEqual([]);
     } finally {
       await page.close();
