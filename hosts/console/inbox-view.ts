@@ -3,7 +3,7 @@
 // Each item shows the CLI command that does the same; after an action the item follows its run
 // live (the run's Server-Sent Events) until it ends or waits again.
 import { followEvents, liveStatusOf } from '../browser/page/live-follow.js';
-import { api, el, runPageUrl, setStatus, time, token } from './api.js';
+import { ApiError, api, el, runPageUrl, setStatus, time, token } from './api.js';
 
 interface InboxItem {
   kind: 'approval' | 'attention';
@@ -13,14 +13,26 @@ interface InboxItem {
   since: number;
   prompt?: unknown;
   approvers?: unknown;
+  evidence?: unknown;
   cli: Record<string, string>;
+}
+
+const byKey = 'agent-workflow.console.by';
+
+/** The `by` of an action, when the operator named themselves. */
+function actor(): { by?: string } {
+  const v = (document.getElementById('by') as HTMLInputElement | null)?.value.trim();
+  return v ? { by: v } : {};
 }
 
 type ActionAnswer = { applied: boolean; cli: string; outcome?: { status: string } };
 
 export async function showInbox(root: HTMLElement, role: string): Promise<void> {
   const list = el('div', { id: 'inbox' });
-  root.replaceChildren(list);
+  // Who acts: sent as `by`, which the engine checks against the approvers a node allows.
+  const by = el('input', { id: 'by', placeholder: 'your name (default: console)', value: sessionStorage.getItem(byKey) ?? '' });
+  by.addEventListener('change', () => sessionStorage.setItem(byKey, by.value.trim()));
+  root.replaceChildren(el('div', { class: 'card row' }, el('label', {}, 'Acting as ', by)), list);
   const { body } = await api<{ items: InboxItem[] }>('v1/console/inbox');
   if (body.items.length === 0) list.append(el('p', { class: 'card muted', id: 'inbox-empty' }, 'Nothing waits for a person.'));
   for (const item of body.items) list.append(card(item, role === 'operator'));
@@ -69,7 +81,7 @@ function card(item: InboxItem, canAct: boolean): HTMLElement {
     const stop = new AbortController();
     try {
       await follow(item.runId, live, stop.signal);
-      const { body } = await api<ActionAnswer>(a.path, { method: 'POST', body: a.body });
+      const { body } = await api<ActionAnswer>(a.path, { method: 'POST', body: { ...a.body, ...actor() } });
       result.dataset.kind = 'ok';
       result.textContent = body.applied ? `done: the run is ${body.outcome?.status}` : 'committed to the run inbox: its owner applies it';
       cli.textContent = body.cli;
@@ -77,7 +89,7 @@ function card(item: InboxItem, canAct: boolean): HTMLElement {
     } catch (err) {
       stop.abort();
       result.dataset.kind = 'error';
-      result.textContent = (err as Error).message;
+      result.textContent = err instanceof ApiError ? `${err.code}: ${err.message}` : (err as Error).message;
       for (const b of buttons) b.disabled = !canAct;
     }
   }
@@ -97,6 +109,7 @@ function card(item: InboxItem, canAct: boolean): HTMLElement {
       ),
     );
   } else {
+    if (item.evidence !== undefined) box.append(el('div', { class: 'muted small' }, 'Evidence (the call whose outcome is unknown):'), el('pre', { class: 'evidence' }, JSON.stringify(item.evidence, null, 2)));
     const output = el('textarea', { class: 'output', placeholder: 'the output it produced, as JSON (for Succeeded)' });
     const reason = el('input', { class: 'reason', placeholder: 'reason (for Fail)' });
     box.append(

@@ -27,6 +27,8 @@ export const httpLimits = {
   consolePageMax: 200,
   /** Waiting runs the console's inbox reads (paused and running, newest first). */
   inboxRunsMax: 500,
+  /** Events read from a run's end for the evidence of its needs_attention nodes. */
+  inboxEvidenceEventsMax: 200,
   /** An operator action's JSON body. */
   actionBodyBytesMax: 256 * 1024,
   /** How long an operator action waits for its command to be applied before answering 202. */

@@ -90,8 +90,9 @@ describe('console access: read-only and operator tokens', () => {
         runId,
         nodeId: 'charge',
         since: expect.any(Number),
+        evidence: { kind: 'tool', name: 'hang', effect: 'unknown', requestedSeq: expect.any(Number), reason: 'timeout' },
         cli: {
-          succeeded: `agent-workflow resolve ${runId} charge --succeeded '"<output json>"' --by '<you>'`,
+          succeeded: `agent-workflow resolve ${runId} charge --succeeded '<output json>' --by '<you>'`,
           retry: `agent-workflow resolve ${runId} charge --retry --by '<you>'`,
           fail: `agent-workflow resolve ${runId} charge --fail '<reason>' --by '<you>'`,
         },
@@ -106,6 +107,23 @@ describe('console access: read-only and operator tokens', () => {
     expect(resolved.body.cli).toBe(`agent-workflow resolve ${runId} charge --succeeded '{"charged":true}' --by ops`);
     await until('the run to finish', async () => (await runStatus(served.base, runId)).status === 'completed');
     expect(await runStatus(served.base, runId)).toMatchObject({ status: 'completed', output: { receipt: { charged: true } } });
+  }, 90_000);
+
+  it('lets only the approvers a node names decide it', async () => {
+    const only = structuredClone(gated);
+    only.metadata.id = 'gated-alice';
+    only.spec.nodes[1].config.approvers = ['alice'];
+    const runId = await queue(w, 'gated-alice', only);
+    await until('the run to wait for its approval', async () => (await runStatus(served.base, runId)).pausedReason === 'approval');
+    const item = (await call('/v1/console/inbox', readonlyToken)).body.items.find((i: { runId: string }) => i.runId === runId);
+    expect(item.approvers).toEqual(['alice']);
+    expect(await call(`/v1/console/runs/${runId}/approve`, operatorToken, { method: 'POST', body: { nodeId: 'gate', approved: true } })).toEqual({
+      status: 409,
+      body: { error: { code: 'approval.not-allowed', message: `"console" may not decide gate of run ${runId}; its approvers are "alice"` } },
+    });
+    const byAlice = await call(`/v1/console/runs/${runId}/approve`, operatorToken, { method: 'POST', body: { nodeId: 'gate', approved: false, by: 'alice', comment: 'not now' } });
+    expect([byAlice.status, byAlice.body.cli]).toEqual([200, `agent-workflow reject ${runId} gate --by alice --comment 'not now'`]);
+    await until('the run to end', async () => ['completed', 'failed'].includes((await runStatus(served.base, runId)).status));
   }, 90_000);
 
   it('pages the run list with a cursor and filters it by status, time and run id', async () => {
@@ -126,7 +144,7 @@ describe('console access: read-only and operator tokens', () => {
     const row = first.body.runs[0];
     expect(Object.keys(row).sort()).toEqual(['createdAt', 'lastSeq', 'runId', 'status', 'updatedAt', 'waiting']);
     expect((await call(`/v1/console/runs?q=${encodeURIComponent(ids[1])}`, readonlyToken)).body.runs.map((r: { runId: string }) => r.runId)).toEqual([ids[1]]);
-    expect((await call('/v1/console/runs?status=failed', readonlyToken)).body).toEqual({ runs: [] });
+    expect((await call('/v1/console/runs?status=cancelled', readonlyToken)).body).toEqual({ runs: [] });
     const future = new Date(Date.now() + 3_600_000).toISOString();
     expect((await call(`/v1/console/runs?from=${future}`, readonlyToken)).body).toEqual({ runs: [] });
     expect((await call(`/v1/console/runs?to=${future}&limit=200`, readonlyToken)).body.runs.length).toBe(all.length);

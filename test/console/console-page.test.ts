@@ -148,6 +148,8 @@ describe('the console in Chromium', () => {
       expect(await approval.locator('.prompt').textContent()).toBe('Ship the release?');
       expect(await approval.locator('.cli').textContent()).toBe(`agent-workflow approve ${approvalRun} gate --by '<you>'\nagent-workflow reject ${approvalRun} gate --by '<you>' --comment '<why>'`);
       await page.waitForFunction(() => document.querySelector('#inbox-count')?.textContent === '2', undefined, { timeout: 30_000 });
+      const evidence = JSON.parse((await attention.locator('pre.evidence').textContent())!);
+      expect(evidence).toEqual({ kind: 'tool', name: 'hang', effect: 'unknown', requestedSeq: expect.any(Number), reason: 'timeout' });
       await page.screenshot({ path: join(shots, 'inbox.png') });
 
       await approval.locator('textarea.comment').fill('ship it');

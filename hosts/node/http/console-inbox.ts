@@ -2,6 +2,7 @@
 // beside each run (the engine's `approvals` and `attention` lists), so listing reads no journal.
 // Every item carries the CLI command that does the same as its buttons.
 import type { WorkflowRuntime } from '../runtime.js';
+import { httpLimits } from '../limits.js';
 
 export type Resolution = { kind: 'succeeded'; output: unknown } | { kind: 'retry' } | { kind: 'fail'; reason: string };
 
@@ -15,6 +16,8 @@ export interface InboxItem {
   /** An approval's question and who may answer it, from the node's config. */
   prompt?: unknown;
   approvers?: unknown;
+  /** A needs_attention node's evidence: the call whose outcome is unknown (kind, name, effect, why). */
+  evidence?: unknown;
   /** The equivalent CLI commands, by action. */
   cli: Record<string, string>;
 }
@@ -28,8 +31,9 @@ export function approveCommand(runId: string, nodeId: string, approved: boolean,
   return ['agent-workflow', approved ? 'approve' : 'reject', runId, nodeId, '--by', by, ...(comment !== undefined ? ['--comment', comment] : [])].map(shellWord).join(' ');
 }
 
-export function resolveCommand(runId: string, nodeId: string, r: Resolution, by: string, item?: number): string {
-  const how = r.kind === 'succeeded' ? ['--succeeded', JSON.stringify(r.output ?? null)] : r.kind === 'retry' ? ['--retry'] : ['--fail', r.reason];
+/** `output` of a succeeded resolution as the CLI takes it; `outputText` stands in for it in a template. */
+export function resolveCommand(runId: string, nodeId: string, r: Resolution | { kind: 'succeeded'; outputText: string }, by: string, item?: number): string {
+  const how = r.kind === 'succeeded' ? ['--succeeded', 'outputText' in r ? r.outputText : JSON.stringify(r.output ?? null)] : r.kind === 'retry' ? ['--retry'] : ['--fail', r.reason];
   return ['agent-workflow', 'resolve', runId, nodeId, ...how, ...(item !== undefined ? ['--item', String(item)] : []), '--by', by].map(shellWord).join(' ');
 }
 
@@ -51,15 +55,19 @@ export async function inboxItems(rt: WorkflowRuntime, runsMax: number): Promise<
         cli: { approve: approveCommand(r.runId, a.nodeId, true, '<you>'), reject: approveCommand(r.runId, a.nodeId, false, '<you>', '<why>') },
       });
     }
-    for (const n of o?.attention ?? []) {
+    const attention = o?.attention ?? [];
+    const evidence = attention.length > 0 ? await recentEvidence(rt, r.runId, r.lastSeq) : new Map<string, unknown>();
+    for (const n of attention) {
+      const found = evidence.get(`${n.nodeId}/${n.item ?? ''}`);
       items.push({
         kind: 'attention',
         runId: r.runId,
         nodeId: n.nodeId,
         ...(n.item !== undefined ? { item: n.item } : {}),
         since: r.updatedAt,
+        ...(found !== undefined ? { evidence: found } : {}),
         cli: {
-          succeeded: resolveCommand(r.runId, n.nodeId, { kind: 'succeeded', output: '<output json>' }, '<you>', n.item),
+          succeeded: resolveCommand(r.runId, n.nodeId, { kind: 'succeeded', outputText: '<output json>' }, '<you>', n.item),
           retry: resolveCommand(r.runId, n.nodeId, { kind: 'retry' }, '<you>', n.item),
           fail: resolveCommand(r.runId, n.nodeId, { kind: 'fail', reason: '<reason>' }, '<you>', n.item),
         },
@@ -67,4 +75,18 @@ export async function inboxItems(rt: WorkflowRuntime, runsMax: number): Promise<
     }
   }
   return items;
+}
+
+/**
+ * The evidence of each `node.needs-attention` among a run's last events (by `<node>/<item>`): the
+ * run paused right after them, so they are near its end; older ones are not looked for.
+ */
+async function recentEvidence(rt: WorkflowRuntime, runId: string, lastSeq: number): Promise<Map<string, unknown>> {
+  const n = httpLimits.inboxEvidenceEventsMax;
+  const page = await rt.readEvents(runId, { afterSeq: Math.max(0, lastSeq - n), limit: n });
+  const out = new Map<string, unknown>();
+  for (const e of page.events) {
+    if (e.type === 'node.needs-attention') out.set(`${e.node?.id}/${e.payload?.item ?? ''}`, e.payload?.evidence);
+  }
+  return out;
 }
