@@ -154,6 +154,8 @@ describe('the console in Chromium', () => {
 
       await approval.locator('textarea.comment').fill('ship it');
       await approval.locator('button[data-action=approve]').click();
+      // The action's answer (which sets the command line) and the run's end on its stream come in either order.
+      await approval.locator('.result[data-kind=ok]').waitFor({ timeout: 30_000 });
       await approval.locator('.live[data-status=completed]').waitFor({ timeout: 30_000 });
       expect(await approval.locator('.cli').textContent()).toBe(`agent-workflow approve ${approvalRun} gate --by console --comment 'ship it'`);
       // The run's end came over its event stream (the item saw run.completed arrive).
@@ -162,6 +164,8 @@ describe('the console in Chromium', () => {
 
       await attention.locator('textarea.output').fill('{"charged":true}');
       await attention.locator('button[data-action=succeeded]').click();
+      // The action's answer (which sets the command line) and the run's end on its stream come in either order.
+      await attention.locator('.result[data-kind=ok]').waitFor({ timeout: 30_000 });
       await attention.locator('.live[data-status=completed]').waitFor({ timeout: 30_000 });
       expect(await attention.locator('.cli').textContent()).toBe(`agent-workflow resolve ${chargeRun} charge --succeeded '{"charged":true}' --by console`);
       await attention.locator('.live[data-ended-by="run.completed"]').waitFor({ timeout: 30_000 });
