@@ -38,6 +38,20 @@ export const limits = {
   scriptStackBytesDefault: 65_536,
   scriptOutputBytesDefault: 1_048_576,
   errorMessageCharsMax: 2_000,
+  /** Model turns of an agent loop when its `maxTurns` is absent, and the most it may ask for. */
+  agentTurnsDefault: 10,
+  agentTurnsMax: 200,
+  /** Entries of an agent's `tools` and `skills` allow-lists. */
+  agentAllowListEntriesMax: 128,
+  /** Tool calls one model turn may ask for; a turn that asks for more fails the node. */
+  agentToolCallsPerTurnMax: 64,
+  /**
+   * Characters of an agent's conversation (canonical JSON of its messages) when a turn is asked
+   * for: the conversation lives in the run's state and every checkpoint holds it.
+   */
+  agentConversationCharsMax: 4_194_304,
+  /** Characters of a tool call id a model chose (it is journaled and sent back to the model). */
+  agentToolCallIdCharsMax: 256,
 } as const;
 
 /**

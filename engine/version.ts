@@ -29,11 +29,14 @@ export const engineVersion = '0.1.0';
  * - `checkpoint-v2`: the interval between checkpoints grows with the run: an eighth of the
  *   events before the previous checkpoint, at least 512 and at most 8,192 (before: every 512
  *   events, so the checkpoints of the whole state cost a long run the square of its length).
+ * - `agents-v2`: an `agent.run@1` with a `model` runs as a loop in the engine (docs/agents.md):
+ *   model turns and tool calls are invocations of their own, journaled with `node.agent-*`
+ *   events. An engine without the flag refuses such a plan instead of running it as one call.
  */
-export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2', 'checkpoint-v2'] as const;
+export const supportedFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2', 'checkpoint-v2', 'agents-v2'] as const;
 
 /** The flags a plan compiled by this engine records. */
-export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2', 'checkpoint-v2'] as const;
+export const currentFlags = ['checkpoint-v1', 'events-v1', 'ids-v2', 'effects-v2', 'errors-v2', 'clock-v2', 'inputs-v2', 'bindings-v2', 'capture-v2', 'authority-v2', 'checkpoint-v2', 'agents-v2'] as const;
 
 export type EngineFlag = (typeof supportedFlags)[number];
 

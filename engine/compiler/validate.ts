@@ -160,7 +160,7 @@ function checkNodeSemantics(
   (node.requires ?? []).forEach((cap, j) => {
     if (!allowed.some((p) => capabilityCovers(p, cap))) add('requires.not-allowed', `${at}/requires/${j}`, `capability ${JSON.stringify(cap)} is not in /spec/requires`);
   });
-  nodeKinds.get(node.uses)?.validate?.(node, { at, config, inputs, add, checkSyntax });
+  nodeKinds.get(node.uses)?.validate?.(node, { at, config, inputs, add, checkSyntax, allowed });
 }
 
 // Compile the node configs' schemas while the module initialises (schemas.ts does the same for

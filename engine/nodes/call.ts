@@ -9,7 +9,7 @@ import type { NodeSpec } from '../protocol/template.js';
 import type { Activation, Fact, GatewayRequest } from '../runtime/activation.js';
 import { resolveInputs } from '../runtime/bindings.js';
 import type { Invocation } from '../state/types.js';
-import { impliedCapability, kindOf } from './index.js';
+import { impliedCapability, kindOf } from './registry.js';
 import type { NodeConfig } from './kind.js';
 
 /** Does a granted capability pattern (`tool:*`, `*`, `tool:search`) cover a capability? */

@@ -9,7 +9,7 @@ import type { Activation } from '../runtime/activation.js';
 import { resolveBinding } from '../runtime/bindings.js';
 import { agentConfig } from './agent-run.js';
 import { effectOf, grantedCapability, normaliseError, requestFor, stageRequest } from './call.js';
-import { impliedCapability, kindOf, nodeKinds } from './index.js';
+import { impliedCapability, kindOf, nodeKinds } from './registry.js';
 import type { CallOutcome, NodeConfig, NodeKind } from './kind.js';
 import { checkScriptSyntax, scriptConfig } from './script.js';
 import { toolConfig } from './tool-call.js';

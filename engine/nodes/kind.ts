@@ -32,6 +32,8 @@ export interface NodeCheck {
   inputs: Record<string, unknown>;
   add: ValidationAdd;
   checkSyntax: SyntaxChecker;
+  /** The template's `spec.requires`. */
+  allowed: readonly string[];
 }
 
 /**
@@ -84,6 +86,17 @@ export interface NodeKind extends NodeDefinition {
   start(a: Activation, spec: NodeSpec, attempt: number, timeoutAt: number | undefined): void;
   /** A call of this node came back (`capability.completed` is already journaled). */
   complete?(a: Activation, spec: NodeSpec, inv: Invocation, fact: Extract<Fact, { type: 'capability-completed' }>): void;
+  /**
+   * A call of this node whose effect is safe to repeat was in flight when the host restarted:
+   * stage it again (or refuse it), and answer true. Absent or false: the node's one call is
+   * requested again as it was.
+   */
+  reissue?(a: Activation, spec: NodeSpec, inv: Invocation): boolean;
+  /**
+   * An operator resolved a node of this kind that needed attention. Answers whether the kind
+   * settled it itself; absent or false: the rule for a node's one call.
+   */
+  resolve?(a: Activation, spec: NodeSpec, resolution: string, output: Json, failure: string): boolean;
   /** The node passed its time limit (`effects-v2`); absent: the rule for a single call. */
   timeOut?(a: Activation, spec: NodeSpec, message: string): void;
 }

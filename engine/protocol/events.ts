@@ -7,6 +7,7 @@
 // replaced by `<member>Digest` and `<member>Bytes`, and a foreach's `items` by `itemsDigest` and
 // `itemsCount`. Those members are declared optional below for that reason.
 import type { Json } from '../json.js';
+import type { AgentMessage, TokenUsage } from './agent.js';
 import type { Authority } from './authority.js';
 import type { CapabilityKind } from './gateway.js';
 import type { Effect, PausedReason } from './statuses.js';
@@ -111,6 +112,14 @@ export interface EventPayloads {
   'node.item-started': { index: number };
   'node.item-committed': { index: number; output?: Json; fromUnknown?: true } & WithoutOutput;
   'node.item-failed': { index: number; error: ErrorInfo; final: boolean; fromUnknown?: true };
+  /**
+   * The agent loop (docs/agents.md): what a model turn answered (`message`, journaled again here
+   * so the conversation folds from node events alone, whatever the gateway captured as an
+   * artifact), a tool call's result or refusal, a final answer that failed its `outputSchema`.
+   */
+  'node.agent-turn': { turn: number; message?: Extract<AgentMessage, { role: 'assistant' }>; usage: TokenUsage; finishReason: string } & { messageDigest?: string; messageBytes?: number };
+  'node.agent-tool-result': { turn: number; toolCallId: string; toolName: string; output?: Json; error?: { code: string; message: string }; refused?: true } & WithoutOutput;
+  'node.agent-answer-invalid': { turn: number; problem: string };
 
   'capability.requested': { invocationId: string; kind: CapabilityKind; name: string; effect: Effect; input?: Json; inputDigest?: string; inputBytes?: number; item?: number; reissued?: true };
   'capability.completed': { invocationId: string } & CapabilityResult;

@@ -4,7 +4,7 @@ import type { Authority } from './authority.js';
 import type { CapabilityError } from './facts.js';
 import type { Effect } from './statuses.js';
 
-export type CapabilityKind = 'tool' | 'agent' | 'approval' | 'workflow';
+export type CapabilityKind = 'tool' | 'agent' | 'approval' | 'workflow' | 'model';
 
 /** A capability request staged by the engine; the host carries it out after the commit. */
 export interface GatewayRequest<J = Json> {

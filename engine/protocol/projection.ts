@@ -37,6 +37,15 @@ export interface NeedsAttention {
   item?: number;
 }
 
+/** Tokens and model turns of a run's agent loops, every attempt counted (what was billed). */
+export interface AgentUsage {
+  inputTokens: number;
+  outputTokens: number;
+  turns: number;
+  /** The same, per agent node. */
+  nodes: Record<string, { inputTokens: number; outputTokens: number; turns: number }>;
+}
+
 export interface RunProjection<J = unknown> {
   status: RunStatus;
   pausedReason?: PausedReason;
@@ -49,4 +58,6 @@ export interface RunProjection<J = unknown> {
   approvals?: WaitingApproval<J>[];
   calls?: CallInFlight[];
   attention?: NeedsAttention[];
+  /** Absent for a run without agent loops. */
+  usage?: AgentUsage;
 }

@@ -181,6 +181,8 @@ const payloadMembers: Partial<Record<EventType, string>> = {
   'capability.late': 'output',
   'node.output-committed': 'output',
   'node.item-committed': 'output',
+  'node.agent-turn': 'message',
+  'node.agent-tool-result': 'output',
   'node.resolved': 'output',
   'run.completed': 'output',
 };

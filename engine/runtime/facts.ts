@@ -128,6 +128,7 @@ function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>
     const safe = inv.effect === 'read-only' || inv.effect === 'idempotent' || declared === 'read-only' || declared === 'idempotent';
     if (safe) {
       const spec = a.graph.nodes.get(inv.nodeId)!;
+      if (kindOf(spec.uses).reissue?.(a, spec, inv)) continue;
       const { uses, config } = kindOf(spec.uses).callOf?.(spec) ?? { uses: spec.uses, config: (spec.config ?? {}) as Record<string, any> };
       if (a.has('authority-v2') && denyReissue(a, inv, spec, uses, config)) continue;
       const input = inv.item !== undefined ? a.run.nodes[inv.nodeId].foreach!.items[inv.item] : resolveInputs(spec.inputs, a.run);
@@ -172,12 +173,14 @@ function resolveOutcome(a: Activation, fact: Extract<Fact, { type: 'outcome-reso
     throw new EngineError('resolve.item-required', `foreach node ${fact.nodeId}: say which item succeeded (item), or resolve the node with retry or fail`);
   }
   a.emit('node.resolved', { resolution: fact.resolution, by: fact.by, reason: fact.reason, output: fact.output }, { id: fact.nodeId, attempt: node.attempt });
+  const failure = `${fact.by} marked ${fact.nodeId} failed${fact.reason ? `: ${fact.reason}` : ''}`;
+  if (kindOf(spec.uses).resolve?.(a, spec, fact.resolution, fact.output ?? null, failure)) return;
   switch (fact.resolution) {
     case 'succeeded':
       commitOutput(a, fact.nodeId, fact.output ?? null);
       return;
     case 'fail':
-      failNode(a, fact.nodeId, { code: 'node.resolved-failed', message: `${fact.by} marked ${fact.nodeId} failed${fact.reason ? `: ${fact.reason}` : ''}`, retryable: false });
+      failNode(a, fact.nodeId, { code: 'node.resolved-failed', message: failure, retryable: false });
       return;
     case 'retry':
       if (node.foreach) {

@@ -60,5 +60,6 @@ export function projectRun(state: RunState, graph: Graph): RunProjection<Json> {
   if (approvals.length > 0) p.approvals = approvals;
   if (calls.length > 0) p.calls = calls;
   if (attention.length > 0) p.attention = attention;
+  if (state.usage !== undefined) p.usage = JSON.parse(JSON.stringify(state.usage)) as RunProjection<Json>['usage'];
   return p;
 }

@@ -6,7 +6,8 @@ import { checkpointSchemaVersion } from '../version.js';
 import { nodeTransitions, runTransitions } from './transitions.js';
 import type { EventEnvelope, NodeEventType, RunEventType } from '../protocol/events.js';
 import type { NodeStatus } from '../protocol/statuses.js';
-import type { NodeState, RunState } from './types.js';
+import type { AgentMessage } from '../protocol/agent.js';
+import type { AgentState, NodeState, RunState } from './types.js';
 
 function illegal(state: RunState | undefined, event: EventEnvelope, why: string): never {
   throw new EngineError('engine.illegal-transition', `${event.type} (seq ${event.seq}) ${why}`, {
@@ -94,6 +95,7 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
     const before = node.status;
     if (nodeRule.to !== 'same') node.status = nodeRule.to;
     applyNodeEvent(node, event);
+    if (event.type === 'node.agent-turn') addUsage(state, id!, event.payload.usage);
     if (before !== node.status) {
       state.counts[before] -= 1;
       state.counts[node.status] += 1;
@@ -106,6 +108,9 @@ export function reduce(state: RunState | undefined, event: EventEnvelope): RunSt
   switch (event.type) {
     case 'capability.requested': {
       const p = event.payload;
+      // An agent's tool call asked again after an operator's `retry` is no longer unknown.
+      const agent = state.nodes[event.node!.id]?.agent;
+      if (agent?.unknown !== undefined) forgetUnknown(agent, p.invocationId);
       state.inflight[p.invocationId] = {
         invocationId: p.invocationId,
         nodeId: event.node!.id,
@@ -190,6 +195,8 @@ function applyNodeEvent(node: NodeState, event: EventEnvelope<NodeEventType>): v
       node.retryAt = undefined;
       node.timeoutAt = p.timeoutAt ?? undefined;
       node.invocationId = event.node!.invocationId;
+      // Every attempt of an agent loop starts its conversation again.
+      if (node.agent !== undefined) delete node.agent;
       if (p.foreach) {
         node.foreach = {
           // A `metadata` run journals the digest and count of its items, not the items.
@@ -226,6 +233,7 @@ function applyNodeEvent(node: NodeState, event: EventEnvelope<NodeEventType>): v
         node.foreach.running -= 1;
         node.foreach.unknown.push(p.item);
       }
+      if (node.agent) (node.agent.unknown ??= []).push({ invocationId: p.invocationId, effect: p.evidence.effect });
       break;
     }
     case 'node.item-started': {
@@ -262,7 +270,50 @@ function applyNodeEvent(node: NodeState, event: EventEnvelope<NodeEventType>): v
       if (p.fromUnknown) f.unknown.splice(f.unknown.indexOf(p.index), 1);
       break;
     }
+    case 'node.agent-turn': {
+      const p = event.payload;
+      const agent = (node.agent ??= { turn: 0, messages: [], usage: { inputTokens: 0, outputTokens: 0 } });
+      agent.turn = p.turn;
+      // A `metadata` run journals the message's digest: its conversation lives in the hot run only.
+      if (p.message !== undefined) agent.messages.push(p.message);
+      agent.usage = { inputTokens: agent.usage.inputTokens + p.usage.inputTokens, outputTokens: agent.usage.outputTokens + p.usage.outputTokens };
+      break;
+    }
+    case 'node.agent-tool-result': {
+      const p = event.payload;
+      const message: AgentMessage = { role: 'tool', toolCallId: p.toolCallId, toolName: p.toolName };
+      if (p.error !== undefined) message.error = p.error;
+      else message.output = (p.output ?? null) as Json;
+      node.agent!.messages.push(message);
+      if (node.agent!.unknown !== undefined && event.node!.invocationId !== undefined) forgetUnknown(node.agent!, event.node!.invocationId);
+      break;
+    }
+    case 'node.agent-answer-invalid':
+      node.agent!.messages.push({ role: 'user', content: invalidAnswerText(event.payload.problem) });
+      break;
     default:
       break;
   }
+}
+
+/** Sums a model turn's tokens into the run's usage and its node's. */
+function addUsage(state: RunState, nodeId: string, usage: { inputTokens: number; outputTokens: number }): void {
+  const total = (state.usage ??= { inputTokens: 0, outputTokens: 0, turns: 0, nodes: {} });
+  const node = (total.nodes[nodeId] ??= { inputTokens: 0, outputTokens: 0, turns: 0 });
+  for (const u of [total, node]) {
+    u.inputTokens += usage.inputTokens;
+    u.outputTokens += usage.outputTokens;
+    u.turns += 1;
+  }
+}
+
+function forgetUnknown(agent: AgentState, invocationId: string): void {
+  const rest = agent.unknown!.filter((u) => u.invocationId !== invocationId);
+  if (rest.length > 0) agent.unknown = rest;
+  else delete agent.unknown;
+}
+
+/** What the model is told when its final answer did not match the node's `outputSchema`. */
+export function invalidAnswerText(problem: string): string {
+  return `Your answer does not match the required output schema: ${problem}. Answer again with JSON text that matches it.`;
 }

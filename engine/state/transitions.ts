@@ -32,4 +32,8 @@ export const nodeTransitions: Record<NodeEventType, { from: readonly NodeStatus[
   'node.item-started': { from: [...active, 'needs-attention'], to: 'same' },
   'node.item-committed': { from: [...active, 'needs-attention'], to: 'same' },
   'node.item-failed': { from: [...active, 'needs-attention'], to: 'same' },
+  'node.agent-turn': { from: ['running'], to: 'same' },
+  // A tool's result may settle while another call of the same turn left the node needs-attention.
+  'node.agent-tool-result': { from: ['running', 'needs-attention'], to: 'same' },
+  'node.agent-answer-invalid': { from: ['running'], to: 'same' },
 };

@@ -1,8 +1,9 @@
 // The state of a run as `reduce` folds it from the journal; a checkpoint is this object as JSON.
 import type { Json } from '../json.js';
+import type { AgentMessage, TokenUsage } from '../protocol/agent.js';
 import type { Authority } from '../protocol/authority.js';
 import type { ErrorInfo } from '../protocol/events.js';
-import type { CallInFlight } from '../protocol/projection.js';
+import type { AgentUsage, CallInFlight } from '../protocol/projection.js';
 import type { EdgeStatus, Effect, NodeStatus, PausedReason, RunStatus } from '../protocol/statuses.js';
 
 /** An invocation in flight, as the run's projection lists it. */
@@ -22,6 +23,17 @@ export interface ForeachState {
   unknown: number[];
 }
 
+/** The conversation and usage of an agent loop's current attempt, folded from its node events. */
+export interface AgentState {
+  /** Model turns answered so far. */
+  turn: number;
+  /** The conversation after the node's input (which is rebuilt from its bindings). */
+  messages: AgentMessage[];
+  usage: TokenUsage;
+  /** Tool calls of the latest turn whose outcome is unknown (after a restart or a time limit). */
+  unknown?: { invocationId: string; effect: Effect }[];
+}
+
 export interface NodeState {
   status: NodeStatus;
   attempt: number;
@@ -31,6 +43,7 @@ export interface NodeState {
   timeoutAt?: number;
   retryAt?: number;
   foreach?: ForeachState;
+  agent?: AgentState;
 }
 
 /** The whole state of a run; a checkpoint is this object as JSON. */
@@ -68,4 +81,6 @@ export interface RunState {
   timed: Record<string, true>;
   result?: Json;
   error?: ErrorInfo;
+  /** Usage of the run's agent loops; absent until a model turn is journaled. */
+  usage?: AgentUsage;
 }

@@ -8,6 +8,10 @@
 import { outcomeOfThrown, type Gateway, type GatewayContext } from './gateway.js';
 import type { Authority, CapabilityOutcome, GatewayRequest } from './types.js';
 import { scrubOutcome, secretStrings } from './redact.js';
+import { generateTurn, type ModelDefinition, type SkillResolver } from './model-gateway.js';
+import type { ModelTurnInput } from '../../engine/protocol/agent-host.js';
+
+export type { ModelDefinition, ModelRequest, SkillResolver, ToolSpec } from './model-gateway.js';
 
 export interface ToolContext extends GatewayContext {
   runId: string;
@@ -37,6 +41,10 @@ export interface ToolDefinition {
   idempotent?: boolean;
   /** It changes nothing outside; an unknown outcome may always be retried. */
   readOnly?: boolean;
+  /** What an agent's model is told of the tool. */
+  description?: string;
+  /** JSON Schema of the tool's input, for an agent's model. */
+  inputSchema?: unknown;
 }
 
 export interface AgentDefinition {
@@ -64,6 +72,10 @@ export interface GatewayRegistry {
   agents?: Record<string, AgentDefinition | AgentDefinition['run']>;
   approvals?: ApprovalHandler;
   credentials?: CredentialResolver;
+  /** The models behind agents' `model` references (an agent loop's turns). */
+  models?: Record<string, ModelDefinition>;
+  /** Turns an agent's skill names into text for its model. */
+  skills?: SkillResolver;
 }
 
 function asTool(t: ToolDefinition | ToolDefinition['execute']): ToolDefinition {
@@ -121,6 +133,7 @@ export class RegisteredCapabilities {
   has(kind: string, name: string): boolean {
     if (kind === 'tool') return this.tools.has(name);
     if (kind === 'agent') return this.agents.has(name);
+    if (kind === 'model') return this.registry.models?.[name] !== undefined;
     if (kind === 'approval') return this.registry.approvals !== undefined;
     return false;
   }
@@ -130,6 +143,8 @@ export class RegisteredCapabilities {
     const out: Record<string, string> = {};
     for (const [name, t] of this.tools) out[`tool:${name}`] = t.readOnly ? 'read-only' : t.idempotent ? 'idempotent' : 'unknown';
     for (const [name, a] of this.agents) out[`agent:${name}`] = a.idempotent ? 'idempotent' : 'unknown';
+    // A model turn changes nothing outside.
+    for (const name of Object.keys(this.registry.models ?? {})) out[`model:${name}`] = 'read-only';
     return out;
   }
 
@@ -172,6 +187,12 @@ export class RegisteredCapabilities {
           const { credentialRef: _c, connectionRef: _n, ...config } = (request.config ?? {}) as { instructions?: string; outputSchema?: unknown; credentialRef?: string; connectionRef?: string };
           if (!(await mayStartNow(context))) return undefined;
           return raceAbort(() => agent.run(request.input, { ...ctx, ...config }), context, 'agent.error', secrets);
+        }
+        case 'model': {
+          const model = registry.models?.[request.name];
+          if (!model) return { ok: false, error: { code: 'model.not-registered', message: `no model named ${JSON.stringify(request.name)} is registered in this host`, retryable: false } };
+          if (!(await mayStartNow(context))) return undefined;
+          return raceAbort(() => generateTurn(model, request.input as ModelTurnInput, this.tools, registry.skills, ctx), context, 'model.error', secrets);
         }
         case 'approval': {
           if (!registry.approvals) return undefined;

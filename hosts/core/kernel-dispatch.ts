@@ -59,7 +59,8 @@ export interface DispatchHost {
 }
 
 /** The kinds of call `dispatchEarly` may start: an approval or a child workflow is never started early. */
-const earlyKinds: ReadonlySet<GatewayRequest['kind']> = new Set(['tool', 'agent']);
+// A model turn is read-only: it may start before its commit lands like a read-only tool.
+const earlyKinds: ReadonlySet<GatewayRequest['kind']> = new Set(['tool', 'agent', 'model']);
 
 export class Dispatcher {
   private readonly controllers = new Map<string, AbortController>();

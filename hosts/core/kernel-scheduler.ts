@@ -82,8 +82,8 @@ interface Ready {
 /** An activation of a batch, waiting for the batch's commit. */
 type Result = Omit<Committed, 'rest' | 'wrote'> & { commits: CommitEntry[]; rest?: boolean; delivery?: CommitEntry['delivery']; early?: string[] };
 
-/** What the kernel lends the scheduler. */
-export interface SchedulerHost {
+/** What the scheduler works with: the engine, the store, the clock and when it flushes. */
+export interface SchedulerOptions {
   engine: EngineInstance;
   store: JournalStore;
   log: HostLog;
@@ -94,22 +94,58 @@ export interface SchedulerHost {
   activating?: (runId: string | undefined) => void;
   /** See `KernelOptions.queued`. */
   queued?: () => void;
-  closed(): boolean;
-  /** The lease a run's commit is staged under; `null` when the run is owned elsewhere (its groups were rejected). */
-  leaseFor(runId: string, pending: Pending): Promise<CommitEntry['lease'] | null | undefined>;
+}
+
+/** The calls of committed activations (kernel-dispatch.ts's `Dispatcher`). */
+export interface SchedulerDispatch {
   /** Calls of the run in flight here that need this process to stay its owner. */
   busyFor(runId: string): number;
-  /** The run's activation was discarded: its engine copy is dropped. */
-  evict(runId: string): void;
   /** Starts a read-only or idempotent call before its commit lands, when that is safe; answers whether it did. */
   dispatchEarly(request: GatewayRequest): boolean;
   /** Whether the commit of early calls' requests landed (their outcomes go on) or not (they are aborted). */
   landed(invocationIds: readonly string[], landed: boolean): void;
+  /** Carries out a request whose commit landed. */
+  dispatch(request: GatewayRequest): void;
+  /** Stops a call the engine cancelled. */
+  cancel(invocationId: string, reason: string): void;
+}
+
+/** Child runs (kernel-children.ts's `ChildRuns`): an ended run's outcome goes to its parent. */
+export interface SchedulerChildren {
+  ended(runId: string, summary: ActivationSummary): void;
+}
+
+/** Wake-ups (kernel-wake-ups.ts's `WakeUps`): the next time a run wants an activation. */
+export interface SchedulerWakeUps {
+  arm(runId: string, summary: ActivationSummary): void;
+}
+
+/** The kernel's books of the runs it activates: their leases, what it knows of them, who waits. */
+export interface RunBooks {
+  closed(): boolean;
+  /** The lease a run's commit is staged under; `null` when the run is owned elsewhere (its groups were rejected). */
+  leaseFor(runId: string, pending: Pending): Promise<CommitEntry['lease'] | null | undefined>;
+  /** The run's activation was discarded: its engine copy is dropped. */
+  evict(runId: string): void;
   /** This process no longer knows how the run's in-flight work ended (its facts were lost). */
   lost(runId: string, err: unknown): void;
   /** The run's commit was refused by the fencing check: another process owns it now. */
   fenced(runId: string): void;
-  committed(result: Committed): void;
+  /** A commit landed: the run's lease is renewed or given up, and the run is known here or not. */
+  recorded(result: Committed): void;
+  /** The run ended: what was kept to carry it out (its plan) is dropped. */
+  ended(runId: string): void;
+  /** Whoever waits on the run learns of the commit. */
+  notify(result: Committed): void;
+}
+
+/** Everything the scheduler calls, each through its own interface. */
+export interface SchedulerParts {
+  options: SchedulerOptions;
+  dispatch: SchedulerDispatch;
+  children: SchedulerChildren;
+  wakeUps: SchedulerWakeUps;
+  books: RunBooks;
 }
 
 export class Scheduler {
@@ -122,7 +158,15 @@ export class Scheduler {
   /** A batch call trapped: the next batch is activated one run at a time, to find the run that traps. */
   private oneAtATime = false;
 
-  constructor(private readonly host: SchedulerHost) {}
+  private readonly host: SchedulerOptions;
+  private readonly dispatch: SchedulerDispatch;
+  private readonly children: SchedulerChildren;
+  private readonly wakeUps: SchedulerWakeUps;
+  private readonly books: RunBooks;
+
+  constructor(parts: SchedulerParts) {
+    ({ options: this.host, dispatch: this.dispatch, children: this.children, wakeUps: this.wakeUps, books: this.books } = parts);
+  }
 
   has(runId: string): boolean {
     return this.queue.has(runId);
@@ -147,7 +191,7 @@ export class Scheduler {
   }
 
   enqueue(runId: string, facts: Fact[], actor?: string, newRun?: Pending['newRun'], commandId?: number): Promise<ActivationSummary> {
-    if (this.host.closed()) return Promise.reject(new KernelError('host.closed', 'the host is closed'));
+    if (this.books.closed()) return Promise.reject(new KernelError('host.closed', 'the host is closed'));
     return new Promise((resolve, reject) => {
       let pending = this.queue.get(runId);
       if (!pending) this.queue.set(runId, (pending = { groups: [] }));
@@ -321,7 +365,7 @@ export class Scheduler {
     for (const [runId, pending] of batch) {
       let lease: CommitEntry['lease'] | null | undefined;
       try {
-        lease = await this.host.leaseFor(runId, pending);
+        lease = await this.books.leaseFor(runId, pending);
       } catch (err) {
         for (const g of pending.groups) fail(g, err);
         continue;
@@ -394,7 +438,7 @@ export class Scheduler {
     for (const r of results) {
       if (r.commits.length === 0) continue;
       for (const request of r.requests) {
-        if (!this.host.dispatchEarly(request)) continue;
+        if (!this.dispatch.dispatchEarly(request)) continue;
         (r.early ??= []).push(request.invocationId);
         early = true;
       }
@@ -408,12 +452,12 @@ export class Scheduler {
       try {
         rejected = new Map((await this.host.store.commit(entries)).map((r) => [r.runId, r.code]));
       } catch (err) {
-        for (const r of results) if (r.early) this.host.landed(r.early, false);
+        for (const r of results) if (r.early) this.dispatch.landed(r.early, false);
         // Nothing was written: every run of the batch goes back to the journal's truth. The
         // facts of the batch (outcomes of calls among them) are lost, so this process no longer
         // knows how its in-flight work ended: a later resume must treat it as after a restart.
         for (const r of results) {
-          this.host.lost(r.runId, err);
+          this.books.lost(r.runId, err);
           for (const g of r.groups) g.reject(err);
         }
         this.host.log('error', `commit of ${entries.length} activation(s) failed: ${(err as Error).message}`);
@@ -422,22 +466,39 @@ export class Scheduler {
     }
     for (const r of results) {
       const code = rejected.get(r.runId);
-      if (code && r.early) this.host.landed(r.early, false);
+      if (code && r.early) this.dispatch.landed(r.early, false);
       if (code === 'store.fenced') {
-        this.host.fenced(r.runId);
+        this.books.fenced(r.runId);
         const fenced = new KernelError('run.fenced', `run ${r.runId} is owned by another process now; this process's activation was discarded`);
         for (const g of r.groups) g.reject(fenced);
         continue;
       }
       if (code) {
-        this.host.evict(r.runId);
+        this.books.evict(r.runId);
         const conflict = new KernelError('store.conflict', `run ${r.runId} was changed by another writer; its activation was discarded`);
         for (const g of r.groups) g.reject(conflict);
         continue;
       }
-      this.host.committed({ runId: r.runId, groups: r.groups, summary: r.summary, requests: r.requests, cancels: r.cancels, ...(r.lease ? { lease: r.lease } : {}), rest: r.rest === true, wrote: r.commits.length > 0 });
+      this.committed({ runId: r.runId, groups: r.groups, summary: r.summary, requests: r.requests, cancels: r.cancels, ...(r.lease ? { lease: r.lease } : {}), rest: r.rest === true, wrote: r.commits.length > 0 });
     }
     return taken;
+  }
+
+  /**
+   * What a landed commit staged is carried out, in this order: the run's books (lease, known),
+   * the calls it cancelled and asked for, its next wake-up, its parent when it ended, and last
+   * whoever waits on it.
+   */
+  private committed(r: Committed): void {
+    this.books.recorded(r);
+    for (const c of r.cancels) this.dispatch.cancel(c.invocationId, c.reason);
+    for (const request of r.requests) this.dispatch.dispatch(request);
+    this.wakeUps.arm(r.runId, r.summary);
+    if (terminalStatuses.has(r.summary.status)) {
+      this.books.ended(r.runId);
+      this.children.ended(r.runId, r.summary);
+    }
+    this.books.notify(r);
   }
 
   /**
@@ -446,6 +507,6 @@ export class Scheduler {
    */
   private comesToRest(runId: string, summary: ActivationSummary, requests: readonly GatewayRequest[]): boolean {
     if (terminalStatuses.has(summary.status)) return true;
-    return summary.status === 'paused' && summary.wakeAt === undefined && this.host.busyFor(runId) === 0 && requests.every((r) => r.kind === 'approval');
+    return summary.status === 'paused' && summary.wakeAt === undefined && this.dispatch.busyFor(runId) === 0 && requests.every((r) => r.kind === 'approval');
   }
 }

@@ -135,30 +135,36 @@ export class Kernel {
       dispatchBeforeCommit: options.dispatchBeforeCommit !== false,
     });
     this.scheduler = new Scheduler({
-      engine,
-      store,
-      log,
-      now: this.now,
-      ...(this.leases ? { leases: this.leases } : {}),
-      manual: options.flushMode === 'manual',
-      ...(options.activating ? { activating: options.activating } : {}),
-      ...(options.queued ? { queued: options.queued } : {}),
-      closed: () => this.closed,
-      leaseFor: (runId, pending) => this.leaseFor(runId, pending),
-      busyFor: (runId) => this.dispatcher.busyFor(runId),
-      evict: (runId) => this.safeEvict(runId),
-      dispatchEarly: (request) => this.dispatcher.dispatchEarly(request),
-      landed: (ids, landed) => this.dispatcher.landed(ids, landed),
-      lost: (runId, err) => {
-        this.safeEvict(runId);
-        this.known.delete(runId);
-        for (const l of [...(this.lossListeners.get(runId) ?? [])]) l(err);
+      options: {
+        engine,
+        store,
+        log,
+        now: this.now,
+        ...(this.leases ? { leases: this.leases } : {}),
+        manual: options.flushMode === 'manual',
+        ...(options.activating ? { activating: options.activating } : {}),
+        ...(options.queued ? { queued: options.queued } : {}),
       },
-      fenced: (runId) => {
-        this.leases?.drop(runId);
-        this.forget(runId, 'a commit was refused by the fencing check');
+      dispatch: this.dispatcher,
+      children: this.children,
+      wakeUps: this.wakeUps,
+      books: {
+        closed: () => this.closed,
+        leaseFor: (runId, pending) => this.leaseFor(runId, pending),
+        evict: (runId) => this.safeEvict(runId),
+        lost: (runId, err) => {
+          this.safeEvict(runId);
+          this.known.delete(runId);
+          for (const l of [...(this.lossListeners.get(runId) ?? [])]) l(err);
+        },
+        fenced: (runId) => {
+          this.leases?.drop(runId);
+          this.forget(runId, 'a commit was refused by the fencing check');
+        },
+        recorded: (r) => this.recorded(r),
+        ended: (runId) => this.plans.delete(runId),
+        notify: (r) => this.notify(r),
       },
-      committed: (r) => this.committed(r),
     });
   }
 
@@ -433,24 +439,20 @@ export class Kernel {
     this.takeovers.add(runId);
   }
 
-  /** What a landed commit staged is carried out, and whoever waits on the run learns of it. */
-  private committed(r: Committed): void {
+  /** A landed commit in the books: the run's lease renewed or given up, the run known here or not. */
+  private recorded(r: Committed): void {
     if (r.lease && r.wrote) {
       if (r.rest) this.leases?.released(r.runId, r.lease.epoch);
       else this.leases?.committed(r.runId, r.lease.epoch);
     }
-    const ended = terminalStatuses.has(r.summary.status);
     // An ended run has no in-flight work left to know about (a resume of it changes nothing), so
     // it is not kept: a process that runs millions of runs would hold every id it ever ran.
-    if (ended) this.known.delete(r.runId);
+    if (terminalStatuses.has(r.summary.status)) this.known.delete(r.runId);
     else this.known.add(r.runId);
-    for (const c of r.cancels) this.dispatcher.cancel(c.invocationId, c.reason);
-    for (const request of r.requests) this.dispatcher.dispatch(request);
-    this.wakeUps.arm(r.runId, r.summary);
-    if (ended) {
-      this.plans.delete(r.runId);
-      this.children.ended(r.runId, r.summary);
-    }
+  }
+
+  /** Whoever waits on the run learns of a landed commit (after the scheduler carried it out). */
+  private notify(r: Committed): void {
     for (const g of r.groups) g.resolve(r.summary);
     for (const l of [...(this.listeners.get(r.runId) ?? [])]) l(r.summary);
     if (r.wrote) for (const l of this.commitListeners) l(r.runId, r.summary);

@@ -9,7 +9,8 @@
 import type { EngineInstance } from '../core/engine-instance.js';
 import { approvalTarget, validateTemplate, exportFromStore, isTerminal, pinnedDependencies, planOfTail, runNotFound, runView, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
 import { resolutionFields } from '../core/operator.js';
-import { KernelError, type Kernel, type RunOutcome } from '../core/kernel.js';
+import { tracePage, type Operator, type TracePage } from '../core/operator-api.js';
+import { KernelError, type Kernel } from '../core/kernel.js';
 import { leaseDefaults } from '../core/leases.js';
 import type { CommandResult, OperatorCommand } from '../core/ownership-store.js';
 import { asError, WorkflowError } from './sdk/errors.js';
@@ -19,7 +20,7 @@ import type { RunListFilter } from '../core/store.js';
 import type { RunExport } from '../core/export-format.js';
 import { LaunchPlanner, idempotentRunId, type PreparedLaunch } from './sdk/launch.js';
 import { OperatorInbox } from './sdk/operator-inbox.js';
-import { replayLive, replayStored } from './sdk/replay.js';
+import { runHandle } from './sdk/run-handle.js';
 import { openParts, type RuntimeParts } from './sdk/open.js';
 import type { CommandOutcome, LaunchOptions, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle } from './sdk/runtime-types.js';
 import { runtimeDeliveries } from './delivery/outbox.js';
@@ -38,7 +39,7 @@ export type { TelemetryOptions } from './observe/telemetry.js';
 export type { CommandOutcome, LaunchOptions, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle };
 export { WorkflowError, idempotentRunId };
 
-export class WorkflowRuntime {
+export class WorkflowRuntime implements Operator {
   /** The run journal of this runtime's store. */
   readonly store: NodeJournalStore;
   private readonly launches: LaunchPlanner;
@@ -209,33 +210,9 @@ export class WorkflowRuntime {
     if (!report.ok) throw new RunNeedsAttentionError(runId, report.problems.filter((p) => p.severity === 'needs_attention'));
   }
 
-  /**
-   * A handle on a run. `carriedOutHere`: this process is carrying the run out, so its `result`
-   * waits from now on (a commit of it that this process loses fails the wait). Otherwise `result`
-   * waits only once asked for: the wait follows the run through the store, one read per poll
-   * interval, and a process that queues thousands of runs for workers must not poll for each.
-   */
+  /** A handle on a run (sdk/run-handle.ts); `carriedOutHere`: this process is carrying it out. */
   private handle(runId: string, carriedOutHere = false): WorkflowRunHandle {
-    const kernel = this.kernel;
-    let result: Promise<RunOutcome> | undefined;
-    const wait = () => {
-      if (!result) {
-        result = kernel.waitFor(runId, false);
-        // A caller that only awaits `settled()` must not see `result`'s failure as unhandled.
-        result.catch(() => undefined);
-      }
-      return result;
-    };
-    if (carriedOutHere) wait();
-    return {
-      runId,
-      get result() {
-        return wait();
-      },
-      settled: () => this.kernel.waitFor(runId, true),
-      cancel: (reason?: string) => this.cancel(runId, { reason }),
-      live: (options?: LiveOptions) => this.live(runId, options),
-    };
+    return runHandle(runId, carriedOutHere, { waitFor: (id, orPaused) => this.kernel.waitFor(id, orPaused), cancel: (id, reason) => this.cancel(id, { reason }), live: (id, options) => this.live(id, options) });
   }
 
   /**
@@ -265,10 +242,9 @@ export class WorkflowRuntime {
   }
 
   /** A page of events, ascending by seq. */
-  async readEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<{ events: any[]; lastSeq: number; more: boolean }> {
+  async readEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<TracePage> {
     await this.record(runId);
-    const page = await this.store.readEvents(runId, options.afterSeq ?? 0, Math.min(options.limit ?? 500, 10_000));
-    return { events: page.events.map((e) => JSON.parse(e)), lastSeq: page.lastSeq, more: page.more };
+    return tracePage(this.store, runId, options);
   }
 
   async command(runId: string, command: OperatorCommand, options: { timeoutMs?: number } = {}): Promise<CommandOutcome> {
@@ -417,7 +393,7 @@ export class WorkflowRuntime {
   }
 
   replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Promise<Record<string, unknown>> {
-    return replayStored(this, runId, options);
+    return import('./sdk/replay.js').then((r) => r.replayStored(this, runId, options));
   }
 
   /**
@@ -425,7 +401,7 @@ export class WorkflowRuntime {
    * linked to the source run, and a comparison of every node's output by digest.
    */
   replayLive(sourceRunId: string, options: { by?: string } = {}): Promise<Record<string, unknown>> {
-    return replayLive(this, sourceRunId, options);
+    return import('./sdk/replay.js').then((r) => r.replayLive(this, sourceRunId, options));
   }
 
   /** What the OpenTelemetry exporter did (`undefined` when the runtime does not export). */

@@ -20,7 +20,7 @@
  * cancellation of a run is on its way to the journal, dispatch holds that run's requests back.
  */
 import { outcomeOfThrown, type Gateway, type GatewayContext } from '../core/gateway.js';
-import { credentialRefsOf, credentialUnresolved, RegisteredCapabilities, type AgentDefinition, type ApprovalHandler, type CredentialResolver, type ToolContext, type ToolDefinition } from '../core/gateway-registry.js';
+import { credentialRefsOf, credentialUnresolved, RegisteredCapabilities, type AgentDefinition, type ApprovalHandler, type CredentialResolver, type ModelDefinition, type SkillResolver, type ToolContext, type ToolDefinition } from '../core/gateway-registry.js';
 import type { CapabilityOutcome, GatewayRequest, HostLog } from '../core/types.js';
 import type { LocalToolLauncher, LocalToolTable } from './local-tools.js';
 import type { CompletionReceipt, ReceiptLog } from './receipt-log.js';
@@ -37,6 +37,9 @@ export interface RouterGatewayOptions {
   localTools: LocalToolTable;
   tools?: Record<string, InProcessTool | InProcessTool['execute']>;
   agents?: Record<string, InProcessAgent | InProcessAgent['run']>;
+  /** The models behind agent loops' `model` references; their turns run in process. */
+  models?: Record<string, ModelDefinition>;
+  skills?: SkillResolver;
   /** Decides approvals in process; without it (or when it returns undefined) a person decides later. */
   approvals?: ApprovalHandler;
   /** Resolves the credential and connection references of in-process tools and agents. */
@@ -96,7 +99,7 @@ export class RouterGateway implements Gateway {
   private readonly registered: RegisteredCapabilities;
 
   constructor(private readonly options: RouterGatewayOptions) {
-    this.registered = new RegisteredCapabilities({ tools: options.tools, agents: options.agents, approvals: options.approvals, credentials: options.credentials });
+    this.registered = new RegisteredCapabilities({ tools: options.tools, agents: options.agents, approvals: options.approvals, credentials: options.credentials, models: options.models, skills: options.skills });
     for (const name of Object.keys(options.localTools)) {
       if (this.registered.has('tool', name)) throw new Error(`tool ${JSON.stringify(name)} is declared both as a local tool and in process`);
     }
@@ -208,9 +211,9 @@ export class RouterGateway implements Gateway {
       this.options.receipts.retire([request.invocationId]);
       return undefined;
     }
-    if ((request.kind === 'tool' || request.kind === 'agent') && this.registered.has(request.kind, request.name)) return undefined;
+    if ((request.kind === 'tool' || request.kind === 'agent' || request.kind === 'model') && this.registered.has(request.kind, request.name)) return undefined;
     if (request.kind === 'approval') return this.registered.has('approval', request.name) ? undefined : settle(undefined);
-    if (request.kind === 'tool' || request.kind === 'agent') {
+    if (request.kind === 'tool' || request.kind === 'agent' || request.kind === 'model') {
       return settle({ ok: false, error: { code: `${request.kind}.not-registered`, message: `no ${request.kind} named ${JSON.stringify(request.name)} is declared in this router's host module`, retryable: false } });
     }
     return settle({ ok: false, error: { code: 'gateway.unknown-kind', message: `the router host cannot carry out ${request.kind} requests`, retryable: false } });

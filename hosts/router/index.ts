@@ -1,6 +1,7 @@
 /** `@gm-hz/agent-dag-workflow/router`: the router host (one cadence, file journal, local tools). */
 export { RouterHost, RouterError, type RouterHostOptions, type RouterRunHandle, type RouterStats, type RecoveryReport, type RouterTool, type LaunchTarget, type AuthorityResolver, type RunSummary } from './runtime.js';
 export { ControlServer, ControlError } from './control-server.js';
+export { RouterOperator } from './operator.js';
 export { controlSocketName, controlOps, type ControlOp, type ControlRequest, type ControlFrame } from './control-protocol.js';
 export { CrashLedger, parkAfterCrashes, type CrashRecord } from './crash-ledger.js';
 export type { CredentialResolver } from './gateway.js';

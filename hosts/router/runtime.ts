@@ -32,6 +32,7 @@ import { recoverAttempts, type AttemptRecovery } from './attempt-recovery.js';
 import { compileComponentAhead, routerComponentLoader } from './component.js';
 import { sha256Digest, sha256Hex } from '../shared/digest.js';
 import { outcomeOfCompletion, RouterGateway, type ApprovalHandler, type CredentialResolver, type InProcessAgent, type InProcessTool } from './gateway.js';
+import type { ModelDefinition, SkillResolver } from '../core/gateway-registry.js';
 import { FileJournalStore, LatencyRing, type LatencySummary } from './journal.js';
 import { journalFileKind } from './file-journal.js';
 import { idleCadenceMsMax, retireAfterSettled, retireEveryCycles, toolStopGraceMs } from './limits.js';
@@ -56,6 +57,9 @@ export interface RouterHostOptions {
   profile?: 'edge' | 'standalone';
   tools?: Record<string, RouterTool>;
   agents?: Record<string, InProcessAgent | InProcessAgent['run']>;
+  /** The models behind agent loops' `model` references (turns run in process). */
+  models?: Record<string, ModelDefinition>;
+  skills?: SkillResolver;
   approvals?: ApprovalHandler;
   /** Resolves the `credentialRef` / `connectionRef` of in-process tools and agents at call time (as in the Node host). */
   credentials?: CredentialResolver;
@@ -260,7 +264,7 @@ export class RouterHost {
       const stopGraceMs = options.stopGraceMs ?? toolStopGraceMs;
       const launcher = new LocalToolLauncher({ tools: localTools, receipts, stopGraceMs });
       assertReceiptsBehindJournal(store, receipts, acceptLoss, log);
-      const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, approvals: options.approvals, credentials: options.credentials, attemptsInFlightMax: profile.attemptsInFlightMax, log, journalSeqOf: (runId) => store.lastSeqOf(runId) });
+      const gateway = new RouterGateway({ launcher, receipts, localTools, tools, agents: options.agents, models: options.models, skills: options.skills, approvals: options.approvals, credentials: options.credentials, attemptsInFlightMax: profile.attemptsInFlightMax, log, journalSeqOf: (runId) => store.lastSeqOf(runId) });
       const scripts = await createScriptImports();
       closers.push(() => scripts.evaluator.dispose());
       const engine = await EngineInstance.create(routerComponentLoader(), { load: (runId) => store.load(runId), ...scripts, sha256Hex, log });
@@ -553,6 +557,11 @@ export class RouterHost {
       throw asError(err);
     }
     return { runId, result: this.kernel.waitFor(runId, false), settled: () => this.settledOf(runId) };
+  }
+
+  /** A handle on a run this host holds: `settled()` resolves at its next stop (see `settledOf`). */
+  follow(runId: string): { runId: string; settled(): Promise<RunOutcome> } {
+    return { runId, settled: () => this.settledOf(runId) };
   }
 
   /**

@@ -9,7 +9,8 @@
 // | seq                                        | the position in the list                                 |
 // | node.id, node.attempt, node.item           | `node`, `attempt`, `item`                                |
 // | node.invocationId, payload.invocationId    | `node#attempt`, `node[item]#attempt` (`node@2[item]#...` |
-// |                                            | in the node's second attempt): the name first announced  |
+// |                                            | in the node's second attempt): the name first announced; |
+// |                                            | more calls in one attempt (an agent loop) `….2`, `….3`   |
 // | payload.planHash                           | left out (a digest of the plan, engine version included) |
 // | payload.retryAt, timeoutAt, deadlineAt     | `+<ms>`: milliseconds after the event's own occurredAt   |
 // | everything else in the payload             | as journaled                                             |
@@ -23,6 +24,7 @@ const dropped = ['planHash'];
  */
 export function comparableEvents(events) {
   const names = new Map();
+  const taken = new Set();
   const nodeAttempts = new Map();
   const nameOf = (id) => {
     const name = names.get(id);
@@ -41,7 +43,12 @@ export function comparableEvents(events) {
         if (!names.has(e.node.invocationId)) {
           const nodeAttempt = nodeAttempts.get(e.node.id) ?? 1;
           const item = `${e.node.id}${nodeAttempt > 1 ? `@${nodeAttempt}` : ''}[${e.node.item}]`;
-          names.set(e.node.invocationId, e.node.item === undefined ? `${e.node.id}#${e.node.attempt}` : `${item}#${e.node.attempt}`);
+          const base = e.node.item === undefined ? `${e.node.id}#${e.node.attempt}` : `${item}#${e.node.attempt}`;
+          // An agent loop makes many calls in one attempt: the second is `base.2`, and so on.
+          let name = base;
+          for (let k = 2; taken.has(name); k++) name = `${base}.${k}`;
+          taken.add(name);
+          names.set(e.node.invocationId, name);
         }
         out.invocation = nameOf(e.node.invocationId);
       }

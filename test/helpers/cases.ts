@@ -22,7 +22,7 @@ export interface TestCase {
   dir: string;
   template: any;
   input: unknown;
-  host: { tools?: Record<string, any>; agents?: Record<string, any>; approvals?: any; dependencies?: { template: unknown; revision: number }[] };
+  host: { tools?: Record<string, any>; agents?: Record<string, any>; models?: Record<string, any>; skills?: any; approvals?: any; dependencies?: { template: unknown; revision: number }[] };
   expected: { status: string; output?: unknown; errorCode?: string; pausedReason?: string; eventTypes: string[] };
   /** `events.json`, written by test/cases/record.mjs. */
   events: CaseEvent[];

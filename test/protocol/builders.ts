@@ -95,6 +95,7 @@ function capabilityOf(n: NodeLiteral): string[] {
     case 'tool.call@1':
       return [`tool:${c.tool}`];
     case 'agent.run@1':
+      if (c.model !== undefined) return [`model:${c.model}`, ...((c.tools ?? []) as string[]).map((t) => `tool:${t}`), ...((c.skills ?? []) as string[]).map((k) => `skill:${k}`)];
       return [`agent:${c.agent}`];
     case 'human.approval@1':
       return ['approval'];
@@ -134,9 +135,12 @@ export const ev = {
   checkpoint: (): Ev => ({ type: 'checkpoint.committed', payload: { checkpointVersion: 1 } }),
 };
 
-/** The node reference of an event about a symbolic invocation (`node#2`, `node[3]#1`, `node@2[3]#1`). */
+/**
+ * The node reference of an event about a symbolic invocation (`node#2`, `node[3]#1`, `node@2[3]#1`,
+ * and an agent loop's `node#1/t2` model turn and `node#1/t2.0` tool call).
+ */
 export function refOf(inv: string): Pick<Ev, 'node' | 'attempt' | 'item' | 'inv'> {
-  const m = /^([^[#@]+)(?:@\d+)?(?:\[(\d+)\])?#(\d+)$/.exec(inv);
+  const m = /^([^[#@]+)(?:@\d+)?(?:\[(\d+)\])?#(\d+)(?:\/t\d+(?:\.\d+)?)?$/.exec(inv);
   if (!m) throw new Error(`bad invocation name ${inv}`);
   return { node: m[1], attempt: Number(m[3]), ...(m[2] !== undefined ? { item: Number(m[2]) } : {}), inv };
 }

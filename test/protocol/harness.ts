@@ -9,13 +9,15 @@
 import { afterEach, expect } from 'vitest';
 import { compilePlan } from '../../engine/compiler/plan.js';
 import type { ExecutionPlan } from '../../engine/protocol/plan.js';
+import { validateTemplate } from '../../engine/compiler/validate.js';
 import { EngineCore, type ActivationSummary, type CommitData, type CoreHost } from '../../engine/core.js';
-import { canonicalDigest } from '../../engine/hash.js';
-import { inspect } from '../../engine/replay/replay.js';
+import { canonicalDigest, derivedId } from '../../engine/hash.js';
+import { inspect, recorded } from '../../engine/replay/replay.js';
 import { ScriptEvaluator } from '../../sandbox/index.js';
 import { authority, fact, type Ev, type FactLiteral, type NodeLiteral, type Obj, type Req, t0 } from './builders.js';
 
 export * from './builders.js';
+export { canonicalDigest };
 export type { ActivationSummary };
 
 /** The real QuickJS sandbox: it evaluates synchronously, as the engine's `sandbox` import does. */
@@ -64,6 +66,8 @@ export class ProtocolRun {
   private readonly names = new Map<string, string>();
   private readonly ids = new Map<string, string>();
   private readonly nodeAttempts = new Map<string, number>();
+  /** Model turns answered so far, per agent-loop node (for the names of its invocations). */
+  private readonly agentTurns = new Map<string, number>();
   private readonly metadata: boolean;
   private staged: { commits: CommitData[]; requests: Obj[]; cancels: { invocationId: string; reason: string }[] } = { commits: [], requests: [], cancels: [] };
   /** How many times the fold of the events was compared with the engine's state or a checkpoint. */
@@ -203,13 +207,36 @@ export class ProtocolRun {
    */
   private learnNames(e: { type: string; node?: { id: string; attempt: number; invocationId?: string; item?: number } }): void {
     const ref = e.node;
-    if (ref && e.type === 'node.started') this.nodeAttempts.set(ref.id, ref.attempt);
+    if (ref && e.type === 'node.started') {
+      this.nodeAttempts.set(ref.id, ref.attempt);
+      this.agentTurns.delete(ref.id);
+    }
+    if (ref && e.type === 'node.agent-turn') this.agentTurns.set(ref.id, (e as unknown as { payload: { turn: number } }).payload.turn);
     if (!ref?.invocationId || this.names.has(ref.invocationId)) return;
     const nodeAttempt = this.nodeAttempts.get(ref.id) ?? 1;
-    const name = ref.item === undefined ? `${ref.id}#${ref.attempt}` : `${ref.id}${nodeAttempt > 1 ? `@${nodeAttempt}` : ''}[${ref.item}]#${ref.attempt}`;
+    const name = this.agentCallName(ref.id, ref.attempt, ref.invocationId) ?? (ref.item === undefined ? `${ref.id}#${ref.attempt}` : `${ref.id}${nodeAttempt > 1 ? `@${nodeAttempt}` : ''}[${ref.item}]#${ref.attempt}`);
     expect(this.ids.has(name), `two invocations are both ${name}`).toBe(false);
     this.names.set(ref.invocationId, name);
     this.ids.set(name, ref.invocationId);
+  }
+
+  /**
+   * The calls of an agent loop: `node#attempt/t<turn>` for a model turn, `node#attempt/t<turn>.<i>`
+   * for the `i`th tool call the model asked for in that turn.
+   */
+  private agentCallName(nodeId: string, attempt: number, invocationId: string): string | undefined {
+    const spec = (this.plan.templates[this.plan.root].template.spec.nodes as NodeLiteral[]).find((n) => n.id === nodeId);
+    if (spec?.uses !== 'agent.run@1' || (spec.config as Obj | undefined)?.model === undefined) return undefined;
+    const turn = this.agentTurns.get(nodeId) ?? 0;
+    if (derivedId('iv', this.runId, nodeId, attempt, `turn:${turn + 1}`) === invocationId) return `${nodeId}#${attempt}/t${turn + 1}`;
+    for (let i = 0; i < 64; i++) if (derivedId('iv', this.runId, nodeId, attempt, `turn:${turn}:tool:${i}`) === invocationId) return `${nodeId}#${attempt}/t${turn}.${i}`;
+    return undefined;
+  }
+
+  /** Recorded replay of this run's journal (against `edited`, a changed template, when given). */
+  replay(edited?: Obj, lines = this.journal.events): Obj {
+    const editedPlan = edited ? compilePlan({ root: { template: edited } }, (source) => scripts.checkSyntax(source)) : undefined;
+    return recorded({ mode: 'recorded', plan: this.plan, ...(editedPlan ? { editedPlan } : {}), eventTexts: [...lines] }, scripts) as Obj;
   }
 
   private nameOf(invocationId: string): string {
@@ -284,6 +311,11 @@ function olderPlan(plan: ExecutionPlan, without: string[]): ExecutionPlan {
   const { planHash: _hash, ...body } = plan;
   const older = { ...body, flags: body.flags.filter((f) => !without.includes(f)) };
   return { ...older, planHash: canonicalDigest(older) } as ExecutionPlan;
+}
+
+/** The validation errors of a template (none: it compiles). */
+export function validationErrors(tmpl: Obj): { code: string; pointer: string; message: string }[] {
+  return validateTemplate(tmpl, (source) => scripts.checkSyntax(source));
 }
 
 /** A run of `tmpl` on a fresh in-memory host. */

@@ -19,13 +19,19 @@ const agentNames = new Set(cases.flatMap((c) => Object.keys(c.host.agents ?? {})
 const tools = Object.fromEntries([...toolNames].map((n) => [n, { execute: (input: any, ctx: any) => fn(current!.host.tools![n])(input, ctx) }]));
 const agents = Object.fromEntries([...agentNames].map((n) => [n, { run: (input: any, ctx: any) => fn(current!.host.agents![n])(input, ctx) }]));
 const approvals = (request: any, ctx: any) => current?.host.approvals?.(request, ctx);
+// A tool's effect class and description are part of what an agent's model turn records.
+const toolTraits = Object.fromEntries(cases.flatMap((c) => Object.entries(c.host.tools ?? {}).filter(([, v]) => typeof v === 'object').map(([n, v]) => [n, { readOnly: v.readOnly, idempotent: v.idempotent, description: v.description }])));
+for (const [n, traits] of Object.entries(toolTraits)) Object.assign(tools[n], traits);
+const modelNames = new Set(cases.flatMap((c) => Object.keys(c.host.models ?? {})));
+const models = Object.fromEntries([...modelNames].map((n) => [n, { generate: (input: any, ctx: any) => current!.host.models![n].generate(input, ctx) }]));
+const skills = (name: string) => current?.host.skills?.(name);
 
 describe.each(['edge', 'standalone'] as const)('test/cases on the router host (%s)', (profile) => {
   let host: any;
   let dir: string;
   beforeAll(async () => {
     dir = tempDir(`router-cases-${profile}-`);
-    host = await RouterHost.open({ dir, profile, cadenceMs: 1, tools, agents, approvals, log: () => undefined });
+    host = await RouterHost.open({ dir, profile, cadenceMs: 1, tools, agents, models, skills, approvals, log: () => undefined });
   });
   afterAll(async () => {
     await host?.stop();

@@ -90,6 +90,8 @@ function renderRun(model: RunModel): void {
   if (attention.length > 0) flags.append(h('span', { class: 'flag hl-unknown', title: attention.map((a) => (a.item !== undefined ? `${a.nodeId}[${a.item}]` : a.nodeId)).join(', ') }, `${plural(attention.length, 'unknown outcome')}`));
   if (approvals.length > 0) flags.append(h('span', { class: 'flag hl-approval', title: approvals.map((a) => a.nodeId).join(', ') }, `${plural(approvals.length, 'waiting approval')}`));
   if (calls.length > 0) flags.append(h('span', { class: 'flag', title: calls.map((c) => `${c.nodeId}: ${c.kind}:${c.name} (${c.effect})`).join('\n') }, `${plural(calls.length, 'call')} in flight`));
+  // What the run's agent loops used, every attempt counted.
+  if (p.usage) flags.append(h('span', { class: 'flag', id: 'run-usage', title: Object.entries(p.usage.nodes).map(([id, u]) => `${id}: ${plural(u.turns, 'turn')}, ${u.inputTokens} in / ${u.outputTokens} out`).join('\n') }, `${plural(p.usage.turns, 'model turn')} · ${p.usage.inputTokens + p.usage.outputTokens} tokens`));
   if (attention.length > 0 && o.status === 'paused') result.append(nextStepHint(model.runId, attention));
 }
 

@@ -1,5 +1,6 @@
 // The details of one node: state, attempts with their inputs (capability.requested), committed
 // output and errors.
+import { renderTurns } from './agent-turns.js';
 import type { NodeView } from './run-model.js';
 
 /** Attempts shown per node; a foreach over thousands of items lists the first ones. */
@@ -41,6 +42,7 @@ export function renderNodePanel(panel: HTMLElement, view: NodeView | undefined, 
   if (view.highlight) panel.append(h('p', { class: `note hl-${view.highlight}` }, highlightText[view.highlight]));
   if (view.output !== undefined) panel.append(h('h4', {}, 'Committed output'), jsonBlock(view.output));
   if (view.error !== undefined) panel.append(h('h4', {}, 'Error'), jsonBlock(view.error, 'json error'));
+  if (view.agent) panel.append(...renderTurns(view.agent, onPickSeq));
   if (view.attempts.length > 0) {
     panel.append(h('h4', {}, `Attempts (${view.attempts.length})`));
     for (const a of view.attempts.slice(0, attemptsShownMax)) {

@@ -4,6 +4,7 @@
 // replay; until it answers, only the export's status is known.
 import type { EventEnvelope, RunProjection } from '../../core/types.js';
 import type { RunExport } from '../journal.js';
+import { addAgentEvent, type AgentView } from './agent-turns.js';
 
 export type Highlight = 'unknown' | 'approval' | 'failure' | undefined;
 
@@ -44,6 +45,8 @@ export interface NodeView {
   attempts: Attempt[];
   highlight: Highlight;
   events: number;
+  /** An agent loop's turns, tool calls and usage. */
+  agent?: AgentView;
 }
 
 export interface RunModel {
@@ -77,6 +80,7 @@ export function highlightOf(e: EventEnvelope): Highlight {
   if (e.type === 'node.needs-attention' || e.type === 'capability.abandoned') return 'unknown';
   if ((e.type === 'capability.requested' && e.payload.kind === 'approval') || (e.type === 'node.waiting' && e.payload.reason === 'approval') || e.type === 'node.resolved') return 'approval';
   if (e.type === 'node.failed' || e.type === 'run.failed' || e.type === 'node.item-failed' || (e.type === 'capability.completed' && e.payload.ok === false)) return 'failure';
+  if ((e.type === 'node.agent-tool-result' && e.payload.error !== undefined) || e.type === 'node.agent-answer-invalid') return 'failure';
   return undefined;
 }
 
@@ -111,7 +115,10 @@ export function buildRunModel(exported: RunExport): RunModel {
     if (e.type === 'node.output-committed' && e.node.item === undefined) view.output = p.output;
     if (e.type === 'node.failed') view.error = p.error;
     if (e.type === 'node.skipped') continue;
-    const key = `${e.node.id}\u0000${e.node.item ?? ''}\u0000${e.node.attempt}`;
+    if (e.type.startsWith('node.agent-')) view.agent = addAgentEvent(view.agent, e);
+    // An agent loop makes many calls in one attempt: each is listed on its own.
+    const call = view.spec.config?.model !== undefined && e.node.invocationId !== undefined ? e.node.invocationId : '';
+    const key = `${e.node.id}\u0000${e.node.item ?? ''}\u0000${e.node.attempt}\u0000${call}`;
     let a = attemptIndex.get(key);
     if (!a) {
       a = { attempt: e.node.attempt, ...(e.node.item !== undefined ? { item: e.node.item } : {}), seqs: [] };
@@ -128,6 +135,12 @@ export function buildRunModel(exported: RunExport): RunModel {
       if (p.ok) a.output = p.output;
       else a.error = p.error;
       a.outcome = p.ok ? 'succeeded' : 'failed';
+    } else if (e.type === 'node.agent-tool-result' && p.refused) {
+      // Refused by the allow-lists or the authority: never requested, so named here.
+      a.invocationId = e.node.invocationId;
+      a.capability = `tool:${p.toolName}`;
+      a.error = p.error;
+      a.outcome = 'refused';
     } else if (e.type === 'capability.abandoned') a.outcome = 'unknown (abandoned)';
     else if (e.type === 'node.needs-attention') a.outcome = 'unknown (needs attention)';
     else if (e.type === 'node.output-committed' || e.type === 'node.item-committed') a.output = p.output;

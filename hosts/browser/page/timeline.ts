@@ -155,6 +155,14 @@ function summaryOf(e: any): string {
     case 'run.failed':
     case 'node.item-failed':
       return `${p.error?.code ?? ''}: ${p.error?.message ?? ''}`;
+    case 'node.agent-turn': {
+      const calls = p.message?.toolCalls?.length ?? 0;
+      return `turn ${p.turn} · ${calls === 0 ? 'answer' : `${calls} tool call${calls === 1 ? '' : 's'}`} · ${p.usage?.inputTokens} in / ${p.usage?.outputTokens} out`;
+    }
+    case 'node.agent-tool-result':
+      return `${p.toolName} (${p.toolCallId}) · ${p.refused ? 'refused' : p.error ? `error ${p.error.code}` : `ok ${short(p.output)}`}`;
+    case 'node.agent-answer-invalid':
+      return `turn ${p.turn}: ${p.problem}`;
     case 'node.waiting':
     case 'run.paused':
       return String(p.reason ?? '');

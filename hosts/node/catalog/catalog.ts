@@ -1,5 +1,5 @@
 // The workflow catalog of the Node host, in the same database as the journal (schema v2): SQLite
-// (`sqlite-catalog.ts`) or PostgreSQL (`pg-catalog.ts`), behind `CatalogStorage`.
+// (`stores/sqlite/catalog.ts`) or PostgreSQL (`stores/pg/catalog.ts`), behind `CatalogStorage`.
 //
 // Version dimensions have distinct names and never mix:
 //   draftRevision    compare-and-set counter of a mutable draft (1, 2, ... per edit)
@@ -242,8 +242,8 @@ export function searchText(template: any): string {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Storage: where drafts and revisions are kept (SQLite: `sqlite-catalog.ts`, PostgreSQL:
-// `pg-catalog.ts`). Rows use the column names of the schema-v2 tables on both.
+// Storage: where drafts and revisions are kept (SQLite: `stores/sqlite/catalog.ts`, PostgreSQL:
+// `stores/pg/catalog.ts`). Rows use the column names of the schema-v2 tables on both.
 
 export type MaybePromise<T> = T | Promise<T>;
 

@@ -5,7 +5,7 @@ import { dirname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { DeliveryOptions, RuntimeOptions, WorkflowRuntime } from '../runtime.js';
 import { optionString, UsageError, type ParsedArgs } from './args.js';
-import { deliveryOptionsFromArgs } from './commands/deliveries.js';
+import { deliveryOptionsFromArgs } from './delivery-args.js';
 
 export interface HostModule extends RuntimeOptions {
   /** Where the config file lives; a relative `dir` is resolved against it. */

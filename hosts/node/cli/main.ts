@@ -8,9 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { portableIdSource } from '../../../engine/protocol/ids.js';
 import { isTerminalStatus } from '../../../engine/protocol/statuses.js';
 import type { WorkflowRuntime } from '../runtime.js';
-import { extraCommands } from './commands/index.js';
-import { resolveRunTarget, runPublished } from './commands/catalog.js';
-import { deliveryTargetFromArgs } from './commands/deliveries.js';
+import { extraCommandNames, loadExtraCommand } from './commands/index.js';
+import { deliveryTargetFromArgs } from './delivery-args.js';
 import { printQueued } from './queued.js';
 
 import { CliError as WorkflowError, type CliCommand } from './command.js';
@@ -119,9 +118,11 @@ const commands: Record<string, CliCommand> = {
       const input = inputArg === undefined ? {} : readJsonArg(inputArg, '--input');
       const delivery = deliveryTargetFromArgs(args);
       return withRuntime(args, async (rt) => {
-        const published = await resolveRunTarget(file, rt);
+        // Only a target that ends in @<revision> may be a published one: the catalog verbs load then.
+        const catalogVerbs = /@[0-9]+$/.test(file) ? await import('./commands/catalog.js') : undefined;
+        const published = catalogVerbs && (await catalogVerbs.resolveRunTarget(file, rt));
         const traceparent = traceparentOf(args);
-        if (published) return runPublished(rt, published, { input, wait: !args.options.has('no-wait'), ...(delivery ? { delivery } : {}), ...(traceparent ? { traceparent } : {}) });
+        if (catalogVerbs && published) return catalogVerbs.runPublished(rt, published, { input, wait: !args.options.has('no-wait'), ...(delivery ? { delivery } : {}), ...(traceparent ? { traceparent } : {}) });
         const template = readTemplate(file);
         const report = await rt.validate(template);
         if (!report.ok) {
@@ -343,7 +344,6 @@ const commands: Record<string, CliCommand> = {
   },
 };
 
-Object.assign(commands, extraCommands);
 
 async function decide(args: ParsedArgs, approved: boolean): Promise<number> {
   const [runId, nodeId] = need(args, 2, 'run id and node id');
@@ -394,7 +394,7 @@ function asksForHelp(argv: readonly string[]): boolean {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  for (const name of Object.keys(commands)) if (!usageTable[name]) throw new Error(`command ${name} has no entry in the usage table (usage.ts)`);
+  for (const name of [...Object.keys(commands), ...extraCommandNames]) if (!usageTable[name]) throw new Error(`command ${name} has no entry in the usage table (usage.ts)`);
   const [name, ...rest] = argv;
   if (!name) {
     process.stderr.write(`${overviewUsage()}\n`);
@@ -413,7 +413,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${text}\n`);
     return exitCodes.ok;
   }
-  const command = Object.prototype.hasOwnProperty.call(commands, name) ? commands[name] : undefined;
+  const command = Object.prototype.hasOwnProperty.call(commands, name) ? commands[name] : await loadExtraCommand(name);
   if (!command) {
     process.stderr.write(`agent-workflow: unknown command ${JSON.stringify(name)}\n${overviewUsage()}\n`);
     return exitCodes.usage;

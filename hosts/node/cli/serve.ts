@@ -45,7 +45,7 @@ export async function serve(args: ParsedArgs): Promise<number> {
       const { httpToken, startHttpApi } = await import('../observe/http-api.js');
       const { readTokenFile } = await import('../../../sandbox/service/auth.js');
       const readonlyToken = (file: string | undefined) => (file !== undefined ? { readonlyToken: readTokenFile(file) } : {});
-      http = await startHttpApi(rt, { host: httpHost, port: Number(httpPort), token: httpToken(optionString(args, 'http-token-file')), ...readonlyToken(optionString(args, 'http-readonly-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers });
+      http = await startHttpApi(rt, { host: httpHost, port: Number(httpPort), token: httpToken(optionString(args, 'http-token-file')), ...readonlyToken(optionString(args, 'http-readonly-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers, console: rt });
     }
     const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), ...(args.options.has('no-deliveries') ? { deliveries: false } : {}), log });
     const { CronBindingScheduler } = await import('../triggers/cron-bindings.js');

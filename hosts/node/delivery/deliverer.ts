@@ -1,5 +1,5 @@
 // The sender of the delivery outbox: claims due deliveries with a lease, sends each one
-// (delivery-send.ts) and settles it: delivered, failed with its next attempt after an
+// (delivery/send.ts) and settles it: delivered, failed with its next attempt after an
 // exponential backoff with jitter, or dead once its attempts run out (or the receiver refused
 // the request itself). An operator retries a dead delivery (`deliveries retry <id>`).
 //
@@ -10,7 +10,7 @@
 import { PollLoop } from '../../core/poll-loop.js';
 import type { ClaimedDelivery, DeliveryOutbox, DeliverySettlement } from '../../core/delivery-outbox.js';
 import type { HostLog } from '../../core/types.js';
-import { sendDelivery, type SendResult } from './send.js';
+import type { SendResult } from './send.js';
 import { WorkflowError } from '../sdk/errors.js';
 import { deliveryLimits } from '../limits.js';
 
@@ -103,6 +103,8 @@ export class DeliverySender {
     if (secretRef !== undefined && (secret === undefined || secret === '')) {
       result = { ok: false, retryable: true, error: `delivery.secret-missing: the environment variable ${secretRef} named by the target's secretRef is not set in this process` };
     } else {
+      // Loaded with the first delivery sent: a process that never sends one never loads it.
+      const { sendDelivery } = await import('./send.js');
       result = await sendDelivery(d, { ...(secret !== undefined ? { secret } : {}), timeoutMs: this.o.sendTimeoutMs, now: this.now() });
     }
     const now = this.now();

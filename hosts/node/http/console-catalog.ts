@@ -8,14 +8,14 @@
 //   POST /v1/console/validate { template }          the engine's validation report (reads nothing, changes nothing)
 //   POST /v1/console/catalog/:id/draft { template, expectedDraftRevision }   operator
 //   POST /v1/console/catalog/:id/publish { expectedDraftRevision }           operator
-import type { WorkflowRuntime } from '../runtime.js';
+import type { ConsoleHost } from './console-routes.js';
 import { HttpError, intParam } from './http-error.js';
 
-export async function catalogList(rt: WorkflowRuntime, url: URL) {
+export async function catalogList(rt: ConsoleHost, url: URL) {
   return { workflows: await rt.catalog.search(url.searchParams.get('q') ?? '') };
 }
 
-export async function catalogEntry(rt: WorkflowRuntime, id: string) {
+export async function catalogEntry(rt: ConsoleHost, id: string) {
   const revisions = await rt.catalog.listRevisions(id);
   let draft: { draftRevision: number; lastRevision: number; updatedAt: number; updatedBy: string; template: unknown } | undefined;
   try {
@@ -32,7 +32,7 @@ export async function catalogEntry(rt: WorkflowRuntime, id: string) {
   };
 }
 
-export async function catalogDiff(rt: WorkflowRuntime, id: string, url: URL) {
+export async function catalogDiff(rt: ConsoleHost, id: string, url: URL) {
   const a = intParam(url.searchParams.get('a'), 'a', 0);
   const b = intParam(url.searchParams.get('b'), 'b', 0);
   if (a === 0 || b === 0) throw new HttpError(400, 'http.bad-request', 'a and b must be published revisions (1 or more)');

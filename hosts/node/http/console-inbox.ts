@@ -1,7 +1,7 @@
 // The console's inbox: runs waiting for a person, read from the projections the store keeps
 // beside each run (the engine's `approvals` and `attention` lists), so listing reads no journal.
 // Every item carries the CLI command that does the same as its buttons.
-import type { WorkflowRuntime } from '../runtime.js';
+import type { ConsoleHost } from './console-routes.js';
 import { httpLimits } from '../limits.js';
 
 export type Resolution = { kind: 'succeeded'; output: unknown } | { kind: 'retry' } | { kind: 'fail'; reason: string };
@@ -38,7 +38,7 @@ export function resolveCommand(runId: string, nodeId: string, r: Resolution | { 
 }
 
 /** Approvals and needs_attention nodes of the newest `runsMax` paused or running runs. */
-export async function inboxItems(rt: WorkflowRuntime, runsMax: number): Promise<InboxItem[]> {
+export async function inboxItems(rt: ConsoleHost, runsMax: number): Promise<InboxItem[]> {
   const runs = await rt.listRuns({ statuses: ['paused', 'running'], limit: runsMax });
   const items: InboxItem[] = [];
   for (const r of runs) {
@@ -81,7 +81,7 @@ export async function inboxItems(rt: WorkflowRuntime, runsMax: number): Promise<
  * The evidence of each `node.needs-attention` among a run's last events (by `<node>/<item>`): the
  * run paused right after them, so they are near its end; older ones are not looked for.
  */
-async function recentEvidence(rt: WorkflowRuntime, runId: string, lastSeq: number): Promise<Map<string, unknown>> {
+async function recentEvidence(rt: ConsoleHost, runId: string, lastSeq: number): Promise<Map<string, unknown>> {
   const n = httpLimits.inboxEvidenceEventsMax;
   const page = await rt.readEvents(runId, { afterSeq: Math.max(0, lastSeq - n), limit: n });
   const out = new Map<string, unknown>();

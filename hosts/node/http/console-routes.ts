@@ -26,6 +26,9 @@ import { approveCommand, inboxItems, resolveCommand, shellWord, type Resolution 
 import { listBindings, listDeliveries, listIngress, retryDelivery } from './console-triggers.js';
 import { catalogDiff, catalogEntry, catalogList, draftTemplate, expectedRevision } from './console-catalog.js';
 
+/** What the console's routes use of the runtime: its operator verbs, catalog, bindings, ingress journal and deliveries. */
+export type ConsoleHost = Pick<WorkflowRuntime, 'listRuns' | 'getRun' | 'readEvents' | 'approve' | 'resolve' | 'validate' | 'catalog' | 'bindings' | 'triggerStorage' | 'deliveries'>;
+
 /** dist/console, next to this file's dist/hosts/node/http. */
 export const defaultConsoleDir = fileURLToPath(new URL('../../../console/', import.meta.url));
 
@@ -67,7 +70,7 @@ function timeParam(value: string | null, name: string): number | undefined {
   return t;
 }
 
-async function listPage(rt: WorkflowRuntime, url: URL) {
+async function listPage(rt: ConsoleHost, url: URL) {
   const q = url.searchParams;
   const limit = intParam(q.get('limit'), 'limit', httpLimits.consolePageDefault, httpLimits.consolePageMax) || httpLimits.consolePageDefault;
   const status = q.get('status');
@@ -127,7 +130,7 @@ async function act(res: ServerResponse, cli: string, action: () => Promise<unkno
   }
 }
 
-export async function consoleRoute(rt: WorkflowRuntime, req: IncomingMessage, res: ServerResponse, parts: string[], url: URL, role: AccessRole): Promise<void> {
+export async function consoleRoute(rt: ConsoleHost, req: IncomingMessage, res: ServerResponse, parts: string[], url: URL, role: AccessRole): Promise<void> {
   const isRead = req.method === 'GET' || req.method === 'HEAD';
   if (isRead && parts.length === 1 && parts[0] === 'session') return send(res, 200, { role });
   if (isRead && parts.length === 1 && parts[0] === 'runs') return send(res, 200, await listPage(rt, url));

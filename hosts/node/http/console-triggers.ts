@@ -8,7 +8,7 @@
 //                                                          records in id order; `nextAfter` pages on
 //   GET  /v1/console/deliveries?state=&run=&limit=         newest first
 //   POST /v1/console/deliveries/:id/retry                  a dead delivery made pending again
-import type { WorkflowRuntime } from '../runtime.js';
+import type { ConsoleHost } from './console-routes.js';
 import type { IngressStatus } from '../stores/trigger-storage.js';
 import type { DeliveryState } from '../../core/delivery-outbox.js';
 import { triggerLimits } from '../limits.js';
@@ -18,7 +18,7 @@ const ingressStatuses: readonly string[] = ['received', 'rejected', 'deduplicate
 const deliveryStates: readonly string[] = ['pending', 'delivered', 'dead'];
 
 /** Bindings without their config (which names secrets' environment variables, not secrets, but the console has no use for it). */
-export async function listBindings(rt: WorkflowRuntime) {
+export async function listBindings(rt: ConsoleHost) {
   const all = await rt.bindings.list();
   return {
     bindings: all.map((b) => ({
@@ -36,7 +36,7 @@ export async function listBindings(rt: WorkflowRuntime) {
   };
 }
 
-export async function listIngress(rt: WorkflowRuntime, url: URL) {
+export async function listIngress(rt: ConsoleHost, url: URL) {
   const q = url.searchParams;
   const status = q.get('status') || undefined;
   if (status !== undefined && !ingressStatuses.includes(status)) throw new HttpError(400, 'http.bad-request', `status is one of ${ingressStatuses.join(', ')}`);
@@ -49,7 +49,7 @@ export async function listIngress(rt: WorkflowRuntime, url: URL) {
   return { records: page, ...(records.length > limit ? { nextAfter: page.at(-1)!.id } : {}) };
 }
 
-export async function listDeliveries(rt: WorkflowRuntime, url: URL) {
+export async function listDeliveries(rt: ConsoleHost, url: URL) {
   const q = url.searchParams;
   const state = q.get('state') || undefined;
   if (state !== undefined && !deliveryStates.includes(state)) throw new HttpError(400, 'http.bad-request', `state is one of ${deliveryStates.join(', ')}`);
@@ -58,6 +58,6 @@ export async function listDeliveries(rt: WorkflowRuntime, url: URL) {
   return { deliveries: await rt.deliveries.list({ limit, ...(state ? { state: state as DeliveryState } : {}), ...(runId ? { runId } : {}) }) };
 }
 
-export function retryDelivery(rt: WorkflowRuntime, id: string) {
+export function retryDelivery(rt: ConsoleHost, id: string) {
   return rt.deliveries.retry(id);
 }

@@ -39,8 +39,13 @@ import { TriggerPipeline } from '../triggers/ingress.js';
 import { httpLimits, triggerLimits } from '../limits.js';
 import { handleWebhook } from '../triggers/webhook.js';
 import { defaultPageDir, readPageFile } from '../../shared/page-files.js';
-import { defaultConsoleDir } from '../http/console-routes.js';
-import type { WorkflowRuntime } from '../runtime.js';
+import { defaultConsoleDir, type ConsoleHost } from '../http/console-routes.js';
+import type { Operator } from '../../core/operator-api.js';
+import type { TriggerHost } from '../triggers/trigger-host.js';
+import type { LiveItem, LiveOptions } from './live.js';
+
+/** What the API reads: the operator's read verbs, a run's live stream, and what the trigger routes take. */
+export type HttpApiHost = Pick<Operator, 'listRuns' | 'getRun' | 'exportRun' | 'readEvents'> & TriggerHost & { live(runId: string, options?: LiveOptions): AsyncGenerator<LiveItem, void, undefined> };
 import { CodedError } from '../../../engine/protocol/coded-error.js';
 import { HttpError, intParam } from '../http/http-error.js';
 import { roleOf, hasTokens } from '../http/access.js';
@@ -60,6 +65,8 @@ export interface HttpApiOptions {
   readonlyToken?: string;
   /** The built console served under `/console/` (default dist/console). */
   consoleDir?: string;
+  /** What the console's routes (`/v1/console/…`) read and act on; without it they answer 404. */
+  console?: ConsoleHost;
   /** Serve without a token: refused unless the host is a loopback address. */
   insecureNoAuth?: boolean;
   /** Comment lines on an idle event stream (default 15 s). */
@@ -122,7 +129,7 @@ function asHttpError(err: unknown): HttpError {
   return new HttpError(500, code, e.message ?? String(err));
 }
 
-export async function startHttpApi(rt: WorkflowRuntime, options: HttpApiOptions): Promise<HttpApi> {
+export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Promise<HttpApi> {
   const host = options.host ?? '127.0.0.1';
   const tokens = { ...(options.token !== undefined ? { operator: options.token } : {}), ...(options.readonlyToken !== undefined ? { readonly: options.readonlyToken } : {}) };
   if (!hasTokens(tokens)) {
@@ -188,7 +195,10 @@ export async function startHttpApi(rt: WorkflowRuntime, options: HttpApiOptions)
     if (role === undefined) throw new HttpError(401, 'http.unauthorized', 'a valid bearer token is required');
     const url = new URL(req.url ?? '/', 'http://localhost');
     const parts = url.pathname.split('/').filter((p) => p !== '');
-    if (parts[0] === 'v1' && parts[1] === 'console') return consoleRoute(rt, req, res, parts.slice(2), url, role);
+    if (parts[0] === 'v1' && parts[1] === 'console') {
+      if (!options.console) throw new HttpError(404, 'http.not-found', 'this server has no console');
+      return consoleRoute(options.console, req, res, parts.slice(2), url, role);
+    }
     if (parts[0] !== 'v1' || parts[1] !== 'runs' || parts.length > 4 || (parts.length === 4 && parts[3] !== 'events' && parts[3] !== 'export')) throw new HttpError(404, 'http.not-found', `no route ${url.pathname}`);
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: the API is read-only`);
     if (parts.length === 2) {

@@ -23,9 +23,13 @@
  */
 import { isTerminalStatus } from '../../../engine/protocol/statuses.js';
 import type { Kernel } from '../../core/kernel.js';
+
+/** What live streams follow of the kernel: a run's commits by this process, once durable. */
+export type CommitWatch = Pick<Kernel, 'watch'>;
 import type { Gateway } from '../../core/gateway.js';
 import type { JournalStore } from '../../core/store.js';
 import { liveLimits } from '../limits.js';
+import { coalesced } from './coalesce.js';
 
 /** A committed event of the run's journal. */
 export interface LiveEvent {
@@ -159,7 +163,7 @@ class RunFeed {
   constructor(
     readonly runId: string,
     private readonly store: JournalStore,
-    kernel: Kernel,
+    kernel: CommitWatch,
     /** How often the run record is read for commits of other processes (rarely, when they are notified). */
     private readonly pollMs: () => number,
     private readonly onIdle: () => void,
@@ -207,16 +211,7 @@ class RunFeed {
     this.schedulePoll();
   }
 
-  private readScheduled = false;
-
-  private readSoon(): void {
-    if (this.readScheduled) return;
-    this.readScheduled = true;
-    setImmediate(() => {
-      this.readScheduled = false;
-      void this.read();
-    });
-  }
+  private readonly readSoon = coalesced(() => void this.read());
 
   async read(): Promise<void> {
     if (this.stopped || this.ended || this.seq < 0) return;
@@ -288,7 +283,7 @@ export class LiveStreams {
 
   constructor(
     private readonly store: JournalStore,
-    private readonly kernel: Kernel,
+    private readonly kernel: CommitWatch,
     private readonly pollMs: number,
   ) {}
 

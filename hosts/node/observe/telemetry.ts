@@ -14,12 +14,16 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Kernel } from '../../core/kernel.js';
+
+/** What the exporter follows of the kernel: every commit of this process, once durable. */
+export type CommitFeed = Pick<Kernel, 'onCommit'>;
 import type { JournalStore } from '../../core/store.js';
 import { sha256Digest } from '../../shared/digest.js';
 import { WorkflowError } from '../sdk/errors.js';
 import { telemetryLimits } from '../limits.js';
 import type { SpanSink } from './otlp-sink.js';
 import { RunSpanBuilder, type SpanRecord, type TraceEvent } from './trace-spans.js';
+import { coalesced } from './coalesce.js';
 
 export interface TelemetryOptions {
   /**
@@ -76,7 +80,7 @@ export class TraceExporter {
   private readonly queue: SpanRecord[] = [];
   private readonly counts = { exportedSpans: 0, droppedSpans: 0, failedSpans: 0, failedExports: 0 };
   private lastError: string | undefined;
-  private readScheduled = false;
+  private readonly readSoon = coalesced(() => void this.readDirty());
   private reading: Promise<void> | undefined;
   private exporting: Promise<void> | undefined;
   private exportTimer: ReturnType<typeof setTimeout> | undefined;
@@ -91,14 +95,14 @@ export class TraceExporter {
 
   private constructor(
     private readonly store: JournalStore,
-    kernel: Kernel,
+    kernel: CommitFeed,
     private readonly sink: SpanSink,
   ) {
     this.unsubscribe = kernel.onCommit((runId) => this.committed(runId));
   }
 
   /** Loads the OTLP exporter (only now) and follows the kernel's commits. */
-  static async start(store: JournalStore, kernel: Kernel, options: TelemetryOptions): Promise<TraceExporter> {
+  static async start(store: JournalStore, kernel: CommitFeed, options: TelemetryOptions): Promise<TraceExporter> {
     const url = tracesUrlOf(options.otlpUrl);
     const { createOtlpSink } = await import('./otlp-sink.js');
     const sink = createOtlpSink({ url, ...(options.headers ? { headers: options.headers } : {}), serviceName: options.serviceName ?? 'agent-workflow', scopeVersion: packageVersion(), timeoutMs: telemetryLimits.exportTimeoutMs });
@@ -113,12 +117,7 @@ export class TraceExporter {
   private committed(runId: string): void {
     if (this.closed) return;
     this.dirty.add(runId);
-    if (this.readScheduled) return;
-    this.readScheduled = true;
-    setImmediate(() => {
-      this.readScheduled = false;
-      void this.readDirty();
-    });
+    this.readSoon();
   }
 
   private readDirty(): Promise<void> {

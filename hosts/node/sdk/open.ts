@@ -14,7 +14,7 @@ import { LazyScriptImports } from '../../shared/sandbox.js';
 import { deliveryOptionsOf, type DeliveryOptions } from '../delivery/deliverer.js';
 import { LiveStreams, withLiveProgress } from '../observe/live.js';
 import { stderrLog } from '../observe/log.js';
-import { TraceExporter, tracesUrlOf } from '../observe/telemetry.js';
+import type { TraceExporter } from '../observe/telemetry.js';
 import { RunTraces, withTraceContext } from '../observe/trace-gateway.js';
 import { openStoreBundle, type StoreBundle } from '../stores/open-store.js';
 import { newOwnerId } from '../stores/owner-id.js';
@@ -54,7 +54,8 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
     if (options.dispatchBeforeCommit !== undefined && typeof options.dispatchBeforeCommit !== 'boolean') {
       throw new WorkflowError('host.bad-option', `dispatchBeforeCommit must be true or false, not ${JSON.stringify(options.dispatchBeforeCommit)}`);
     }
-    if (options.telemetry) tracesUrlOf(options.telemetry.otlpUrl);
+    // The exporter's modules load only for a runtime that exports spans.
+    if (options.telemetry) (await import('../observe/telemetry.js')).tracesUrlOf(options.telemetry.otlpUrl);
   } catch (err) {
     throw asError(err);
   }
@@ -104,7 +105,7 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
     // and every few seconds (leases are compared across machines' clocks; docs/postgres.md).
     await kernel.leases?.watchClock().catch((err) => log('warn', `checking the clock against the store's failed: ${(err as Error).message}`));
     live = new LiveStreams(store, kernel, pollMs);
-    if (options.telemetry) exporter = await TraceExporter.start(store, kernel, options.telemetry);
+    if (options.telemetry) exporter = await (await import('../observe/telemetry.js')).TraceExporter.start(store, kernel, options.telemetry);
     return { kernel, engine, stores, resolveAuthority, disposeScripts: () => scripts.dispose(), ownerId, pollMs, live, log, deliveryOptions: options.delivery ?? {}, traces, exporter };
   } catch (err) {
     await exporter?.close();

@@ -1,5 +1,5 @@
 // What triggers need from the store: the bindings' table and the ingress journal (schema v7), on
-// SQLite (`sqlite-triggers.ts`) or PostgreSQL (`pg-triggers.ts`). Rows use the column names of
+// SQLite (`stores/sqlite/triggers.ts`) or PostgreSQL (`stores/pg/triggers.ts`). Rows use the column names of
 // the schema-v7 tables on both.
 //
 // The ingress journal has one row per event a trigger received:

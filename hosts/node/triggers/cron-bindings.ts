@@ -28,7 +28,7 @@ import { Cron } from 'croner';
 import type { CronConfig, WorkflowBinding } from './bindings.js';
 import { TriggerRejected, type TriggerPipeline } from './ingress.js';
 import { triggerLimits } from '../limits.js';
-import type { WorkflowRuntime } from '../runtime.js';
+import type { TriggerHost } from './trigger-host.js';
 
 export interface CronBindingOptions {
   /** How often the catalog is read for new, changed or disabled cron bindings (default 5 s). */
@@ -58,7 +58,7 @@ export class CronBindingScheduler {
   private readonly log: (level: string, message: string) => void;
 
   constructor(
-    private readonly rt: WorkflowRuntime,
+    private readonly rt: TriggerHost,
     private readonly pipeline: TriggerPipeline,
     private readonly options: CronBindingOptions = {},
   ) {

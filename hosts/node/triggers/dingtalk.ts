@@ -20,7 +20,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { dingtalkSender, type DingtalkConfig, type WorkflowBinding } from './bindings.js';
 import { TriggerRejected, type TriggerPipeline } from './ingress.js';
 import { triggerLimits } from '../limits.js';
-import type { WorkflowRuntime } from '../runtime.js';
+import type { TriggerHost } from './trigger-host.js';
 import { activeBinding, type TriggerResponse } from './webhook.js';
 
 /** The `sign` header of a callback at `timestamp`: what DingTalk computes. */
@@ -54,7 +54,7 @@ function signMatches(appSecret: string, timestamp: string, given: string): boole
 
 const usage = 'commands: run [<json input>] | status <runId> | approve <runId> <nodeId> | reject <runId> <nodeId>';
 
-export async function handleDingtalk(rt: WorkflowRuntime, pipeline: TriggerPipeline, bindingId: string, headers: Headers, raw: Buffer, env: NodeJS.ProcessEnv = process.env): Promise<TriggerResponse> {
+export async function handleDingtalk(rt: TriggerHost, pipeline: TriggerPipeline, bindingId: string, headers: Headers, raw: Buffer, env: NodeJS.ProcessEnv = process.env): Promise<TriggerResponse> {
   let message: any;
   try {
     message = JSON.parse(raw.toString('utf8'));

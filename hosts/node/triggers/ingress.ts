@@ -15,7 +15,7 @@ import { sha256Hex } from '../../shared/digest.js';
 import { schemaProblems } from './input-schema.js';
 import { mapInput, type BindingSource, type WorkflowBinding } from './bindings.js';
 import { triggerLimits } from '../limits.js';
-import type { WorkflowRuntime } from '../runtime.js';
+import type { TriggerHost } from './trigger-host.js';
 import type { DedupeKey, IngressEntry, IngressRecord } from '../stores/trigger-storage.js';
 
 /** An event an adapter verified and identified. */
@@ -60,7 +60,7 @@ export class TriggerPipeline {
   readonly deployment: string;
 
   constructor(
-    private readonly rt: WorkflowRuntime,
+    private readonly rt: TriggerHost,
     private readonly options: PipelineOptions = {},
   ) {
     this.deployment = options.deployment ?? 'default';

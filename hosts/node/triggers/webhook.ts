@@ -27,7 +27,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { WorkflowBinding, WebhookConfig } from './bindings.js';
 import { TriggerRejected, type TriggerPipeline } from './ingress.js';
 import { triggerLimits } from '../limits.js';
-import type { WorkflowRuntime } from '../runtime.js';
+import type { TriggerHost } from './trigger-host.js';
 
 export interface TriggerResponse {
   status: number;
@@ -66,7 +66,7 @@ function signatureMatches(secret: string, timestamp: string, raw: Buffer, given:
 }
 
 /** The active binding of `id` when it is of `source`; a store failure is thrown, not taken for "not found". */
-export async function activeBinding(rt: WorkflowRuntime, id: string, source: WorkflowBinding['source']): Promise<WorkflowBinding | undefined> {
+export async function activeBinding(rt: TriggerHost, id: string, source: WorkflowBinding['source']): Promise<WorkflowBinding | undefined> {
   try {
     const binding = await rt.bindings.active(id);
     return binding.source === source ? binding : undefined;
@@ -77,7 +77,7 @@ export async function activeBinding(rt: WorkflowRuntime, id: string, source: Wor
 }
 
 /** Handles one webhook delivery whose body was read within the size limit. */
-export async function handleWebhook(rt: WorkflowRuntime, pipeline: TriggerPipeline, bindingId: string, headers: Headers, raw: Buffer, env: NodeJS.ProcessEnv = process.env): Promise<TriggerResponse> {
+export async function handleWebhook(rt: TriggerHost, pipeline: TriggerPipeline, bindingId: string, headers: Headers, raw: Buffer, env: NodeJS.ProcessEnv = process.env): Promise<TriggerResponse> {
   const eventIdHeader = header(headers, webhookHeaders.eventId);
   const reject = async (status: number, code: string, message: string, binding?: WorkflowBinding, extra: { caller?: string; occurredAt?: number } = {}) => {
     await pipeline.reject('webhook', bindingId, { code, message }, { ...(binding ? { bindingRevision: binding.revision } : {}), ...(eventIdHeader !== undefined ? { sourceEventId: eventIdHeader } : {}), ...extra });

@@ -2,25 +2,17 @@
 // with the run's export preloaded, prints the URL, and runs until interrupted. The page replays
 // the run with the same engine component in the browser; nothing is executed here.
 import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import type { ParsedArgs } from '../args.js';
 import { optionString, UsageError } from '../args.js';
 import { CliError, type CliCommand } from '../command.js';
-import { loadHostModule } from '../host-module.js';
+import { withRuntime } from '../host-module.js';
 import { cliApiVersion } from '../output.js';
 
 /** The export's text: the file when `target` names one, else the run `target` read from the store. */
 async function exportTextOf(args: ParsedArgs, target: string): Promise<string> {
   if (existsSync(target)) return readFileSync(target, 'utf8');
-  const host = await loadHostModule(optionString(args, 'config'));
-  const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : undefined);
-  const { WorkflowRuntime } = await import('../../runtime.js');
-  const rt = await WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}) });
-  try {
-    return `${JSON.stringify(await rt.exportRun(target))}\n`;
-  } finally {
-    await rt.close();
-  }
+  // The same runtime as every command's: the host module, --dir, --store and the environment.
+  return withRuntime(args, async (rt) => `${JSON.stringify(await rt.exportRun(target))}\n`);
 }
 
 /** Resolves when the process is asked to stop (Ctrl-C, SIGTERM). */

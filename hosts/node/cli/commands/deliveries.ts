@@ -1,61 +1,13 @@
-// Result delivery in the CLI: `deliveries list|retry|drain`, the `--deliver-to` option of `run`,
-// and the `--delivery-*` options every command that opens a runtime takes (`serve` sends).
-import { resolve } from 'node:path';
-import type { DeliveryOptions, DeliveryTarget, WorkflowRuntime } from '../../runtime.js';
-import { deliveryTargetFromFlag } from '../../delivery/target.js';
-import { optionString, UsageError, type ParsedArgs } from '../args.js';
+// Result delivery in the CLI: `deliveries list|retry|drain`. The `--deliver-to` option of `run`
+// and the `--delivery-*` options of every command that opens a runtime are read in
+// ../delivery-args.ts.
+import { optionString, UsageError } from '../args.js';
 import type { CliCommand } from '../command.js';
-import { loadHostModule } from '../host-module.js';
+import { wholeNumber } from '../delivery-args.js';
+import { withRuntime } from '../host-module.js';
 import { print } from '../output.js';
 
 const states = ['pending', 'delivered', 'dead'] as const;
-
-function wholeNumber(args: ParsedArgs, name: string): number | undefined {
-  const text = optionString(args, name);
-  if (text === undefined) return undefined;
-  if (!/^[1-9][0-9]{0,8}$/.test(text)) throw new UsageError(`--${name} takes a positive integer, got ${JSON.stringify(text)}`);
-  return Number(text);
-}
-
-/** `--delivery-attempts`, `--delivery-backoff-ms`, `--delivery-timeout-ms`, `--delivery-lease-ms`, over the host module's `delivery`. */
-export function deliveryOptionsFromArgs(args: ParsedArgs, host: { delivery?: DeliveryOptions }): DeliveryOptions | undefined {
-  const fromArgs: DeliveryOptions = {};
-  const set = (name: string, key: keyof Omit<DeliveryOptions, 'env'>) => {
-    const n = wholeNumber(args, name);
-    if (n !== undefined) fromArgs[key] = n;
-  };
-  set('delivery-attempts', 'maxAttempts');
-  set('delivery-backoff-ms', 'backoffBaseMs');
-  set('delivery-timeout-ms', 'sendTimeoutMs');
-  set('delivery-lease-ms', 'leaseTtlMs');
-  if (Object.keys(fromArgs).length === 0) return host.delivery;
-  return { ...host.delivery, ...fromArgs };
-}
-
-/** `--deliver-to <webhook:url | dingtalk:url | url>` with `--deliver-secret-env NAME`, as a launch's `delivery`. */
-export function deliveryTargetFromArgs(args: ParsedArgs): DeliveryTarget | undefined {
-  const spec = optionString(args, 'deliver-to');
-  const secretRef = optionString(args, 'deliver-secret-env');
-  if (spec === undefined) {
-    if (secretRef !== undefined) throw new UsageError('--deliver-secret-env names the secret of --deliver-to, which is missing');
-    return undefined;
-  }
-  return deliveryTargetFromFlag(spec, secretRef);
-}
-
-async function withRuntime<T>(args: ParsedArgs, fn: (rt: WorkflowRuntime) => Promise<T>): Promise<T> {
-  const host = await loadHostModule(optionString(args, 'config'));
-  const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : undefined);
-  const { WorkflowRuntime } = await import('../../runtime.js');
-  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
-  const delivery = deliveryOptionsFromArgs(args, host as { delivery?: DeliveryOptions });
-  const rt = await WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}), ...(delivery ? { delivery } : {}) });
-  try {
-    return await fn(rt);
-  } finally {
-    await rt.close();
-  }
-}
 
 export const deliveriesCommands: Record<string, CliCommand> = {
   deliveries: {

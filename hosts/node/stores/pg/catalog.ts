@@ -1,5 +1,5 @@
 // `CatalogStorage` on PostgreSQL: the catalog's tables (schema v2) in the journal's schema, with
-// the semantics of the SQLite storage (`sqlite-catalog.ts`). What SQLite gets from one writer at a
+// the semantics of the SQLite storage (`stores/sqlite/catalog.ts`). What SQLite gets from one writer at a
 // time, PostgreSQL gets from conditional writes and a row lock:
 //
 // - a draft write is one statement: `INSERT … ON CONFLICT DO NOTHING` for a new draft, otherwise

@@ -1,5 +1,5 @@
 // The delivery outbox on PostgreSQL (see hosts/core/delivery-outbox.ts), the same contract as
-// `sqlite-deliveries.ts`. Rows are queued by the trigger of migration 6; senders on any machine
+// `stores/sqlite/deliveries.ts`. Rows are queued by the trigger of migration 6; senders on any machine
 // claim them with `FOR UPDATE SKIP LOCKED`, so two never hold one delivery at once.
 import type { Pool } from 'pg';
 import type { ClaimedDelivery, DeliveryOutbox, DeliveryRecord, DeliverySettlement, DeliveryState, DeliveryTarget } from '../../../core/delivery-outbox.js';

@@ -556,12 +556,12 @@ export class PostgresJournalStore implements JournalStore {
     return { digest, size: row.size, mediaType: row.media_type, bytes: row.bytes };
   }
 
-  /** The workflow catalog's storage, in this store's schema (see `pg-catalog.ts`). */
+  /** The workflow catalog's storage, in this store's schema (see `stores/pg/catalog.ts`). */
   catalogStorage(): PgCatalogStorage {
     return new PgCatalogStorage(this.pool, this.s);
   }
 
-  /** Bindings and the ingress journal, in this store's schema (see `pg-triggers.ts`). */
+  /** Bindings and the ingress journal, in this store's schema (see `stores/pg/triggers.ts`). */
   triggerStorage(): PgTriggerStorage {
     return new PgTriggerStorage(this.pool, this.s, this.ownership);
   }

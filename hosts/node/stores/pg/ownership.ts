@@ -1,5 +1,5 @@
 // `RunOwnership` on PostgreSQL: leases, the inbox, the queue and workers, in the journal's schema.
-// The semantics are the SQLite store's (`sqlite-ownership.ts`); what SQLite gets from one
+// The semantics are the SQLite store's (`stores/sqlite/ownership.ts`); what SQLite gets from one
 // writer at a time, PostgreSQL gets from row locks and advisory locks:
 //
 // - a decision that reads then writes a run locks its row (`FOR UPDATE`) or writes with a

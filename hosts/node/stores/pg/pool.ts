@@ -1,5 +1,5 @@
 // The connection pool of the PostgreSQL store and its transaction helper, shared by the journal
-// (`pg-store.ts`) and run ownership (`pg-ownership.ts`).
+// (`stores/pg/journal.ts`) and run ownership (`stores/pg/ownership.ts`).
 import { createRequire } from 'node:module';
 import type * as PgModule from 'pg';
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';

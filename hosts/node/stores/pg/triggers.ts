@@ -1,5 +1,5 @@
 // `TriggerStorage` on PostgreSQL: bindings and the ingress journal (schema v7) in the journal's
-// schema, with the semantics of the SQLite storage (`sqlite-triggers.ts`):
+// schema, with the semantics of the SQLite storage (`stores/sqlite/triggers.ts`):
 //
 // - `admit` is one transaction: the `launched` row is inserted first with
 //   `ON CONFLICT … WHERE status IN ('launched','missed') DO NOTHING` on the dedupe index, so of two

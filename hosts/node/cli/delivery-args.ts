@@ -1,0 +1,39 @@
+// The delivery options of the command line: `--deliver-to` of a launch, and the `--delivery-*`
+// options every command that opens a runtime takes (`serve` sends).
+import type { DeliveryOptions, DeliveryTarget } from '../runtime.js';
+import { deliveryTargetFromFlag } from '../delivery/target.js';
+import { optionString, UsageError, type ParsedArgs } from './args.js';
+
+/** `--<name> <positive integer>`, or undefined when absent. */
+export function wholeNumber(args: ParsedArgs, name: string): number | undefined {
+  const text = optionString(args, name);
+  if (text === undefined) return undefined;
+  if (!/^[1-9][0-9]{0,8}$/.test(text)) throw new UsageError(`--${name} takes a positive integer, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+/** `--delivery-attempts`, `--delivery-backoff-ms`, `--delivery-timeout-ms`, `--delivery-lease-ms`, over the host module's `delivery`. */
+export function deliveryOptionsFromArgs(args: ParsedArgs, host: { delivery?: DeliveryOptions }): DeliveryOptions | undefined {
+  const fromArgs: DeliveryOptions = {};
+  const set = (name: string, key: keyof Omit<DeliveryOptions, 'env'>) => {
+    const n = wholeNumber(args, name);
+    if (n !== undefined) fromArgs[key] = n;
+  };
+  set('delivery-attempts', 'maxAttempts');
+  set('delivery-backoff-ms', 'backoffBaseMs');
+  set('delivery-timeout-ms', 'sendTimeoutMs');
+  set('delivery-lease-ms', 'leaseTtlMs');
+  if (Object.keys(fromArgs).length === 0) return host.delivery;
+  return { ...host.delivery, ...fromArgs };
+}
+
+/** `--deliver-to <webhook:url | dingtalk:url | url>` with `--deliver-secret-env NAME`, as a launch's `delivery`. */
+export function deliveryTargetFromArgs(args: ParsedArgs): DeliveryTarget | undefined {
+  const spec = optionString(args, 'deliver-to');
+  const secretRef = optionString(args, 'deliver-secret-env');
+  if (spec === undefined) {
+    if (secretRef !== undefined) throw new UsageError('--deliver-secret-env names the secret of --deliver-to, which is missing');
+    return undefined;
+  }
+  return deliveryTargetFromFlag(spec, secretRef);
+}
