@@ -68,8 +68,9 @@ export interface RunTail {
 }
 
 /**
- * Which runs `listRuns` answers, newest first (created_at, then run id, descending). `before` is a
- * page's cursor: the last run of the previous page, so pages stay stable while runs are added.
+ * Which runs the Node host's stores list, newest first (created_at, then run id, descending), for
+ * the console's paged list (hosts/node/stores/bundle.ts `NodeJournalStore`). `before` is a page's
+ * cursor: the last run of the previous page, so pages stay stable while runs are added.
  */
 export interface RunListFilter {
   statuses?: readonly string[];
@@ -142,7 +143,7 @@ export interface SyncJournalStore {
   readEvents(runId: string, afterSeq: number, limit: number): EventPage;
   getRun(runId: string): RunRecord | undefined;
   /** Runs, newest first, optionally only those with one of `statuses`. */
-  listRuns(filter?: RunListFilter): RunRecord[];
+  listRuns(filter?: { statuses?: readonly string[]; limit?: number }): RunRecord[];
   /**
    * Keeps a projection derived from the journal of a run recorded without one, unless the run
    * moved past `lastSeq` meanwhile (then its own commit carried a newer one).
@@ -164,7 +165,7 @@ export interface JournalStore {
   loadSync?(runId: string): RunTail | undefined;
   readEvents(runId: string, afterSeq: number, limit: number): Awaitable<EventPage>;
   getRun(runId: string): Awaitable<RunRecord | undefined>;
-  listRuns(filter?: RunListFilter): Awaitable<RunRecord[]>;
+  listRuns(filter?: { statuses?: readonly string[]; limit?: number }): Awaitable<RunRecord[]>;
   keepProjection?(runId: string, lastSeq: number, projection: RunProjection): Awaitable<void>;
   /**
    * Commit notifications, for stores that can push them (PostgreSQL's LISTEN/NOTIFY): `listener`
