@@ -14,6 +14,9 @@ interface RunRow {
   waiting: { approvals: number; attention: number };
 }
 
+/** How often the counts are read again. */
+const countsEveryMs = 5000;
+
 const statuses = ['', 'running', 'paused', 'queued', 'completed', 'failed', 'cancelled'];
 
 function localToMs(value: string): string | undefined {
@@ -41,7 +44,19 @@ export function showRuns(root: HTMLElement): void {
   const pageInfo = el('span', { id: 'page-info', class: 'muted small' });
   const first = el('button', { class: 'button secondary', id: 'first-page', type: 'button' }, 'First page');
   const next = el('button', { class: 'button secondary', id: 'next-page', type: 'button' }, 'Next page');
-  root.replaceChildren(form, el('div', { class: 'card' }, table, el('div', { class: 'pager' }, first, next, pageInfo)));
+  const counts = el('div', { id: 'counts', class: 'counts' });
+  root.replaceChildren(form, counts, el('div', { class: 'card' }, table, el('div', { class: 'pager' }, first, next, pageInfo)));
+
+  // Live counts: read again every few seconds while the list is open (one grouped count a read).
+  async function showCounts(): Promise<void> {
+    const { body } = await api<{ counts: Record<string, number> }>('v1/console/counts');
+    counts.replaceChildren(...Object.entries(body.counts).map(([s, n]) => el('span', { class: 'pill', 'data-status': s }, `${s} ${n.toLocaleString('en')}`)));
+  }
+  void showCounts().catch(() => undefined);
+  const timer = setInterval(() => {
+    if (!counts.isConnected) return clearInterval(timer);
+    void showCounts().catch(() => undefined);
+  }, countsEveryMs);
 
   let cursor: string | undefined;
   let pageNo = 1;

@@ -241,6 +241,11 @@ export class WorkflowRuntime implements Operator {
     return this.store.listRuns(filter);
   }
 
+  /** How many runs each status has, in this store. */
+  async countRuns(): Promise<Record<string, number>> {
+    return this.store.countRuns();
+  }
+
   /** A page of events, ascending by seq. */
   async readEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<TracePage> {
     await this.record(runId);

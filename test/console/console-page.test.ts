@@ -79,6 +79,8 @@ describe('the console in Chromium', () => {
       expect(first.slice(1)).toEqual(Array.from({ length: 49 }, (_, i) => `seed-${String(i + 1).padStart(5, '0')}`));
       expect(await page.textContent('#page-info')).toBe('page 1 · 50 runs');
       expect(await page.textContent('#role')).toBe('operator token');
+      await page.waitForSelector('#counts span[data-status=completed]');
+      expect(await page.$$eval('#counts span', (ss) => ss.map((e) => e.textContent))).toEqual(['completed 10,000']);
       await page.screenshot({ path: join(shots, 'runs.png') });
 
       await page.click('#next-page');

@@ -28,6 +28,7 @@ describe('the console over PostgreSQL', () => {
       const rest = await get(`/v1/console/runs?limit=3&cursor=${encodeURIComponent(first.nextCursor)}`);
       expect([rest.runs.map((r: { runId: string }) => r.runId), rest.nextCursor]).toEqual([all.slice(3), undefined]);
       expect((await get('/v1/console/runs?status=paused')).runs.map((r: { runId: string }) => r.runId)).toEqual([runId]);
+      expect(await get('/v1/console/counts')).toEqual({ counts: { completed: 3, paused: 1 } });
       expect((await get('/v1/console/inbox')).items.map((i: { kind: string; runId: string; nodeId: string }) => [i.kind, i.runId, i.nodeId])).toEqual([['approval', runId, 'gate']]);
 
       const approve = (token: string) => fetch(`${served.base}/v1/console/runs/${runId}/approve`, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: JSON.stringify({ nodeId: 'gate', approved: true }) });

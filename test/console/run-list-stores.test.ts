@@ -28,6 +28,7 @@ describe.each(stores)('run list paging in %s', (_name, where) => {
       const order = [...all].sort((a, b) => b.createdAt - a.createdAt || (a.runId < b.runId ? 1 : a.runId > b.runId ? -1 : 0));
       expect(all.map((r) => r.runId)).toEqual(order.map((r) => r.runId));
 
+      expect(await rt.countRuns()).toEqual({ completed: 7 });
       const paged: string[] = [];
       let before: { createdAt: number; runId: string } | undefined;
       for (let page = 0; page < 5; page++) {

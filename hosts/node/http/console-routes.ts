@@ -6,6 +6,7 @@
 //   GET  /v1/console/runs?status=&from=&to=&q=&cursor=&limit=
 //                                            a page of runs, newest first, and `nextCursor` when
 //                                            there are more (the cursor is the last run's place)
+//   GET  /v1/console/counts                  { counts: { <status>: n } }: runs by status
 //   GET  /v1/console/inbox                   runs waiting for a person: approvals and
 //                                            needs_attention nodes, each with its CLI command
 //   GET  /v1/console/bindings|ingress|deliveries, POST /v1/console/deliveries/:id/retry
@@ -27,7 +28,7 @@ import { listBindings, listDeliveries, listIngress, retryDelivery } from './cons
 import { catalogDiff, catalogEntry, catalogList, draftTemplate, expectedRevision } from './console-catalog.js';
 
 /** What the console's routes use of the runtime: its operator verbs, catalog, bindings, ingress journal and deliveries. */
-export type ConsoleHost = Pick<WorkflowRuntime, 'listRuns' | 'getRun' | 'readEvents' | 'approve' | 'resolve' | 'validate' | 'catalog' | 'bindings' | 'triggerStorage' | 'deliveries'>;
+export type ConsoleHost = Pick<WorkflowRuntime, 'listRuns' | 'countRuns' | 'getRun' | 'readEvents' | 'approve' | 'resolve' | 'validate' | 'catalog' | 'bindings' | 'triggerStorage' | 'deliveries'>;
 
 /** dist/console, next to this file's dist/hosts/node/http. */
 export const defaultConsoleDir = fileURLToPath(new URL('../../../console/', import.meta.url));
@@ -134,6 +135,7 @@ export async function consoleRoute(rt: ConsoleHost, req: IncomingMessage, res: S
   const isRead = req.method === 'GET' || req.method === 'HEAD';
   if (isRead && parts.length === 1 && parts[0] === 'session') return send(res, 200, { role });
   if (isRead && parts.length === 1 && parts[0] === 'runs') return send(res, 200, await listPage(rt, url));
+  if (isRead && parts.length === 1 && parts[0] === 'counts') return send(res, 200, { counts: await rt.countRuns() });
   if (isRead && parts.length === 1 && parts[0] === 'inbox') return send(res, 200, { items: await inboxItems(rt, httpLimits.inboxRunsMax) });
   if (isRead && parts.length === 1 && parts[0] === 'bindings') return send(res, 200, await listBindings(rt));
   if (isRead && parts.length === 1 && parts[0] === 'ingress') return send(res, 200, await listIngress(rt, url));

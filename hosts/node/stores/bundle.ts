@@ -10,7 +10,7 @@ import type { TriggerStorage } from './trigger-storage.js';
 
 /** The journal of a Node host's store: it always carries ownership and a delivery outbox. */
 /** The Node host's journal stores also page and filter their run list (the console's). */
-export type NodeJournalStore = JournalStore & { readonly ownership: RunOwnership; readonly deliveries: DeliveryOutbox; listRuns(filter?: RunListFilter): Promise<RunRecord[]> | RunRecord[] };
+export type NodeJournalStore = JournalStore & { readonly ownership: RunOwnership; readonly deliveries: DeliveryOutbox; listRuns(filter?: RunListFilter): Promise<RunRecord[]> | RunRecord[]; countRuns(): Promise<Record<string, number>> | Record<string, number> };
 
 export interface StoreBundle {
   readonly backend: 'sqlite' | 'postgres';

@@ -526,6 +526,16 @@ export class PostgresJournalStore implements JournalStore {
     return found.map((row) => pgRunRecordOf(row, now));
   }
 
+  /** How many runs each status has. */
+  async countRuns(): Promise<Record<string, number>> {
+    const rows = await statement<{ status: string; n: number }>(this.pool, 'countRuns', {
+      name: `${this.s}.countRuns`,
+      text: `SELECT status, COUNT(*)::int AS n FROM ${this.s}.runs GROUP BY status ORDER BY status`,
+      values: [],
+    });
+    return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+  }
+
   async keepProjection(runId: string, lastSeq: number, projection: RunProjection): Promise<void> {
     await statement(this.pool, 'keepProjection', {
       name: `${this.s}.keepProjection`,

@@ -420,6 +420,12 @@ export class SqliteJournalStore implements SyncJournalStore {
     return rows.map((row) => this.ownership.withWaitReason(runRecordOf(row)));
   }
 
+  /** How many runs each status has (an index-only count: runs_by_status). */
+  countRuns(): Record<string, number> {
+    const rows = this.db.prepare('SELECT status, COUNT(*) AS n FROM runs GROUP BY status ORDER BY status').all() as { status: string; n: number }[];
+    return Object.fromEntries(rows.map((r) => [r.status, r.n]));
+  }
+
   keepProjection(runId: string, lastSeq: number, projection: RunProjection): void {
     this.stmt.keepProjection.run(JSON.stringify(projection), projection.wakeAt ?? null, runId, lastSeq);
   }
