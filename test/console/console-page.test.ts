@@ -3,7 +3,7 @@
 // inbox approves a run and resolves a needs_attention node and shows each run finish live, a
 // read-only token gets no action buttons, and a run opens on its page. The screenshots of
 // docs/console.md are taken here.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Browser, Page } from 'playwright-core';
@@ -82,6 +82,13 @@ describe('the console in Chromium', () => {
       await page.waitForSelector('#counts span[data-status=completed]');
       expect(await page.$$eval('#counts span', (ss) => ss.map((e) => e.textContent))).toEqual(['completed 10,000']);
       await page.screenshot({ path: join(shots, 'runs.png') });
+
+      // Export: the run's self-contained export, fetched with the token and saved as <run id>.json.
+      const [download] = await Promise.all([page.waitForEvent('download'), page.click(`#runs tbody tr[data-run="${firstRun}"] button`)]);
+      expect(download.suggestedFilename()).toBe(`${firstRun}.json`);
+      const saved = JSON.parse(readFileSync((await download.path())!, 'utf8'));
+      const exported = await (await fetch(`${served.base}/v1/runs/${firstRun}/export`, { headers: { authorization: `Bearer ${readonlyToken}` } })).json();
+      expect(saved).toEqual(exported);
 
       await page.click('#next-page');
       await page.waitForFunction(() => document.querySelector('#page-info')?.textContent === 'page 2 · 50 runs' && document.body.dataset.ready === 'idle', undefined, { timeout: 30_000 });
