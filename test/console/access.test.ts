@@ -2,7 +2,9 @@
 // the operator acts; the server itself refuses a read-only token's action (403 http.forbidden)
 // and the run stays as it was. Also the console's paged run list and its bad inputs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, charge, consoleWorld, gated, operatorToken, queue, quick, readonlyToken, runStatus, serveHttp, until, type Served } from './helpers.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { bearer, charge, consoleWorld, gated, jsonLines, operatorToken, queue, quick, readonlyToken, run, runStatus, serveHttp, until, type Served } from './helpers.js';
 
 const w = consoleWorld();
 let served: Served;
@@ -125,6 +127,14 @@ describe('console access: read-only and operator tokens', () => {
     expect([byAlice.status, byAlice.body.cli]).toEqual([200, `agent-workflow reject ${runId} gate --by alice --comment 'not now'`]);
     await until('the run to end', async () => ['completed', 'failed'].includes((await runStatus(served.base, runId)).status));
   }, 90_000);
+
+  it('refuses to start with a missing or empty read-only token file, with the errors of the operator token file', async () => {
+    writeFileSync(join(w.dir, 'empty.token'), '\n');
+    const missing = await run(w, ['serve', '--http', '0', '--http-token-file', join(w.dir, 'operator.token'), '--http-readonly-token-file', join(w.dir, 'nope')]);
+    expect({ code: missing.code, error: jsonLines(missing.stdout).at(-1)?.error }).toEqual({ code: 6, error: { code: 'http.token-file-not-found', message: `token file ${join(w.dir, 'nope')} does not exist` } });
+    const empty = await run(w, ['serve', '--http', '0', '--http-token-file', join(w.dir, 'operator.token'), '--http-readonly-token-file', join(w.dir, 'empty.token')]);
+    expect({ code: empty.code, error: jsonLines(empty.stdout).at(-1)?.error?.code }).toEqual({ code: 2, error: 'http.bad-token-file' });
+  }, 60_000);
 
   it('pages the run list with a cursor and filters it by status, time and run id', async () => {
     const ids: string[] = [];
