@@ -269,6 +269,12 @@ async function writeRouterLauncher() {
   });
 }
 
+async function buildConsolePages() {
+  const { buildConsole } = await import(join(root, 'hosts', 'console', 'build-console.mjs'));
+  const inputs = [...listFiles(join(root, 'hosts', 'console')), join(root, 'hosts', 'browser', 'page', 'live-follow.ts'), join(root, 'build.mjs')];
+  await step('console', inputs, [join(dist, 'console', 'index.html')], () => buildConsole({ root, dist }));
+}
+
 async function buildBrowser() {
   const builder = join(root, 'hosts', 'browser', 'build-page.mjs');
   if (!existsSync(builder)) return;
@@ -286,4 +292,5 @@ if (!args.includes('--types')) {
   await transpileHosts();
   await writeRouterLauncher();
   await buildBrowser();
+  await buildConsolePages();
 }

@@ -67,6 +67,22 @@ export interface RunTail {
   lastSeq: number;
 }
 
+/**
+ * Which runs the Node host's stores list, newest first (created_at, then run id, descending), for
+ * the console's paged list (hosts/node/stores/bundle.ts `NodeJournalStore`). `before` is a page's
+ * cursor: the last run of the previous page, so pages stay stable while runs are added.
+ */
+export interface RunListFilter {
+  statuses?: readonly string[];
+  limit?: number;
+  before?: { createdAt: number; runId: string };
+  /** Created at or after (ms since the epoch). */
+  createdFrom?: number;
+  /** Created before (ms since the epoch). */
+  createdTo?: number;
+  runIdPrefix?: string;
+}
+
 export interface RunRecord {
   runId: string;
   status: string;

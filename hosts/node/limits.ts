@@ -22,6 +22,17 @@ export const httpLimits = {
   /** Runs of one `GET /v1/runs` list when `limit` is not given, and the largest `limit`. */
   runsListDefault: 50,
   runsListMax: 1000,
+  /** Runs of one console list page (`GET /v1/console/runs`) when `limit` is not given, and the largest. */
+  consolePageDefault: 50,
+  consolePageMax: 200,
+  /** Waiting runs the console's inbox reads (paused and running, newest first). */
+  inboxRunsMax: 500,
+  /** Events read from a run's end for the evidence of its needs_attention nodes. */
+  inboxEvidenceEventsMax: 200,
+  /** An operator action's JSON body. */
+  actionBodyBytesMax: 256 * 1024,
+  /** How long an operator action waits for its command to be applied before answering 202. */
+  actionWaitMs: 10_000,
   /** A comment line on an idle event stream, so proxies and clients see the connection alive. */
   heartbeatMs: 15_000,
   /** A progress item larger than this (as JSON) is not sent on an event stream. */

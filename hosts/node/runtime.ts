@@ -16,6 +16,7 @@ import type { CommandResult, OperatorCommand } from '../core/ownership-store.js'
 import { asError, WorkflowError } from './sdk/errors.js';
 import type { NodeJournalStore, StoreBundle } from './stores/open-store.js';
 import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../core/types.js';
+import type { RunListFilter } from '../core/store.js';
 import type { RunExport } from '../core/export-format.js';
 import { LaunchPlanner, idempotentRunId, type PreparedLaunch } from './sdk/launch.js';
 import { OperatorInbox } from './sdk/operator-inbox.js';
@@ -237,8 +238,13 @@ export class WorkflowRuntime implements Operator {
     return runView(record, await this.kernel.outcomeFromStore(runId));
   }
 
-  async listRuns(filter?: { statuses?: string[]; limit?: number }) {
+  async listRuns(filter?: RunListFilter) {
     return this.store.listRuns(filter);
+  }
+
+  /** How many runs each status has, in this store. */
+  async countRuns(): Promise<Record<string, number>> {
+    return this.store.countRuns();
   }
 
   /** A page of events, ascending by seq. */

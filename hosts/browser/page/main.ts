@@ -12,7 +12,7 @@ import { renderDag } from './dag-view.js';
 import { h, jsonBlock, renderNodePanel } from './node-panel.js';
 import { createReplayer, type Replayer } from './replayer.js';
 import { applyInspect, buildRunModel, type RunModel } from './run-model.js';
-import { Timeline, withReadableTimes } from './timeline.js';
+import { Timeline, withReadableTimes, type TimelineFilter } from './timeline.js';
 import { authHeaders, followEvents, liveStatusOf, type LiveEvent, type LiveSource } from './live-follow.js';
 
 const $ = <T extends HTMLElement = HTMLElement>(selector: string) => document.querySelector<T>(selector)!;
@@ -241,7 +241,7 @@ async function openExport(text: string, name: string): Promise<void> {
   renderGraph();
   selectNode(undefined);
   page.timeline = newTimeline(model);
-  page.timeline.setFilter({ kind: 'all' });
+  page.timeline.setFilter(initialFilter());
   $('#replay-report').textContent = '';
   delete $('#replay-report').dataset.mode;
   setButtons();
@@ -251,6 +251,11 @@ async function openExport(text: string, name: string): Promise<void> {
   document.body.dataset.ready = '1';
   document.body.dataset.loads = String(Number(document.body.dataset.loads ?? 0) + 1);
   (globalThis as Record<string, unknown>).__pageReadyMs = performance.now();
+}
+
+/** `?events=business` (the console's links) opens the journal on run and node events only. */
+function initialFilter(): TimelineFilter {
+  return new URLSearchParams(location.search).get('events') === 'business' ? { kind: 'business' } : { kind: 'all' };
 }
 
 function newTimeline(model: RunModel): Timeline {
@@ -314,7 +319,7 @@ async function openLive(source: LiveSource): Promise<void> {
     selectNode(page.selected);
     // The journal shows its newest page while the run goes on.
     page.timeline = newTimeline(next);
-    page.timeline.setFilter({ kind: 'all' });
+    page.timeline.setFilter(initialFilter());
     page.timeline.show(Number.MAX_SAFE_INTEGER);
     document.body.dataset.liveSeq = String(exported.events.length);
     setStatus(`following run ${source.runId}: ${exported.events.length.toLocaleString('en')} events, ${status.status}`);

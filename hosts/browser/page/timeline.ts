@@ -4,7 +4,16 @@ import type { Highlight, RunModel } from './run-model.js';
 
 export const pageSize = 100;
 
-export type TimelineFilter = { kind: 'all' } | { kind: 'highlights' } | { kind: 'node'; nodeId: string };
+export type TimelineFilter = { kind: 'all' } | { kind: 'business' } | { kind: 'highlights' } | { kind: 'node'; nodeId: string };
+
+/**
+ * Whether an event tells what the run did (run and node events) rather than how the host and
+ * engine carried it out (checkpoints, edges, the calls behind a node's output): the business
+ * view shows the former, and the infrastructure is one choice away.
+ */
+export function isBusinessEvent(type: string): boolean {
+  return type.startsWith('run.') || type.startsWith('node.');
+}
 
 export class Timeline {
   private filter: TimelineFilter = { kind: 'all' };
@@ -21,7 +30,7 @@ export class Timeline {
     root.querySelector<HTMLButtonElement>('[data-page=next]')!.onclick = () => this.show(this.page + 1);
     root.querySelector<HTMLButtonElement>('[data-page=last]')!.onclick = () => this.show(this.pages() - 1);
     const select = root.querySelector<HTMLSelectElement>('#timeline-filter')!;
-    select.onchange = () => this.setFilter(select.value === 'highlights' ? { kind: 'highlights' } : { kind: 'all' });
+    select.onchange = () => this.setFilter(select.value === 'highlights' || select.value === 'business' ? { kind: select.value } : { kind: 'all' });
     const jump = root.querySelector<HTMLFormElement>('#timeline-jump')!;
     jump.onsubmit = (ev) => {
       ev.preventDefault();
@@ -42,7 +51,11 @@ export class Timeline {
     this.filter = filter;
     const events = this.model.exported.events;
     if (filter.kind === 'all') this.indexes = undefined;
-    else if (filter.kind === 'highlights') this.indexes = [...this.model.highlights.keys()].sort((a, b) => a - b).map((seq) => seq - 1);
+    else if (filter.kind === 'business') {
+      const out: number[] = [];
+      for (let i = 0; i < events.length; i++) if (isBusinessEvent(String(events[i].type))) out.push(i);
+      this.indexes = out;
+    } else if (filter.kind === 'highlights') this.indexes = [...this.model.highlights.keys()].sort((a, b) => a - b).map((seq) => seq - 1);
     else {
       const out: number[] = [];
       for (let i = 0; i < events.length; i++) if (events[i].node?.id === filter.nodeId) out.push(i);

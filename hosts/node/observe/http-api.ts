@@ -1,6 +1,6 @@
 /**
  * The HTTP API of `agent-workflow serve --http <port>`: runs and their journals as JSON, and a
- * run's events as Server-Sent Events while it runs. Read-only; every request carries the bearer
+ * run's events as Server-Sent Events while it runs. Read-only apart from the console's operator actions; every request carries the bearer
  * token (the same model as the script service: a token file or an environment variable, and no
  * token only with `insecureNoAuth` on a loopback host).
  *
@@ -14,12 +14,16 @@
  *                                             the run's terminal commit; live-only progress
  *                                             of calls comes as `event: progress`, without id
  *
+ *   /v1/console/…                             the console's routes (hosts/node/http/console-routes.ts);
+ *                                             actions need the operator token, a read-only
+ *                                             token gets 403 `http.forbidden`
+ *   GET /console/…                            the console (static files, no token; docs/console.md)
  *   GET /page/…                               the browser replay page (static files, no token:
  *                                             they hold no run data); `/page/?run=<id>` follows a
  *                                             run live through this API (docs/browser.md)
  *
  * Errors are JSON `{ error: { code, message } }`: 400 `http.bad-request`, 401
- * `http.unauthorized`, 404 `run.not-found` / `http.not-found`, 405 `http.method-not-allowed`.
+ * `http.unauthorized`, 403 `http.forbidden`, 404 `run.not-found` / `http.not-found`, 405 `http.method-not-allowed`.
  *
  * Trigger routes (no bearer token: each request is signed with its binding's secret; see
  * docs/triggers.md):
@@ -29,12 +33,13 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { bearerMatches, isLoopback, readTokenFile } from '../../../sandbox/service/auth.js';
+import { isLoopback, readTokenFile } from '../../../sandbox/service/auth.js';
 import { handleDingtalk } from '../triggers/dingtalk.js';
 import { TriggerPipeline } from '../triggers/ingress.js';
 import { httpLimits, triggerLimits } from '../limits.js';
 import { handleWebhook } from '../triggers/webhook.js';
 import { defaultPageDir, readPageFile } from '../../shared/page-files.js';
+import { defaultConsoleDir, type ConsoleHost } from '../http/console-routes.js';
 import type { Operator } from '../../core/operator-api.js';
 import type { TriggerHost } from '../triggers/trigger-host.js';
 import type { LiveItem, LiveOptions } from './live.js';
@@ -42,6 +47,9 @@ import type { LiveItem, LiveOptions } from './live.js';
 /** What the API reads: the operator's read verbs, a run's live stream, and what the trigger routes take. */
 export type HttpApiHost = Pick<Operator, 'listRuns' | 'getRun' | 'exportRun' | 'readEvents'> & TriggerHost & { live(runId: string, options?: LiveOptions): AsyncGenerator<LiveItem, void, undefined> };
 import { CodedError } from '../../../engine/protocol/coded-error.js';
+import { HttpError, intParam } from '../http/http-error.js';
+import { roleOf, hasTokens } from '../http/access.js';
+import { consoleRoute } from '../http/console-routes.js';
 
 /** Environment variable read when no token file is given. */
 export const httpTokenEnvVar = 'AGENT_WORKFLOW_HTTP_TOKEN';
@@ -51,8 +59,14 @@ export interface HttpApiOptions {
   host?: string;
   /** 0 picks a free port. */
   port: number;
-  /** The bearer token every request must carry. */
+  /** The operator's bearer token: it may read and act (`--http-token-file`). */
   token?: string;
+  /** A bearer token that may only read (`--http-readonly-token-file`; docs/console.md). */
+  readonlyToken?: string;
+  /** The built console served under `/console/` (default dist/console). */
+  consoleDir?: string;
+  /** What the console's routes (`/v1/console/…`) read and act on; without it they answer 404. */
+  console?: ConsoleHost;
   /** Serve without a token: refused unless the host is a loopback address. */
   insecureNoAuth?: boolean;
   /** Comment lines on an idle event stream (default 15 s). */
@@ -98,17 +112,7 @@ export function httpToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv 
   return fromEnv ? fromEnv : undefined;
 }
 
-class HttpError extends CodedError {
-  constructor(
-    readonly status: number,
-    code: string,
-    message: string,
-  ) {
-    super(code, message);
-  }
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
+export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
   res.end(text);
@@ -121,15 +125,6 @@ function sendError(res: ServerResponse, status: number, code: string, message: s
   }
   if (status === 401) res.setHeader('www-authenticate', 'Bearer');
   sendJson(res, status, { error: { code, message } });
-}
-
-/** A non-negative integer query parameter (or header), within `max`. */
-function intParam(value: string | null | undefined, name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
-  if (value === null || value === undefined || value === '') return fallback;
-  if (!/^(0|[1-9][0-9]{0,15})$/.test(value)) throw new HttpError(400, 'http.bad-request', `${name} must be a non-negative integer`);
-  const n = Number(value);
-  if (n > max) throw new HttpError(400, 'http.bad-request', `${name} must be at most ${max}`);
-  return n;
 }
 
 function wantsEventStream(req: IncomingMessage): boolean {
@@ -148,8 +143,8 @@ function asHttpError(err: unknown): HttpError {
 
 export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Promise<HttpApi> {
   const host = options.host ?? '127.0.0.1';
-  const token = options.token;
-  if (token === undefined) {
+  const tokens = { ...(options.token !== undefined ? { operator: options.token } : {}), ...(options.readonlyToken !== undefined ? { readonly: options.readonlyToken } : {}) };
+  if (!hasTokens(tokens)) {
     if (!options.insecureNoAuth) throw new HttpApiConfigError('http.no-token', `no bearer token for the HTTP API: give --http-token-file or set ${httpTokenEnvVar} (or --insecure-no-auth on a loopback host)`);
     if (!isLoopback(host)) throw new HttpApiConfigError('http.insecure-non-loopback', `the HTTP API serves without a token only on a loopback host, not ${host}`);
   }
@@ -209,11 +204,18 @@ export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Pr
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const pagePath = /^\/page(\/.*)?$/.exec(new URL(req.url ?? '/', 'http://localhost').pathname);
     if (pagePath && (req.method === 'GET' || req.method === 'HEAD')) return sendPage(res, pagePath[1]);
+    const consolePath = /^\/console(\/.*)?$/.exec(new URL(req.url ?? '/', 'http://localhost').pathname);
+    if (consolePath && (req.method === 'GET' || req.method === 'HEAD')) return sendPage(res, consolePath[1], options.consoleDir ?? defaultConsoleDir, '/console/');
     const path = new URL(req.url ?? '/', 'http://localhost').pathname.split('/').filter((p) => p !== '');
     if (path[0] === 'v1' && (path[1] === 'hooks' || path[1] === 'dingtalk') && path.length === 3) return triggerRoute(req, res, path);
-    if (token !== undefined && !bearerMatches(req.headers.authorization, token)) throw new HttpError(401, 'http.unauthorized', 'a valid bearer token is required');
+    const role = roleOf(req.headers.authorization, tokens);
+    if (role === undefined) throw new HttpError(401, 'http.unauthorized', 'a valid bearer token is required');
     const url = new URL(req.url ?? '/', 'http://localhost');
     const parts = url.pathname.split('/').filter((p) => p !== '');
+    if (parts[0] === 'v1' && parts[1] === 'console') {
+      if (!options.console) throw new HttpError(404, 'http.not-found', 'this server has no console');
+      return consoleRoute(options.console, req, res, parts.slice(2), url, role);
+    }
     if (parts[0] !== 'v1' || parts[1] !== 'runs' || parts.length > 4 || (parts.length === 4 && parts[3] !== 'events' && parts[3] !== 'export')) throw new HttpError(404, 'http.not-found', `no route ${url.pathname}`);
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: the API is read-only`);
     if (parts.length === 2) {
@@ -238,9 +240,9 @@ export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Pr
   }
 
   /** A file of the replay page; `/page` itself redirects to `/page/` so relative URLs resolve. */
-  async function sendPage(res: ServerResponse, path: string | undefined): Promise<void> {
+  async function sendPage(res: ServerResponse, path: string | undefined, dir = options.pageDir ?? defaultPageDir, root = '/page/'): Promise<void> {
     if (path === undefined) {
-      res.writeHead(308, { location: '/page/' });
+      res.writeHead(308, { location: root });
       res.end();
       return;
     }
@@ -250,7 +252,7 @@ export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Pr
     } catch {
       throw new HttpError(400, 'http.bad-request', 'the path is not valid percent-encoding');
     }
-    const file = await readPageFile(options.pageDir ?? defaultPageDir, decoded);
+    const file = await readPageFile(dir, decoded);
     if (!file) throw new HttpError(404, 'http.not-found', `no page file ${path}`);
     res.writeHead(200, { 'content-type': file.type, 'content-length': file.body.length, 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
     res.end(file.body);

@@ -4,12 +4,13 @@
 // its add-ons never ask which backend they hold; `open-store.ts` picks the backend from the URL.
 import type { DeliveryOutbox } from '../../core/delivery-outbox.js';
 import type { RunOwnership } from '../../core/ownership-store.js';
-import type { JournalStore } from '../../core/store.js';
+import type { JournalStore, RunListFilter, RunRecord } from '../../core/store.js';
 import type { CatalogStorage } from '../catalog/catalog.js';
 import type { TriggerStorage } from './trigger-storage.js';
 
 /** The journal of a Node host's store: it always carries ownership and a delivery outbox. */
-export type NodeJournalStore = JournalStore & { readonly ownership: RunOwnership; readonly deliveries: DeliveryOutbox };
+/** The Node host's journal stores also page and filter their run list (the console's). */
+export type NodeJournalStore = JournalStore & { readonly ownership: RunOwnership; readonly deliveries: DeliveryOutbox; listRuns(filter?: RunListFilter): Promise<RunRecord[]> | RunRecord[]; countRuns(): Promise<Record<string, number>> | Record<string, number> };
 
 export interface StoreBundle {
   readonly backend: 'sqlite' | 'postgres';

@@ -12,7 +12,7 @@
 // this machine; one statement for the accepted entries; COMMIT.
 import { sha256Digest } from '../../../shared/digest.js';
 import type { Pool, PoolClient } from 'pg';
-import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunRecord, type RunTail } from '../../../core/store.js';
+import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunListFilter, type RunRecord, type RunTail } from '../../../core/store.js';
 import type { RunProjection } from '../../../core/types.js';
 import { PgCatalogStorage } from './catalog.js';
 import { PgTriggerStorage } from './triggers.js';
@@ -512,17 +512,31 @@ export class PostgresJournalStore implements JournalStore {
     return row ? pgRunRecordOf(row, now) : undefined;
   }
 
-  async listRuns(filter: { statuses?: readonly string[]; limit?: number } = {}): Promise<RunRecord[]> {
+  async listRuns(filter: RunListFilter = {}): Promise<RunRecord[]> {
     const now = this.now();
     const statuses = filter.statuses ?? [];
     const found = await statement<PgRunRow>(this.pool, 'listRuns', {
       name: `${this.s}.listRuns`,
       text: `SELECT ${runRecordColumns(this.s)} FROM ${this.s}.runs r
-              WHERE cardinality($2::text[]) = 0 OR r.status = ANY($2::text[])
+              WHERE (cardinality($2::text[]) = 0 OR r.status = ANY($2::text[]))
+                AND ($4::bigint IS NULL OR r.created_at < $4 OR (r.created_at = $4 AND r.run_id < $5::text))
+                AND ($6::bigint IS NULL OR r.created_at >= $6)
+                AND ($7::bigint IS NULL OR r.created_at < $7)
+                AND ($8::text IS NULL OR left(r.run_id, length($8::text)) = $8::text)
               ORDER BY r.created_at DESC, r.run_id DESC LIMIT $3`,
-      values: [now, statuses, filter.limit ?? 100],
+      values: [now, statuses, filter.limit ?? 100, filter.before?.createdAt ?? null, filter.before?.runId ?? null, filter.createdFrom ?? null, filter.createdTo ?? null, filter.runIdPrefix || null],
     });
     return found.map((row) => pgRunRecordOf(row, now));
+  }
+
+  /** How many runs each status has. */
+  async countRuns(): Promise<Record<string, number>> {
+    const rows = await statement<{ status: string; n: number }>(this.pool, 'countRuns', {
+      name: `${this.s}.countRuns`,
+      text: `SELECT status, COUNT(*)::int AS n FROM ${this.s}.runs GROUP BY status ORDER BY status`,
+      values: [],
+    });
+    return Object.fromEntries(rows.map((r) => [r.status, r.n]));
   }
 
   async keepProjection(runId: string, lastSeq: number, projection: RunProjection): Promise<void> {

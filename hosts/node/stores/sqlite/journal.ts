@@ -6,7 +6,7 @@ import { accessSync, closeSync, constants as fsConstants, copyFileSync, existsSy
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
-import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type RunRecord, type RunTail, type SyncJournalStore } from '../../../core/store.js';
+import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type RunListFilter, type RunRecord, type RunTail, type SyncJournalStore } from '../../../core/store.js';
 import type { RunProjection } from '../../../core/types.js';
 import { checkpointInRow, migrations, schemaVersion } from './migrations.js';
 import { fencingRefusal } from '../lease-rules.js';
@@ -406,12 +406,25 @@ export class SqliteJournalStore implements SyncJournalStore {
     return row ? this.ownership.withWaitReason(runRecordOf(row)) : undefined;
   }
 
-  listRuns(filter: { statuses?: readonly string[]; limit?: number } = {}): RunRecord[] {
+  listRuns(filter: RunListFilter = {}): RunRecord[] {
     const limit = filter.limit ?? 100;
     const statuses = filter.statuses ?? [];
-    const where = statuses.length > 0 ? `WHERE status IN (${statuses.map(() => '?').join(', ')})` : '';
-    const rows = this.db.prepare(`SELECT ${runColumns} FROM runs ${where} ORDER BY created_at DESC, run_id DESC LIMIT ?`).all(...statuses, limit) as RunRow[];
+    const where: string[] = [];
+    const params: unknown[] = [];
+    if (statuses.length > 0) where.push(`status IN (${statuses.map(() => '?').join(', ')})`), params.push(...statuses);
+    if (filter.before) where.push('(created_at < ? OR (created_at = ? AND run_id < ?))'), params.push(filter.before.createdAt, filter.before.createdAt, filter.before.runId);
+    if (filter.createdFrom !== undefined) where.push('created_at >= ?'), params.push(filter.createdFrom);
+    if (filter.createdTo !== undefined) where.push('created_at < ?'), params.push(filter.createdTo);
+    if (filter.runIdPrefix) where.push('substr(run_id, 1, ?) = ?'), params.push(filter.runIdPrefix.length, filter.runIdPrefix);
+    const sql = `SELECT ${runColumns} FROM runs ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, run_id DESC LIMIT ?`;
+    const rows = this.db.prepare(sql).all(...params, limit) as RunRow[];
     return rows.map((row) => this.ownership.withWaitReason(runRecordOf(row)));
+  }
+
+  /** How many runs each status has (an index-only count: runs_by_status). */
+  countRuns(): Record<string, number> {
+    const rows = this.db.prepare('SELECT status, COUNT(*) AS n FROM runs GROUP BY status ORDER BY status').all() as { status: string; n: number }[];
+    return Object.fromEntries(rows.map((r) => [r.status, r.n]));
   }
 
   keepProjection(runId: string, lastSeq: number, projection: RunProjection): void {
