@@ -39,7 +39,7 @@ describe('aiSdkModel with the AI SDK mock language model', () => {
     ]);
     const definition = aiSdkModel(model);
     const progress: unknown[] = [];
-    const context = { runId: 'r', nodeId: 'n', attempt: 1, progress: (data: unknown) => progress.push(data) } as ToolContext;
+    const context = { runId: 'r', nodeId: 'n', attempt: 1, progress: (data: unknown) => progress.push(data) } as unknown as ToolContext;
     const tools = [{ name: 'notes.lookup', description: 'Looks a word up', inputSchema: { type: 'object', properties: { word: { type: 'string' } }, required: ['word'] } }];
     const first: ModelRequest = { turn: 1, instructions: 'Be brief.', skillTexts: [{ name: 'style', text: 'Use plain words.' }], tools, messages: [{ role: 'user', content: 'What is a DAG?' }], messagesDigest: 'd1' };
     expect(await definition.generate(first, context)).toEqual({ toolCalls: [{ id: 'c1', name: 'notes.lookup', input: { word: 'dag' } }], usage: { inputTokens: 10, outputTokens: 4 }, finishReason: 'tool-calls' });

@@ -39,7 +39,7 @@ describe('aiSdkModel with @ai-sdk/openai on a loopback server', () => {
     const openai = createOpenAI({ baseURL: url, apiKey: 'loopback' });
     const model = aiSdkModel(openai.chat('fake-1'));
     const progress: unknown[] = [];
-    const context = { runId: 'r', nodeId: 'n', attempt: 1, progress: (data: unknown) => progress.push(data) } as ToolContext;
+    const context = { runId: 'r', nodeId: 'n', attempt: 1, progress: (data: unknown) => progress.push(data) } as unknown as ToolContext;
     const schema = { type: 'object', properties: { word: { type: 'string' } }, required: ['word'], additionalProperties: false };
     const tools = [{ name: 'notes.lookup', description: 'Looks a word up', inputSchema: schema }];
     const user = { role: 'user' as const, content: 'What is a DAG?' };
