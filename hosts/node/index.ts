@@ -24,7 +24,7 @@ export { appliedWasmTier as engineWasmTier, appliedYoungGen as engineYoungGen, w
 export { PgCatalogStorage } from './stores/pg/catalog.js';
 export { BindingCatalog, BindingError, mapInput, parseBindingSpec, resolvePointer, type BindingSpec, type WorkflowBinding, type BindingSource, type BindingState, type DeliveryTarget, type InputField, type MisfirePolicy } from './triggers/bindings.js';
 export { TriggerPipeline, TriggerRejected, ingressRunId, type TriggerEvent, type Admission, type PipelineOptions } from './triggers/ingress.js';
-export { handleWebhook, signStandardWebhook, signWebhook, standardWebhookHeaders, webhookHeaders } from './triggers/webhook.js';
+export { handleWebhook, signWebhook, webhookHeaders } from './triggers/webhook.js';
 export { handleDingtalk, signDingtalk, dingtalkText } from './triggers/dingtalk.js';
 export { CronBindingScheduler, slotEventId, type CronBindingOptions } from './triggers/cron-bindings.js';
 export type { TriggerStorage, IngressRecord, IngressStatus, IngressFilter } from './stores/trigger-storage.js';

@@ -37,15 +37,6 @@ export const httpLimits = {
   heartbeatMs: 15_000,
   /** A progress item larger than this (as JSON) is not sent on an event stream. */
   progressBytesMax: 64 * 1024,
-  /** A client has this long to send a request's headers; then its connection is closed (408). */
-  headersTimeoutMs: 10_000,
-  /**
-   * ... and this long for the whole request, body included (a slow-body client holds a socket and
-   * a buffer); event streams are not bounded by it (their request ends with the headers).
-   */
-  requestTimeoutMs: 30_000,
-  /** How often the server looks for connections past those bounds. */
-  timeoutCheckMs: 1_000,
 } as const;
 
 export const telemetryLimits = {
@@ -121,17 +112,6 @@ export const triggerLimits = {
   ingressListMax: 10_000,
   /** How long a DingTalk `approve` waits for the run's owner to apply the approval before replying. */
   dingtalkApproveWaitMs: 10_000,
-  /**
-   * A request refused before its sender was authenticated (unknown binding, missing or bad
-   * signature, a secret not configured, a wrong method) is recorded at most once per this window
-   * for each (source, binding, code); the others are counted and logged, not stored, so that
-   * nobody can fill the store by sending requests.
-   */
-  unauthenticatedRejectWindowMs: 60_000,
-  /** (source, binding, code) keys the sampler remembers; past this it forgets them all. */
-  unauthenticatedRejectKeysMax: 10_000,
-  /** Nesting depth a webhook or DingTalk JSON body may have (checked before it is parsed). */
-  bodyDepthMax: 64,
 } as const;
 
 export const sqliteLimits = {

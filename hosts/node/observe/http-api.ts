@@ -76,9 +76,6 @@ export interface HttpApiOptions {
   log?: (level: string, message: string) => void;
   /** The trigger pipeline of the hook routes (default: one with the default deployment). */
   triggers?: TriggerPipeline;
-  /** Bounds on a slow client (default `httpLimits.headersTimeoutMs`, `requestTimeoutMs`). */
-  headersTimeoutMs?: number;
-  requestTimeoutMs?: number;
 }
 
 export interface HttpApi {
@@ -173,23 +170,18 @@ export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Pr
       }
     }
     if (!tooLarge) return Buffer.concat(chunks);
-    // Before any signature was checked: sampled like every unauthenticated refusal.
-    await triggers.rejectUnauthenticated(source, bindingId, { code: `${source}.body-too-large`, message: `the body is larger than ${max} bytes` });
+    await triggers.reject(source, bindingId, { code: `${source}.body-too-large`, message: `the body is larger than ${max} bytes` });
     return undefined;
   }
 
   async function triggerRoute(req: IncomingMessage, res: ServerResponse, parts: string[]): Promise<void> {
     const source = parts[1] === 'hooks' ? 'webhook' : 'dingtalk';
+    if (req.method !== 'POST') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: trigger routes take POST`);
     let bindingId: string;
     try {
       bindingId = decodeURIComponent(parts[2]);
     } catch {
-      await triggers.rejectUnauthenticated(source, parts[2], { code: 'http.bad-request', message: 'the binding id is not valid percent-encoding' });
       throw new HttpError(400, 'http.bad-request', 'the binding id is not valid percent-encoding');
-    }
-    if (req.method !== 'POST') {
-      await triggers.rejectUnauthenticated(source, bindingId, { code: 'http.method-not-allowed', message: `${req.method} is not allowed: trigger routes take POST` });
-      throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: trigger routes take POST`);
     }
     const raw = await readBody(req, source, bindingId);
     if (raw === undefined) {
@@ -262,12 +254,6 @@ export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Pr
     const lastEventId = req.headers['last-event-id'];
     const afterSeq = intParam(typeof lastEventId === 'string' ? lastEventId.trim() : url.searchParams.get('afterSeq'), typeof lastEventId === 'string' ? 'Last-Event-ID' : 'afterSeq', 0);
     await rt.getRun(runId);
-    if (req.method === 'HEAD') {
-      // The headers a GET would answer with, and no stream: a HEAD has no body to wait for.
-      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store' });
-      res.end();
-      return;
-    }
     const stop = new AbortController();
     streams.add(stop);
     const closed = () => stop.abort();
@@ -310,9 +296,7 @@ export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Pr
 
   // node:http (and net, streams) loads with the first server, not with the package.
   const { createServer } = await import('node:http');
-  // Slow clients are bounded: headers within `headersTimeoutMs`, the whole request within
-  // `requestTimeoutMs`, checked every `timeoutCheckMs` (Node's default check runs every 30 s).
-  const server: Server = createServer({ headersTimeout: Math.min(options.headersTimeoutMs ?? httpLimits.headersTimeoutMs, options.requestTimeoutMs ?? httpLimits.requestTimeoutMs), requestTimeout: options.requestTimeoutMs ?? httpLimits.requestTimeoutMs, connectionsCheckingInterval: httpLimits.timeoutCheckMs }, (req, res) => {
+  const server: Server = createServer((req, res) => {
     route(req, res).catch((err) => {
       const e = asHttpError(err);
       if (e.status === 500) log('error', `${req.method} ${req.url}: ${e.message}`);

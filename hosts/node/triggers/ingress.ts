@@ -9,7 +9,6 @@
 // transaction, so no crash leaves an accepted event without its run or a run without its record.
 // The run id is a function of the dedupe key: a second delivery of one event can only find the
 // first run, never make another.
-import { RejectSampler } from './reject-sampler.js';
 import { CodedError } from '../../../engine/protocol/coded-error.js';
 import { keyedRunId } from '../../core/ids.js';
 import { sha256Hex } from '../../shared/digest.js';
@@ -59,7 +58,6 @@ export function ingressRunId(key: DedupeKey): string {
 
 export class TriggerPipeline {
   readonly deployment: string;
-  private readonly sampler = new RejectSampler();
 
   constructor(
     private readonly rt: TriggerHost,
@@ -70,21 +68,6 @@ export class TriggerPipeline {
 
   private now(): number {
     return this.rt.kernel.now();
-  }
-
-  /**
-   * A request refused before its sender was authenticated (unknown binding, missing or bad
-   * signature, a secret not configured, a wrong method): recorded like `reject`, but at most once
-   * per window for each (source, binding, code); the rest are counted, and the next record says
-   * how many were not stored. Answers whether it was recorded.
-   */
-  async rejectUnauthenticated(source: BindingSource, bindingId: string, reason: { code: string; message: string }, event: Partial<TriggerEvent> & { bindingRevision?: number } = {}): Promise<boolean> {
-    const known = event.bindingRevision !== undefined ? bindingId : '(unknown)';
-    const { record, suppressed } = this.sampler.admit(`${source}\u0000${known}\u0000${reason.code}`, this.now());
-    if (!record) return false;
-    const message = suppressed > 0 ? `${reason.message} (${suppressed} more of these were refused since the previous record and not stored)` : reason.message;
-    await this.reject(source, bindingId, { code: reason.code, message }, event);
-    return true;
   }
 
   /** Records an event refused before it reached `admit` (bad signature, unknown binding, unknown sender…). */

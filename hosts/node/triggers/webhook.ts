@@ -1,29 +1,18 @@
 // The webhook adapter: `POST /v1/hooks/<bindingId>` on `agent-workflow serve --http`.
 //
-// The sender signs every request with the binding's secret, in one of two schemes:
+// The sender signs every request with the binding's secret:
 //
-//   Standard Webhooks (standardwebhooks.com), the id signed with the body:
-//     webhook-id:        <its own id of the event>          (the dedupe key)
-//     webhook-timestamp: <unix seconds>
-//     webhook-signature: v1,<base64 of HMAC-SHA256(key, `${id}.${timestamp}.${rawBody}`)> [v1,<…> …]
-//     where key is the base64 after `whsec_` when the secret starts with it, else the secret's bytes
+//   x-adw-timestamp: <unix seconds>
+//   x-adw-signature: sha256=<hex of HMAC-SHA256(secret, `${timestamp}.${rawBody}`)>
+//   x-adw-event-id:  <its own id of the event>   (optional: else `sha256:<hex>` of the body)
 //
-//   the original scheme, which signs the timestamp and body only:
-//     x-adw-timestamp: <unix seconds>
-//     x-adw-signature: sha256=<hex of HMAC-SHA256(secret, `${timestamp}.${rawBody}`)>
-//     x-adw-event-id:  <an id of the event>   (unsigned: kept as `senderEventId`, never the dedupe
-//                                              key, which is `sha256:<hex>` of the body — a forged
-//                                              id on a captured request must not start a run)
-//
-// Checks, in this order, each answered as JSON `{ error: { code, message } }`. The refusals before
-// the sender is authenticated (413 through the 401s) are recorded at most once a minute per
-// binding and code (`RejectSampler`); the others are recorded each:
+// Checks, in this order, each refusal recorded in the ingress journal and answered as JSON
+// `{ error: { code, message } }`:
 //
 //   status  code                          when
 //   413     webhook.body-too-large        the body is larger than triggerLimits.bodyBytesMax
 //   404     binding.not-found             no published webhook binding of that id (unknown or disabled)
-//   503     trigger.secret-missing        the binding's secret is not configured in this process (the
-//                                         caller is not told which variable; the record and log say)
+//   503     trigger.secret-missing        the secret's environment variable is not set in this process
 //   401     webhook.signature-missing     no timestamp or signature header
 //   401     webhook.timestamp-expired     the timestamp is further from the clock than the tolerance
 //   401     webhook.bad-signature         the signature does not match (compared in constant time)
@@ -47,30 +36,6 @@ export interface TriggerResponse {
 }
 
 export const webhookHeaders = { timestamp: 'x-adw-timestamp', signature: 'x-adw-signature', eventId: 'x-adw-event-id' } as const;
-export const standardWebhookHeaders = { id: 'webhook-id', timestamp: 'webhook-timestamp', signature: 'webhook-signature' } as const;
-
-/** The HMAC key of a Standard Webhooks secret: the bytes after `whsec_` (base64), or the secret's own. */
-function standardKey(secret: string): Buffer {
-  return secret.startsWith('whsec_') ? Buffer.from(secret.slice('whsec_'.length), 'base64') : Buffer.from(secret, 'utf8');
-}
-
-/** The `webhook-signature` value of a Standard Webhooks request: what a sender computes. */
-export function signStandardWebhook(secret: string, id: string, timestamp: number | string, rawBody: string | Buffer): string {
-  return `v1,${createHmac('sha256', standardKey(secret)).update(`${id}.${timestamp}.`).update(rawBody).digest('base64')}`;
-}
-
-/** Whether one of the space-separated `v1,<base64>` signatures matches (constant time each). */
-function standardSignatureMatches(secret: string, id: string, timestamp: string, raw: Buffer, given: string): boolean {
-  const expected = createHmac('sha256', standardKey(secret)).update(`${id}.${timestamp}.`).update(raw).digest();
-  let match = false;
-  for (const part of given.trim().split(/\s+/)) {
-    const m = /^v1,([A-Za-z0-9+/]{43}=)$/.exec(part);
-    if (!m) continue;
-    const bytes = Buffer.from(m[1], 'base64');
-    if (bytes.length === expected.length && timingSafeEqual(bytes, expected)) match = true;
-  }
-  return match;
-}
 
 /** The `x-adw-signature` value of a body: what a sender computes. */
 export function signWebhook(secret: string, timestamp: number | string, rawBody: string | Buffer): string {
@@ -113,41 +78,27 @@ export async function activeBinding(rt: TriggerHost, id: string, source: Workflo
 
 /** Handles one webhook delivery whose body was read within the size limit. */
 export async function handleWebhook(rt: TriggerHost, pipeline: TriggerPipeline, bindingId: string, headers: Headers, raw: Buffer, env: NodeJS.ProcessEnv = process.env): Promise<TriggerResponse> {
-  const standardId = header(headers, standardWebhookHeaders.id);
-  const standard = standardId !== undefined || header(headers, standardWebhookHeaders.signature) !== undefined;
-  const eventIdHeader = standard ? standardId : header(headers, webhookHeaders.eventId);
-  const label = eventIdHeader !== undefined ? { sourceEventId: eventIdHeader } : {};
+  const eventIdHeader = header(headers, webhookHeaders.eventId);
   const reject = async (status: number, code: string, message: string, binding?: WorkflowBinding, extra: { caller?: string; occurredAt?: number } = {}) => {
-    await pipeline.reject('webhook', bindingId, { code, message }, { ...(binding ? { bindingRevision: binding.revision } : {}), ...label, ...extra });
+    await pipeline.reject('webhook', bindingId, { code, message }, { ...(binding ? { bindingRevision: binding.revision } : {}), ...(eventIdHeader !== undefined ? { sourceEventId: eventIdHeader } : {}), ...extra });
     return refusal(status, code, message);
   };
-  /** A refusal before the sender is authenticated: sampled, so that it costs the store nothing per request. */
-  const refuseUnauthenticated = async (status: number, code: string, message: string, binding?: WorkflowBinding, answer = message) => {
-    await pipeline.rejectUnauthenticated('webhook', bindingId, { code, message }, { ...(binding ? { bindingRevision: binding.revision } : {}), ...label });
-    return refusal(status, code, answer);
-  };
   const binding = await activeBinding(rt, bindingId, 'webhook');
-  if (!binding) return refuseUnauthenticated(404, 'binding.not-found', `there is no published webhook binding ${bindingId}`);
+  if (!binding) return reject(404, 'binding.not-found', `there is no published webhook binding ${bindingId}`);
   const config = binding.config as WebhookConfig;
   const secret = env[config.secretRef];
-  // The variable's name is for the operator (the record, the server's log), not for whoever calls.
-  if (!secret) return refuseUnauthenticated(503, 'trigger.secret-missing', `the secret of binding ${bindingId} (environment variable ${config.secretRef}) is not set in this process`, binding, `binding ${bindingId} cannot verify requests in this process: its secret is not configured`);
+  if (!secret) return reject(503, 'trigger.secret-missing', `the secret of binding ${bindingId} (environment variable ${config.secretRef}) is not set in this process`, binding);
   const caller = `hmac:${config.secretRef}`;
-  const names = standard ? standardWebhookHeaders : webhookHeaders;
-  const timestamp = header(headers, names.timestamp);
-  const signature = header(headers, names.signature);
-  if (timestamp === undefined || signature === undefined || (standard && standardId === undefined)) {
-    const needed = standard ? `${standardWebhookHeaders.id}, ${standardWebhookHeaders.timestamp} and ${standardWebhookHeaders.signature}` : `${webhookHeaders.timestamp} and ${webhookHeaders.signature}`;
-    return refuseUnauthenticated(401, 'webhook.signature-missing', `the request needs the ${needed} headers`, binding);
-  }
+  const timestamp = header(headers, webhookHeaders.timestamp);
+  const signature = header(headers, webhookHeaders.signature);
+  if (timestamp === undefined || signature === undefined) return reject(401, 'webhook.signature-missing', `the request needs the ${webhookHeaders.timestamp} and ${webhookHeaders.signature} headers`, binding);
   const seconds = /^[0-9]{1,12}$/.test(timestamp) ? Number(timestamp) : NaN;
   const tolerance = config.toleranceSeconds ?? triggerLimits.webhookToleranceSecondsDefault;
   const now = rt.kernel.now();
   if (!Number.isFinite(seconds) || Math.abs(now / 1000 - seconds) > tolerance) {
-    return refuseUnauthenticated(401, 'webhook.timestamp-expired', `the timestamp ${JSON.stringify(timestamp.slice(0, 64))} is not within ${tolerance} s of the server's clock`, binding);
+    return reject(401, 'webhook.timestamp-expired', `the timestamp ${JSON.stringify(timestamp)} is not within ${tolerance} s of the server's clock`, binding);
   }
-  const matches = standard ? standardSignatureMatches(secret, standardId!, timestamp, raw, signature) : signatureMatches(secret, timestamp, raw, signature);
-  if (!matches) return refuseUnauthenticated(401, 'webhook.bad-signature', standard ? 'the signature does not match the id, timestamp and body' : 'the signature does not match the body and timestamp', binding);
+  if (!signatureMatches(secret, timestamp, raw, signature)) return reject(401, 'webhook.bad-signature', 'the signature does not match the body and timestamp', binding, { occurredAt: seconds * 1000 });
   const signed = { caller, occurredAt: seconds * 1000 };
   const type = (header(headers, 'content-type') ?? '').split(';')[0].trim().toLowerCase();
   if (type !== 'application/json' && !type.endsWith('+json')) return reject(415, 'webhook.unsupported-media', `the body must be application/json, not ${JSON.stringify(type)}`, binding, signed);
@@ -157,15 +108,13 @@ export async function handleWebhook(rt: TriggerHost, pipeline: TriggerPipeline, 
   } catch (err) {
     return reject(400, 'webhook.bad-json', `the body is not JSON: ${(err as Error).message}`, binding, signed);
   }
-  // Only a signed id dedupes; the original scheme's id header is the sender's word alone.
-  const sourceEventId = standard ? standardId! : `sha256:${createHash('sha256').update(raw).digest('hex')}`;
-  const senderEventId = !standard && eventIdHeader !== undefined ? { senderEventId: eventIdHeader } : {};
+  const sourceEventId = eventIdHeader ?? `sha256:${createHash('sha256').update(raw).digest('hex')}`;
   try {
     const admitted = await pipeline.admit(binding, {
       source: 'webhook',
       sourceEventId,
       ...signed,
-      payload: { body, eventId: sourceEventId, ...senderEventId, timestamp: seconds, bindingId, receivedAt: new Date(now).toISOString() },
+      payload: { body, eventId: sourceEventId, timestamp: seconds, bindingId, receivedAt: new Date(now).toISOString() },
     });
     return { status: 202, body: { runId: admitted.runId, deduplicated: admitted.deduplicated } };
   } catch (err) {
