@@ -8,25 +8,15 @@ import type { RunExport } from './export-format.js';
 import type { RunView } from './host-runtime.js';
 import type { RunOutcome } from './kernel.js';
 import type { JournalStore, RunRecord } from './store.js';
+import type { Resolution } from './operator.js';
 
 export interface OperatorDecision {
   by: string;
   comment?: string;
 }
 
-export interface OperatorResolution {
-  by: string;
-  /** The node (or foreach item) succeeded with this output. */
-  succeeded?: unknown;
-  /** Run it again. */
-  retry?: boolean;
-  /** Fail it with this message. */
-  fail?: string;
-  /** The foreach item, for a foreach node. */
-  item?: number;
-  /** The unknown decided on: the `seq` of its attention entry (see `Resolution.attentionSeq`). */
-  attentionSeq?: number;
-}
+/** What an operator says of a node whose outcome is unknown (the fields are documented on `Resolution`). */
+export type OperatorResolution = Resolution;
 
 /** A page of a run's journal, ascending by seq. */
 export interface TracePage {

@@ -39,9 +39,13 @@ export function approvalFact(invocationId: string, decision: { approved: boolean
 /** What an operator says of a node (or foreach item) whose outcome is unknown. */
 export interface Resolution {
   by: string;
+  /** The node (or foreach item) succeeded with this output. */
   succeeded?: unknown;
+  /** Run it again. */
   retry?: boolean;
+  /** Fail it with this message. */
   fail?: string;
+  /** The foreach item, for a foreach node. */
   item?: number;
   /**
    * The unknown decided on: the `seq` of the run's `attention` entry (its `node.needs-attention`).
