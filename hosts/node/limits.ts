@@ -24,6 +24,12 @@ export const httpLimits = {
   runsListMax: 1000,
   /** A comment line on an idle event stream, so proxies and clients see the connection alive. */
   heartbeatMs: 15_000,
+  /** A request's headers must arrive within this (node:http `headersTimeout`). */
+  headersTimeoutMs: 10_000,
+  /** A request, body included, must arrive within this (node:http `requestTimeout`): a trickled body is cut off. */
+  requestTimeoutMs: 15_000,
+  /** How often the server checks those two timeouts. */
+  connectionsCheckingIntervalMs: 1_000,
   /** A progress item larger than this (as JSON) is not sent on an event stream. */
   progressBytesMax: 64 * 1024,
 } as const;
@@ -90,6 +96,12 @@ export const triggerLimits = {
   sourceEventIdCharsMax: 256,
   /** The binding id kept on the record of a request to an unknown binding (the URL may name anything). */
   bindingIdCharsMax: 128,
+  /**
+   * `rejected` records of webhook and DingTalk requests no caller was verified for (unknown
+   * binding, unsigned, bad signature, 405, bad encoding) kept in the ingress journal; older ones
+   * are dropped, so unauthenticated traffic cannot grow the store without bound.
+   */
+  unverifiedRejectionsKeptMax: 200,
   /** Input mapping entries of one binding. */
   mappingEntriesMax: 256,
   /** Missed cron slots enumerated in one catch-up; older ones are not recorded one by one. */

@@ -70,7 +70,10 @@ export async function handleDingtalk(rt: TriggerHost, pipeline: TriggerPipeline,
   if (!binding) return reject(404, 'binding.not-found', `there is no published DingTalk binding ${bindingId}`);
   const config = binding.config as DingtalkConfig;
   const appSecret = env[config.appSecretRef];
-  if (!appSecret) return reject(503, 'trigger.secret-missing', `the AppSecret of binding ${bindingId} (environment variable ${config.appSecretRef}) is not set in this process`, binding);
+  if (!appSecret) {
+    pipeline.warn(`dingtalk binding ${bindingId}: the environment variable ${config.appSecretRef} named by its appSecretRef is not set in this process`);
+    return reject(503, 'trigger.secret-missing', `binding ${bindingId} cannot verify requests: its AppSecret is not configured on this server`, binding);
+  }
   const timestamp = header(headers, 'timestamp');
   const sign = header(headers, 'sign');
   if (timestamp === undefined || sign === undefined) return reject(401, 'dingtalk.sign-missing', 'the callback needs the timestamp and sign headers', binding);

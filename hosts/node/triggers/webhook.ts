@@ -119,7 +119,11 @@ export async function handleWebhook(rt: TriggerHost, pipeline: TriggerPipeline, 
   if (!binding) return reject(404, 'binding.not-found', `there is no published webhook binding ${bindingId}`);
   const config = binding.config as WebhookConfig;
   const secret = env[config.secretRef];
-  if (!secret) return reject(503, 'trigger.secret-missing', `the secret of binding ${bindingId} (environment variable ${config.secretRef}) is not set in this process`, binding);
+  if (!secret) {
+    // The variable's name is the server's configuration: in its log, not in the answer to anyone.
+    pipeline.warn(`webhook binding ${bindingId}: the environment variable ${config.secretRef} named by its secretRef is not set in this process`);
+    return reject(503, 'trigger.secret-missing', `binding ${bindingId} cannot verify requests: its secret is not configured on this server`, binding);
+  }
   const caller = `hmac:${config.secretRef}`;
   const standardId = header(headers, standardWebhookHeaders.id);
   const standard = standardId !== undefined || header(headers, standardWebhookHeaders.signature) !== undefined;

@@ -90,6 +90,17 @@ export class PgTriggerStorage implements TriggerStorage {
     return { ...entry, id: row.id };
   }
 
+  async recordUnverified(entry: IngressEntry, keepMax: number): Promise<IngressRecord> {
+    const record = await this.record(entry);
+    // Concurrent prunes may each delete the same old rows; the bound holds once each has run.
+    await statement(this.pool, 'triggers: prune unverified', {
+      name: `${this.s}.ingressPruneUnverified`,
+      text: `DELETE FROM ${this.s}.ingress_events WHERE id IN (SELECT id FROM ${this.s}.ingress_events WHERE status = 'rejected' AND caller IS NULL AND source IN ('webhook', 'dingtalk') ORDER BY id DESC OFFSET $1)`,
+      values: [keepMax],
+    });
+    return record;
+  }
+
   async recordMissed(entry: IngressEntry & { sourceEventId: string; bindingRevision: number }): Promise<{ created: boolean }> {
     const inserted = await statement(this.pool, 'triggers: record missed', {
       name: `${this.s}.ingressMissed`,
