@@ -102,6 +102,12 @@ export const triggerLimits = {
    * are dropped, so unauthenticated traffic cannot grow the store without bound.
    */
   unverifiedRejectionsKeptMax: 200,
+  /**
+   * Nesting of a trigger's JSON body (and of a binding file), measured before parsing. The engine
+   * takes a run input nested at most 64 levels (jsonInputLimits.runInputDepthMax) and a mapping
+   * may put the whole body one level down in the input: 63.
+   */
+  bodyDepthMax: 63,
   /** Input mapping entries of one binding. */
   mappingEntriesMax: 256,
   /** Missed cron slots enumerated in one catch-up; older ones are not recorded one by one. */

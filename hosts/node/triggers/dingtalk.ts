@@ -16,6 +16,7 @@
 //
 // The reply is a DingTalk text message, the HTTP response itself: `{ msgtype: 'text', text: { content } }`.
 // Verification failures are answered 401/404 with a JSON error, as for webhooks.
+import { parseJsonBody } from './json-body.js';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { dingtalkSender, type DingtalkConfig, type WorkflowBinding } from './bindings.js';
 import { TriggerRejected, type TriggerPipeline } from './ingress.js';
@@ -55,12 +56,9 @@ function signMatches(appSecret: string, timestamp: string, given: string): boole
 const usage = 'commands: run [<json input>] | status <runId> | approve <runId> <nodeId> | reject <runId> <nodeId>';
 
 export async function handleDingtalk(rt: TriggerHost, pipeline: TriggerPipeline, bindingId: string, headers: Headers, raw: Buffer, env: NodeJS.ProcessEnv = process.env): Promise<TriggerResponse> {
-  let message: any;
-  try {
-    message = JSON.parse(raw.toString('utf8'));
-  } catch {
-    message = undefined;
-  }
+  // Parsed before the signature is checked (it names the msgId of the record): bounded first.
+  const parsed = parseJsonBody(raw.toString('utf8'), triggerLimits.bodyDepthMax);
+  const message: any = parsed.ok ? parsed.value : undefined;
   const msgId = typeof message?.msgId === 'string' ? message.msgId.slice(0, triggerLimits.sourceEventIdCharsMax) : undefined;
   const reject = async (status: number, code: string, text: string, binding?: WorkflowBinding, caller?: string) => {
     await pipeline.reject('dingtalk', bindingId, { code, message: text }, { ...(binding ? { bindingRevision: binding.revision } : {}), ...(msgId ? { sourceEventId: msgId } : {}), ...(caller ? { caller } : {}) });
@@ -95,11 +93,9 @@ export async function handleDingtalk(rt: TriggerHost, pipeline: TriggerPipeline,
     case 'run': {
       let args: unknown = {};
       if (argText !== '') {
-        try {
-          args = JSON.parse(argText);
-        } catch (err) {
-          return reject(200, 'dingtalk.bad-json', `run: the input is not JSON: ${(err as Error).message}`, binding, caller);
-        }
+        const parsedArgs = parseJsonBody(argText, triggerLimits.bodyDepthMax);
+        if (!parsedArgs.ok) return reject(200, 'dingtalk.bad-json', `run: the input is not JSON within bounds: ${parsedArgs.message}`, binding, caller);
+        args = parsedArgs.value;
       }
       try {
         const admitted = await pipeline.admit(binding, {

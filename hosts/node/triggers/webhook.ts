@@ -28,6 +28,8 @@
 //   401     webhook.bad-signature         the signature does not match (compared in constant time)
 //   415     webhook.unsupported-media     the content type is not JSON
 //   400     webhook.bad-json              the body is not JSON
+//   413     webhook.too-deep              the body is nested deeper than triggerLimits.bodyDepthMax
+//   400     webhook.bad-number            the body has a number beyond a double's range (1e999)
 //   400     trigger.bad-event-id          the event id header is empty or too long
 //   422     trigger.mapping-failed, trigger.input-invalid   the binding cannot make a valid input of it
 //   503     trigger.target-unavailable    the target revision cannot be compiled (deleted?)
@@ -35,6 +37,7 @@
 // Accepted: 202 `{ runId, deduplicated }` (a duplicate answers the first run's id).
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { WorkflowBinding, WebhookConfig } from './bindings.js';
+import { parseJsonBody } from './json-body.js';
 import { TriggerRejected, type TriggerPipeline } from './ingress.js';
 import { triggerLimits } from '../limits.js';
 import type { TriggerHost } from './trigger-host.js';
@@ -144,12 +147,9 @@ export async function handleWebhook(rt: TriggerHost, pipeline: TriggerPipeline, 
   const signed = { caller, occurredAt: seconds * 1000 };
   const type = (header(headers, 'content-type') ?? '').split(';')[0].trim().toLowerCase();
   if (type !== 'application/json' && !type.endsWith('+json')) return reject(415, 'webhook.unsupported-media', `the body must be application/json, not ${JSON.stringify(type)}`, binding, signed);
-  let body: unknown;
-  try {
-    body = JSON.parse(raw.toString('utf8'));
-  } catch (err) {
-    return reject(400, 'webhook.bad-json', `the body is not JSON: ${(err as Error).message}`, binding, signed);
-  }
+  const parsed = parseJsonBody(raw.toString('utf8'), triggerLimits.bodyDepthMax);
+  if (!parsed.ok) return reject(parsed.reason === 'too-deep' ? 413 : 400, `webhook.${parsed.reason}`, parsed.message, binding, signed);
+  const body = parsed.value;
   // Only a signed id may name the event; an unsigned one could be forged to start a run per id.
   const sourceEventId = standard ? standardId! : `sha256:${createHash('sha256').update(raw).digest('hex')}`;
   try {
