@@ -90,8 +90,13 @@ export const triggerLimits = {
   webhookToleranceSecondsDefault: 300,
   /** The widest webhook tolerance a binding may ask for. */
   webhookToleranceSecondsMax: 3600,
-  /** DingTalk's documented window for a callback's `timestamp` (one hour). */
-  dingtalkWindowMs: 60 * 60 * 1000,
+  /**
+   * A DingTalk callback's `timestamp` must be this close to the clock. DingTalk documents one hour
+   * as the most a receiver may accept; it stamps a callback when it sends it and does not resend
+   * an old one, so only transit and clock skew need room: 5 minutes (NTP-synced clocks are within
+   * seconds) keeps a captured sign short-lived while it awaits its single use.
+   */
+  dingtalkWindowMs: 5 * 60 * 1000,
   /** Length of a source event id (an `x-adw-event-id` header, a DingTalk msgId, a cron slot id). */
   sourceEventIdCharsMax: 256,
   /** The binding id kept on the record of a request to an unknown binding (the URL may name anything). */

@@ -2,13 +2,21 @@
 // before; one larger than `checkpointInlineMax` in `checkpoints`, one row a run, written only by a
 // commit that takes one. In the run's row a large one was written again by every commit that
 // changed the row's size. A real file; writes are counted by triggers of this connection.
+import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { tmpdir } from 'node:os';
+import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { join } from 'node:path';
+import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import BetterSqlite3 from 'better-sqlite3';
+import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { afterAll, describe, expect, it } from 'vitest';
+import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
+import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { checkpointInlineMax } from '../../dist/hosts/node/stores/sqlite/migrations.js';
+import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import type { CommitEntry } from '../../hosts/core/store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sqlite-checkpoints-'));
@@ -103,7 +111,7 @@ describe('the checkpoints of a SQLite store', () => {
     old.close();
     const store = SqliteJournalStore.open(file);
     stores.push(store);
-    expect(store.db.pragma('user_version', { simple: true })).toBe(10);
+    expect(store.db.pragma('user_version', { simple: true })).toBe(schemaVersion);
     expect(where(store, 'fx-approval-1')).toEqual({ row: 0, table: 1 });
     expect(text(store.load('fx-approval-1')!.checkpoint)).toBe(text(large(10)));
     expect(where(store, 'fx-echo-1')).toEqual({ row: 1, table: 0 });

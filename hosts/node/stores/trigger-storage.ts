@@ -136,6 +136,12 @@ export interface TriggerStorage {
    */
   recordUnverified(entry: IngressEntry, keepMax: number): MaybePromise<IngressRecord>;
   /**
+   * Claims a verified signature (a DingTalk `<timestamp>:<sign>`) for one use: true the first
+   * time, false when any process claimed it before. Claims past `expiresAt` are deleted as
+   * `now` passes them (the timestamp window refuses those signatures anyway).
+   */
+  claimSignature(claim: { source: string; signature: string; bindingId: string; expiresAt: number }, now: number): MaybePromise<boolean>;
+  /**
    * A cron slot that is not run: a `missed` record, unless the slot is already recorded as
    * `launched` or `missed` (then nothing is written and `created` is false).
    */

@@ -90,6 +90,16 @@ export class PgTriggerStorage implements TriggerStorage {
     return { ...entry, id: row.id };
   }
 
+  async claimSignature(claim: { source: string; signature: string; bindingId: string; expiresAt: number }, now: number): Promise<boolean> {
+    await statement(this.pool, 'triggers: expire signatures', { name: `${this.s}.signaturesExpire`, text: `DELETE FROM ${this.s}.trigger_signatures WHERE expires_at < $1`, values: [now] });
+    const inserted = await statement(this.pool, 'triggers: claim signature', {
+      name: `${this.s}.signatureClaim`,
+      text: `INSERT INTO ${this.s}.trigger_signatures (source, signature, binding_id, expires_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1`,
+      values: [claim.source, claim.signature, claim.bindingId, claim.expiresAt],
+    });
+    return inserted.length > 0;
+  }
+
   async recordUnverified(entry: IngressEntry, keepMax: number): Promise<IngressRecord> {
     const record = await this.record(entry);
     // Concurrent prunes may each delete the same old rows; the bound holds once each has run.

@@ -88,6 +88,13 @@ export class SqliteTriggerStorage implements TriggerStorage {
     return { ...entry, id };
   }
 
+  claimSignature(claim: { source: string; signature: string; bindingId: string; expiresAt: number }, now: number): boolean {
+    return this.db.transaction(() => {
+      this.db.prepare('DELETE FROM trigger_signatures WHERE expires_at < ?').run(now);
+      return this.db.prepare('INSERT OR IGNORE INTO trigger_signatures (source, signature, binding_id, expires_at) VALUES (?, ?, ?, ?)').run(claim.source, claim.signature, claim.bindingId, claim.expiresAt).changes > 0;
+    })();
+  }
+
   recordUnverified(entry: IngressEntry, keepMax: number): IngressRecord {
     return this.db.transaction(() => {
       const record = this.record(entry);
