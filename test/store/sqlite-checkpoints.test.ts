@@ -4,19 +4,12 @@
 // changed the row's size. A real file; writes are counted by triggers of this connection.
 import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { tmpdir } from 'node:os';
-import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { join } from 'node:path';
-import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import BetterSqlite3 from 'better-sqlite3';
-import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { afterAll, describe, expect, it } from 'vitest';
-import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
-import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { checkpointInlineMax } from '../../dist/hosts/node/stores/sqlite/migrations.js';
-import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import type { CommitEntry } from '../../hosts/core/store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sqlite-checkpoints-'));
