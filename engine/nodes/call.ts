@@ -3,6 +3,7 @@
 // node.
 import type { Json } from '../json.js';
 import { limits } from '../limits.js';
+import { scopeCovers } from '../protocol/authority.js';
 import type { ErrorInfo } from '../protocol/events.js';
 import type { Effect } from '../protocol/statuses.js';
 import type { NodeSpec } from '../protocol/template.js';
@@ -14,8 +15,7 @@ import type { NodeConfig } from './kind.js';
 
 /** Does a granted capability pattern (`tool:*`, `*`, `tool:search`) cover a capability? */
 export function capabilityCovers(pattern: string, capability: string): boolean {
-  if (pattern === '*' || pattern === capability) return true;
-  return pattern.endsWith(':*') && capability.startsWith(pattern.slice(0, -1));
+  return scopeCovers(pattern, capability);
 }
 
 export function grantedCapability(a: Activation, spec: NodeSpec, uses: string, config: Record<string, Json>): string | ErrorInfo {

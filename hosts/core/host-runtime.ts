@@ -24,6 +24,7 @@ import { assertPortableId, type EventPage, type JournalStore, type RunRecord, ty
 import { exportFormat, type RunExport } from './export-format.js';
 import { terminalStatuses, type Authority, type ExecutionPlan, type RunProjection, type ValidationReport } from './types.js';
 import { HostError } from './host-error.js';
+import { narrowAuthority } from '../../engine/protocol/authority.js';
 
 export { asHostError, HostError, mapErrors, type HostErrorClass } from './host-error.js';
 
@@ -33,15 +34,46 @@ export function runNotFound(runId: string): HostError {
 
 // ---- authority ------------------------------------------------------------------------------
 
-/** Who may do what in a run; consulted at launch and again on every resume. */
-export type AuthorityResolver = (context: { runId: string; workflowId: string; requested?: Authority }) => Authority;
+/**
+ * What an authority resolver is asked: the run, what its launch asked for (an SDK caller's
+ * `authority`, a trigger binding's reference as `{ id, scopes: [] }`, a child run's parent
+ * authority), and whether a stored run is being resumed rather than launched.
+ */
+export interface AuthorityContext {
+  runId: string;
+  workflowId: string;
+  requested?: Authority;
+  resuming?: boolean;
+}
+
+/**
+ * Who may do what in a run; consulted at launch and again on every resume. `undefined` at a
+ * resume keeps the run's authority as it is; at a launch it refuses the launch
+ * (`authority.unresolved`).
+ */
+export type AuthorityResolver = (context: AuthorityContext) => Authority | undefined;
 
 /** Everything, for a local deployment that names no authorities. */
 export const allowEverything: Authority = { id: 'local', scopes: ['*'] };
 
-/** A host's `authorities` option as a resolver (a fixed authority, a function, or everything). */
+/**
+ * A host's `authorities` option as a resolver. A function is the deployment's policy and is
+ * used as it is. A fixed authority (or none: everything) is a grant: a launch that asks for
+ * an authority gets what it asked for within the grant (`narrowAuthority`, never more), one
+ * that asks for nothing gets the grant, and a resume keeps the run's authority of launch, so a
+ * run launched narrower is never widened later.
+ */
 export function authorityResolver(option: AuthorityResolver | Authority | undefined): AuthorityResolver {
-  return typeof option === 'function' ? option : () => option ?? allowEverything;
+  if (typeof option === 'function') return option;
+  const grant = option ?? allowEverything;
+  return ({ requested, resuming }) => (resuming ? undefined : requested ? narrowAuthority(grant, requested) : grant);
+}
+
+/** The authority a launch runs under, or a typed refusal when the resolver names none. */
+export function launchAuthority(resolve: AuthorityResolver, context: Omit<AuthorityContext, 'resuming'>): Authority {
+  const authority = resolve(context);
+  if (!authority) throw new HostError('authority.unresolved', `no authority resolves for run ${context.runId}${context.requested ? ` (asked for ${context.requested.id})` : ''}`);
+  return authority;
 }
 
 // ---- templates ------------------------------------------------------------------------------
@@ -93,7 +125,7 @@ export function launchIdentity(args: {
   const runId = args.runId ?? newRunId(args.now, args.randomBytes);
   assertPortableId(runId, 'run id');
   const workflowId = workflowIdOf(args.plan, args.templateKey);
-  const authority = args.resolveAuthority({ runId, workflowId, ...(args.requested ? { requested: args.requested } : {}) });
+  const authority = launchAuthority(args.resolveAuthority, { runId, workflowId, ...(args.requested ? { requested: args.requested } : {}) });
   return { runId, workflowId, authority };
 }
 

@@ -36,12 +36,19 @@ function escapeToken(key: string): string {
  * Why `value` is not plain JSON within `depthMax`, or undefined. Plain JSON: null, booleans,
  * finite numbers, strings, arrays and objects whose prototype is Object.prototype or null.
  * An object property whose value is `undefined` is allowed (JSON.stringify leaves it out).
+ * With `exactIntegers`, an integer beyond `Number.MAX_SAFE_INTEGER` is a problem too.
  */
-export function jsonValueProblem(value: unknown, depthMax: number): { pointer: string; problem: string } | undefined {
+export function jsonValueProblem(value: unknown, depthMax: number, options: { exactIntegers?: boolean } = {}): { pointer: string; problem: string } | undefined {
   const open = new Set<object>();
   const walk = (v: unknown, depth: number, pointer: string): { pointer: string; problem: string } | undefined => {
     if (v === null || typeof v === 'string' || typeof v === 'boolean') return undefined;
-    if (typeof v === 'number') return Number.isFinite(v) ? undefined : { pointer, problem: `${v} is not a JSON number` };
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return { pointer, problem: `${v} is not a JSON number` };
+      // A JSON integer beyond 2^53-1 was (or will be) rounded by every JSON parser on the way:
+      // 9007199254740993 arrives as ...992. Refused rather than kept wrong; a string keeps it.
+      if (options.exactIntegers && Number.isInteger(v) && !Number.isSafeInteger(v)) return { pointer, problem: `the integer ${BigInt(v)} is beyond 2^53-1 and cannot be kept exactly as a JSON number (pass it as a string)` };
+      return undefined;
+    }
     if (typeof v !== 'object') return { pointer, problem: `${v === undefined ? 'undefined' : `a ${typeof v}`} is not JSON` };
     if (depth >= depthMax) return { pointer, problem: `nested deeper than ${depthMax} levels` };
     if (open.has(v)) return { pointer, problem: 'a cycle (the value contains itself)' };
@@ -84,9 +91,13 @@ export function jsonTextDepth(text: string): number {
   return deepest;
 }
 
-/** Refuses a run input the engine must not be given: `run.input-invalid`. */
+/**
+ * Refuses a run input the engine must not be given: `run.input-invalid`. That includes integers
+ * beyond 2^53-1, which no JSON number path (a CLI `--input` file, the HTTP API, MCP arguments)
+ * can have delivered exactly: the input is refused instead of run with a rounded value.
+ */
 export function assertRunInput(input: unknown): void {
-  const found = jsonValueProblem(input, jsonInputLimits.runInputDepthMax);
+  const found = jsonValueProblem(input, jsonInputLimits.runInputDepthMax, { exactIntegers: true });
   if (found) throw new JsonInputError('run.input-invalid', `the run input is not plain JSON: ${found.problem} at ${found.pointer || '/'}`, found.pointer);
   const size = JSON.stringify(input).length;
   if (size > jsonInputLimits.runInputBytesMax) throw new JsonInputError('run.input-invalid', `the run input has ${size} characters of JSON (at most ${jsonInputLimits.runInputBytesMax})`, '');

@@ -13,13 +13,13 @@ export interface ChildHost {
   getRun(runId: string): Promise<RunRecord | undefined>;
   outcomeOf(record: RunRecord): Promise<RunOutcome>;
   planOf(runId: string): Promise<ExecutionPlan>;
-  authority(context: { runId: string; workflowId: string }): Authority;
+  authority(context: { runId: string; workflowId: string; requested?: Authority; resuming?: boolean }): Authority | undefined;
   /** Whether this process activated the run (its in-flight work is known here). */
   knows(runId: string): boolean;
   launch(args: { runId: string; plan: ExecutionPlan; templateKey: string; input: unknown; authority: Authority; parentRunId: string; actor: string; correlation: unknown }): Promise<ActivationSummary>;
   /** The parent run's trace ids (from its first event's correlation), when the host derives them. */
   traceOf(runId: string): Promise<RunTraceIds | undefined>;
-  resume(runId: string, by: string, authority: Authority): Promise<ActivationSummary>;
+  resume(runId: string, by: string, authority: Authority | undefined): Promise<ActivationSummary>;
   deliver(runId: string, fact: Fact): Promise<ActivationSummary>;
 }
 
@@ -43,14 +43,20 @@ export class ChildRuns {
         const outcome = await this.host.outcomeOf(existing);
         this.ended(childRunId, { runId: childRunId, status: outcome.status as ActivationSummary['status'], seq: outcome.seq, activation: 0, events: 0, result: outcome.output, error: outcome.error });
       } else if (!this.host.knows(childRunId)) {
-        const authority = this.host.authority({ runId: childRunId, workflowId: request.name });
+        const authority = this.host.authority({ runId: childRunId, workflowId: request.name, resuming: true });
         this.host.resume(childRunId, 'parent', authority).catch((err) => this.host.log('warn', `resuming child ${childRunId} failed: ${(err as Error).message}`));
       }
       return;
     }
     const plan = await this.host.planOf(request.runId);
-    const authority = this.host.authority({ runId: childRunId, workflowId: request.name });
+    // A child asks for its parent's authority of the moment: it never gets more than the parent.
+    const authority = this.host.authority({ runId: childRunId, workflowId: request.name, ...(request.authority ? { requested: request.authority } : {}) });
     const correlation = await this.correlationOf(request);
+    if (!authority) {
+      this.parents.delete(childRunId);
+      await this.host.deliver(request.runId, { type: 'capability-completed', invocationId: childRunId, ok: false, error: { code: 'authority.unresolved', message: `no authority resolves for child run ${childRunId}`, retryable: false } });
+      return;
+    }
     this.host.launch({ runId: childRunId, plan, templateKey: request.name, input: request.input, authority, parentRunId: request.runId, actor: 'parent', correlation }).catch((err) => {
       this.parents.delete(childRunId);
       const e = err as Partial<KernelError>;

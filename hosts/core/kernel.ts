@@ -37,8 +37,11 @@ export interface KernelOptions {
   gateway: Gateway;
   log: HostLog;
   now?: () => number;
-  /** Resolves the authority of a run; consulted at launch and again on every resume. */
-  authority: (context: { runId: string; workflowId: string; requested?: Authority }) => Authority;
+  /**
+   * Resolves the authority of a run; consulted at launch and again on every resume
+   * (`resuming`), where `undefined` keeps the run's authority as it is.
+   */
+  authority: (context: { runId: string; workflowId: string; requested?: Authority; resuming?: boolean }) => Authority | undefined;
   /** When false, the host drives wake-ups itself with `wakeDue()` (the router's cadence). */
   timers?: boolean;
   /**
@@ -211,7 +214,7 @@ export class Kernel {
   }
 
   /** Resumes a run, telling the engine whether this process lost its in-flight work. */
-  resume(runId: string, by: string, authority: Authority): Promise<ActivationSummary> {
+  resume(runId: string, by: string, authority: Authority | undefined): Promise<ActivationSummary> {
     return this.deliver(runId, this.resumeFact(runId, by, authority), by);
   }
 
@@ -229,7 +232,7 @@ export class Kernel {
     const facts: Fact[] = [];
     if (c.type !== 'late-outcome') {
       const plan = await this.planOf(runId);
-      const authority = this.options.authority({ runId, workflowId: plan.templates[plan.root].template.metadata.id });
+      const authority = this.options.authority({ runId, workflowId: plan.templates[plan.root].template.metadata.id, resuming: true });
       facts.push(this.resumeFact(runId, by, authority));
     }
     switch (c.type) {
@@ -401,8 +404,8 @@ export class Kernel {
       for (const f of facts) if (f.type === 'resume-requested') f.afterRestart = f === leading;
       if (!leading) {
         const plan = await this.planOf(runId);
-        const authority = this.options.authority({ runId, workflowId: plan.templates[plan.root].template.metadata.id });
-        pending.groups[0].facts.unshift({ type: 'resume-requested', by: 'takeover', authority, afterRestart: true, effects: this.options.gateway.effects() });
+        const authority = this.options.authority({ runId, workflowId: plan.templates[plan.root].template.metadata.id, resuming: true });
+        pending.groups[0].facts.unshift({ type: 'resume-requested', by: 'takeover', ...(authority ? { authority } : {}), afterRestart: true, effects: this.options.gateway.effects() });
       }
     } else if (this.known.has(runId)) {
       // A resume queued while this process did not know the run yet (a worker's resume after its

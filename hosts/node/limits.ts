@@ -136,3 +136,22 @@ export const sqliteLimits = {
   cacheKibMin: 64,
   cacheKibMax: 1_048_576,
 } as const;
+
+/** Bounds of the CLI's numeric options (each refused outside its range with a usage error, exit 2). */
+export const cliLimits = {
+  /** `runs --limit`: the same bounds as `GET /v1/runs`. */
+  runsListDefault: httpLimits.runsListDefault,
+  runsListMax: httpLimits.runsListMax,
+  /** `deliveries list --limit`. */
+  deliveriesListMax: 10_000,
+  /** `serve --max-runs`. */
+  serveMaxRunsMax: 1_000_000,
+  /** Milliseconds options (`--drain-ms`, `--delivery-*-ms`): the longest a Node timer can wait. */
+  durationMsMax: 2_147_483_647,
+  /** `--delivery-attempts`. */
+  deliveryAttemptsMax: 1000,
+  /** A TCP port (`serve --http`, `replay-web --port`); 0 picks a free one. */
+  portMax: 65_535,
+  /** Ids and indices given as numbers (`ingress list --after`, `resolve --item`, revisions): exact in a double. */
+  wholeNumberMax: Number.MAX_SAFE_INTEGER,
+} as const;

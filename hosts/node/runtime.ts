@@ -7,7 +7,7 @@
 // None of them holds the runtime. What a launch pins lives in sdk/launch.ts, the operator inbox
 // in sdk/operator-inbox.ts, replays in sdk/replay.ts.
 import type { EngineInstance } from '../core/engine-instance.js';
-import { approvalTarget, validateTemplate, exportFromStore, isTerminal, pinnedDependencies, planOfTail, runNotFound, runView, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
+import { approvalTarget, launchAuthority, validateTemplate, exportFromStore, isTerminal, pinnedDependencies, planOfTail, runNotFound, runView, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
 import { resolutionFields } from '../core/operator.js';
 import { tracePage, type Operator, type TracePage } from '../core/operator-api.js';
 import { KernelError, type Kernel } from '../core/kernel.js';
@@ -148,7 +148,8 @@ export class WorkflowRuntime implements Operator {
         ownership: this.stores.ownership,
         ownerId: this.ownerId,
         startsQueued: (runId, correlation) => this.startsQueued(runId, correlation),
-        authorityOf: (runId, plan, requested) => this.authorityOf(runId, plan, requested),
+        launchAuthorityOf: (runId, plan, requested) => this.launchAuthorityOf(runId, plan, requested),
+        authorityOf: (runId, plan) => this.authorityOf(runId, plan),
         planOfRun: (runId) => this.planOfRun(runId),
         deliveries: this.deliveries,
         stopped: (w) => this.workers.delete(w),
@@ -386,9 +387,14 @@ export class WorkflowRuntime implements Operator {
     throw asError(runNotFound(runId));
   }
 
-  /** The authority a run gets now (resolved again at every resume and takeover). */
-  authorityOf(runId: string, plan: ExecutionPlan, requested?: Authority): Authority {
-    return this.resolveAuthority({ runId, workflowId: workflowIdOf(plan), ...(requested ? { requested } : {}) });
+  /** The authority a queued run starts under (its launch's request, resolved now). */
+  launchAuthorityOf(runId: string, plan: ExecutionPlan, requested?: Authority): Authority {
+    return launchAuthority(this.resolveAuthority, { runId, workflowId: workflowIdOf(plan), ...(requested ? { requested } : {}) });
+  }
+
+  /** The authority a stored run resumes under (resolved again; `undefined` keeps the run's). */
+  authorityOf(runId: string, plan: ExecutionPlan): Authority | undefined {
+    return this.resolveAuthority({ runId, workflowId: workflowIdOf(plan), resuming: true });
   }
 
   replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Promise<Record<string, unknown>> {

@@ -363,9 +363,9 @@ export class RouterHost {
     const evidence = attemptEvidence(plan.unknown, attempts, (id) => this.receipts.get(id));
     const resume = () => {
       const workflowId = this.workflowIdOf(runId);
-      const authority = this.resolveAuthority({ runId, workflowId });
+      const authority = this.resolveAuthority({ runId, workflowId, resuming: true });
       const afterRestart = plan.unknown.length > 0;
-      facts.push({ type: 'resume-requested', by: 'router-restart', authority, afterRestart, effects: this.gateway.effects(), ...(afterRestart && Object.keys(evidence).length > 0 ? { attempts: evidence } : {}) });
+      facts.push({ type: 'resume-requested', by: 'router-restart', ...(authority ? { authority } : {}), afterRestart, effects: this.gateway.effects(), ...(afterRestart && Object.keys(evidence).length > 0 ? { attempts: evidence } : {}) });
       for (const fact of facts) this.kernel.deliver(runId, fact, 'router-restart').catch((err) => this.log('warn', `recovery of run ${runId}: ${(err as Error).message}`));
     };
     if (plan.rerun.length === 0) {

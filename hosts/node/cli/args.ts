@@ -41,3 +41,17 @@ export function optionString(args: ParsedArgs, name: string): string | undefined
   if (v === true) throw new UsageError(`option --${name} needs a value`);
   return v;
 }
+
+/**
+ * A whole-number option within `[min, max]`, or `undefined` when absent. Anything else — a sign,
+ * a fraction, an exponent, leading zeros, text, a number out of range — is a usage error, so a
+ * mistyped bound never reaches a store (where it failed as a type mismatch) or is clamped
+ * silently.
+ */
+export function integerOption(args: ParsedArgs, name: string, bounds: { min: number; max: number }): number | undefined {
+  const text = optionString(args, name);
+  if (text === undefined) return undefined;
+  const value = /^(0|[1-9][0-9]{0,15})$/.test(text) ? Number(text) : NaN;
+  if (!(value >= bounds.min && value <= bounds.max)) throw new UsageError(`--${name} takes a whole number from ${bounds.min} to ${bounds.max}, got ${JSON.stringify(text)}`);
+  return value;
+}

@@ -2,14 +2,13 @@
 // options every command that opens a runtime takes (`serve` sends).
 import type { DeliveryOptions, DeliveryTarget } from '../runtime.js';
 import { deliveryTargetFromFlag } from '../delivery/target.js';
-import { optionString, UsageError, type ParsedArgs } from './args.js';
+import { integerOption, optionString, UsageError, type ParsedArgs } from './args.js';
+import { cliLimits } from '../limits.js';
 
-/** `--<name> <positive integer>`, or undefined when absent. */
+/** `--<name> <positive integer>` within its documented range (cliLimits), or undefined when absent. */
 export function wholeNumber(args: ParsedArgs, name: string): number | undefined {
-  const text = optionString(args, name);
-  if (text === undefined) return undefined;
-  if (!/^[1-9][0-9]{0,8}$/.test(text)) throw new UsageError(`--${name} takes a positive integer, got ${JSON.stringify(text)}`);
-  return Number(text);
+  const max = name === 'limit' ? cliLimits.deliveriesListMax : name === 'delivery-attempts' ? cliLimits.deliveryAttemptsMax : cliLimits.durationMsMax;
+  return integerOption(args, name, { min: 1, max });
 }
 
 /** `--delivery-attempts`, `--delivery-backoff-ms`, `--delivery-timeout-ms`, `--delivery-lease-ms`, over the host module's `delivery`. */

@@ -21,8 +21,8 @@ export const exitCodes = {
 export const exitCodeLines: readonly string[] = [
   '0   ok',
   '1   the run failed (or another error of the run)',
-  '2   usage: unknown command or option, missing argument',
-  '3   invalid template or input (also bad JSON, input nested too deep)',
+  '2   usage: unknown command or option, missing argument, a numeric option out of its range',
+  '3   invalid template or input (also bad JSON, input nested too deep, an integer beyond 2^53-1)',
   '4   the run is paused, waiting for a person',
   '5   the run was cancelled',
   '6   not found (run, file, revision)',
@@ -44,7 +44,7 @@ const conflictCodes = new Set(['store.conflict', 'catalog.draft-conflict', 'bind
 export function exitCodeForError(code: string, message = ''): number {
   if (code.endsWith('not-found')) return exitCodes.notFound;
   // `serve --http` without the token it needs: a wrong command line, not a failed run.
-  if (code === 'http.no-token' || code === 'http.insecure-non-loopback') return exitCodes.usage;
+  if (code === 'http.no-token' || code === 'http.insecure-non-loopback' || code === 'http.bad-token-file') return exitCodes.usage;
   // A malformed --deliver-to or --delivery-* value: a wrong command line too.
   if (code === 'launch.bad-delivery' || code === 'delivery.bad-option') return exitCodes.usage;
   // A bad AGENT_WORKFLOW_WASM_TIER or SQLite cache size: a wrong configuration, not a broken store.

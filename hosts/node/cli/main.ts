@@ -13,7 +13,8 @@ import { deliveryTargetFromArgs } from './delivery-args.js';
 import { printQueued } from './queued.js';
 
 import { CliError as WorkflowError, type CliCommand } from './command.js';
-import { parseArgs, optionString, UsageError, type ParsedArgs } from './args.js';
+import { integerOption, parseArgs, optionString, UsageError, type ParsedArgs } from './args.js';
+import { cliLimits } from '../limits.js';
 import { exitCodeForError, exitCodes } from './exit-codes.js';
 import { loadHostModule, withRuntime } from './host-module.js';
 import { commandUsage, overviewUsage, usageTable } from './usage.js';
@@ -54,7 +55,7 @@ function readTemplate(file: string): unknown {
   }
 }
 
-const dependencyFilePattern = new RegExp(`^(${portableIdSource})@([1-9][0-9]*)\\.json$`);
+const dependencyFilePattern = new RegExp(`^(${portableIdSource})@([1-9][0-9]{0,8})\\.json$`);
 
 /** Fixed revisions of called workflows: `<id>@<revision>.json` files in `--deps` or the host module's `dependencies`. */
 async function readDependencies(args: ParsedArgs): Promise<{ template: unknown; revision: number }[]> {
@@ -175,7 +176,7 @@ const commands: Record<string, CliCommand> = {
     flags: [],
     async run(args) {
       const status = optionString(args, 'status');
-      const limit = Number(optionString(args, 'limit') ?? 50);
+      const limit = integerOption(args, 'limit', { min: 1, max: cliLimits.runsListMax }) ?? cliLimits.runsListDefault;
       return withRuntime(args, async (rt) => {
         print('RunList', { runs: await rt.listRuns({ statuses: status ? status.split(',') : undefined, limit }) });
         return exitCodes.ok;
@@ -230,9 +231,8 @@ const commands: Record<string, CliCommand> = {
       const retry = args.options.has('retry');
       if ([succeeded !== undefined, fail !== undefined, retry].filter(Boolean).length !== 1) throw new UsageError('give exactly one of --succeeded <output.json>, --retry, --fail <reason>');
       return withRuntime(args, async (rt) => {
-        const item = optionString(args, 'item');
-        if (item !== undefined && !/^(0|[1-9][0-9]*)$/.test(item)) throw new UsageError('--item takes the index of a foreach item');
-        const applied = await rt.resolve(runId, nodeId, { by, ...(item !== undefined ? { item: Number(item) } : {}), ...(succeeded !== undefined ? { succeeded: readJsonArg(succeeded, '--succeeded') } : {}), ...(fail !== undefined ? { fail } : {}), ...(retry ? { retry: true } : {}) });
+        const item = integerOption(args, 'item', { min: 0, max: cliLimits.wholeNumberMax });
+        const applied = await rt.resolve(runId, nodeId, { by, ...(item !== undefined ? { item } : {}), ...(succeeded !== undefined ? { succeeded: readJsonArg(succeeded, '--succeeded') } : {}), ...(fail !== undefined ? { fail } : {}), ...(retry ? { retry: true } : {}) });
         const outcome = await rt.follow(runId).settled();
         print('RunResult', { ...outcome, commandId: applied.commandId, appliedBy: applied.appliedBy });
         return exitFor(outcome.status);

@@ -9,17 +9,12 @@
 // that still has `triggers` is refused (`host.triggers-removed`; docs/triggers.md, "Migrating
 // host module triggers").
 import { appliedWasmTier, appliedYoungGen } from '../../shared/component.js';
-import { optionString, UsageError, type ParsedArgs } from './args.js';
+import { integerOption, optionString, type ParsedArgs } from './args.js';
+import { cliLimits } from '../limits.js';
 import { CliError } from './command.js';
 import { exitCodes } from './exit-codes.js';
 import { loadHostModule, withRuntime } from './host-module.js';
 import { print, progress } from './output.js';
-
-function positiveInt(value: string | undefined, what: string): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^[1-9][0-9]*$/.test(value)) throw new UsageError(`${what} takes a positive integer`);
-  return Number(value);
-}
 
 export async function serve(args: ParsedArgs): Promise<number> {
   const host = await loadHostModule(optionString(args, 'config'));
@@ -30,10 +25,9 @@ export async function serve(args: ParsedArgs): Promise<number> {
       'the host module declares `triggers`, which serve no longer fires: publish each template to the catalog and put a cron binding for it (`agent-workflow binding put` with `source: cron`, then `binding publish`); see docs/triggers.md, "Migrating host module triggers"',
     );
   }
-  const maxRuns = positiveInt(optionString(args, 'max-runs'), '--max-runs');
-  const drainMs = positiveInt(optionString(args, 'drain-ms'), '--drain-ms');
-  const httpPort = optionString(args, 'http');
-  if (httpPort !== undefined && !/^(0|[1-9][0-9]{0,4})$/.test(httpPort)) throw new UsageError('--http takes a port number (0 picks a free one)');
+  const maxRuns = integerOption(args, 'max-runs', { min: 1, max: cliLimits.serveMaxRunsMax });
+  const drainMs = integerOption(args, 'drain-ms', { min: 1, max: cliLimits.durationMsMax });
+  const httpPort = integerOption(args, 'http', { min: 0, max: cliLimits.portMax });
   const httpHost = optionString(args, 'http-host') ?? '127.0.0.1';
   return withRuntime(args, async (rt) => {
     const log = (level: string, message: string) => progress(`${level}: ${message}`);
@@ -43,7 +37,7 @@ export async function serve(args: ParsedArgs): Promise<number> {
     let http: import('../observe/http-api.js').HttpApi | undefined;
     if (httpPort !== undefined) {
       const { httpToken, startHttpApi } = await import('../observe/http-api.js');
-      http = await startHttpApi(rt, { host: httpHost, port: Number(httpPort), token: httpToken(optionString(args, 'http-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers });
+      http = await startHttpApi(rt, { host: httpHost, port: httpPort, token: httpToken(optionString(args, 'http-token-file')), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers });
     }
     const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), ...(args.options.has('no-deliveries') ? { deliveries: false } : {}), log });
     const { CronBindingScheduler } = await import('../triggers/cron-bindings.js');

@@ -71,7 +71,7 @@ export interface HttpApi {
 }
 
 export class HttpApiConfigError extends CodedError {
-  declare readonly code: 'http.no-token' | 'http.insecure-non-loopback';
+  declare readonly code: 'http.no-token' | 'http.insecure-non-loopback' | 'http.bad-token-file' | 'http.token-file-not-found';
 
   constructor(code: HttpApiConfigError['code'], message: string) {
     super(code, message);
@@ -81,7 +81,16 @@ export class HttpApiConfigError extends CodedError {
 
 /** The token of `--http-token-file`, else of the environment; `undefined` when neither has one. */
 export function httpToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  if (tokenFile !== undefined) return readTokenFile(tokenFile);
+  if (tokenFile !== undefined) {
+    // A missing, unreadable, empty or oversized token file is a wrong configuration, said as one.
+    try {
+      return readTokenFile(tokenFile);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code === 'ENOENT') throw new HttpApiConfigError('http.token-file-not-found', `token file ${tokenFile} does not exist`);
+      throw new HttpApiConfigError('http.bad-token-file', `token file ${tokenFile}: ${e.code ? `${e.code}: ` : ''}${e.message}`);
+    }
+  }
   const fromEnv = env[httpTokenEnvVar]?.trim();
   return fromEnv ? fromEnv : undefined;
 }

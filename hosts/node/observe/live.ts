@@ -23,6 +23,9 @@
  */
 import { isTerminalStatus } from '../../../engine/protocol/statuses.js';
 import type { Kernel } from '../../core/kernel.js';
+
+/** What live streams follow of the kernel: a run's commits by this process, once durable. */
+export type CommitWatch = Pick<Kernel, 'watch'>;
 import type { Gateway } from '../../core/gateway.js';
 import type { JournalStore } from '../../core/store.js';
 import { liveLimits } from '../limits.js';
@@ -160,7 +163,7 @@ class RunFeed {
   constructor(
     readonly runId: string,
     private readonly store: JournalStore,
-    kernel: Kernel,
+    kernel: CommitWatch,
     /** How often the run record is read for commits of other processes (rarely, when they are notified). */
     private readonly pollMs: () => number,
     private readonly onIdle: () => void,
@@ -280,7 +283,7 @@ export class LiveStreams {
 
   constructor(
     private readonly store: JournalStore,
-    private readonly kernel: Kernel,
+    private readonly kernel: CommitWatch,
     private readonly pollMs: number,
   ) {}
 

@@ -14,6 +14,9 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Kernel } from '../../core/kernel.js';
+
+/** What the exporter follows of the kernel: every commit of this process, once durable. */
+export type CommitFeed = Pick<Kernel, 'onCommit'>;
 import type { JournalStore } from '../../core/store.js';
 import { sha256Digest } from '../../shared/digest.js';
 import { WorkflowError } from '../sdk/errors.js';
@@ -92,14 +95,14 @@ export class TraceExporter {
 
   private constructor(
     private readonly store: JournalStore,
-    kernel: Kernel,
+    kernel: CommitFeed,
     private readonly sink: SpanSink,
   ) {
     this.unsubscribe = kernel.onCommit((runId) => this.committed(runId));
   }
 
   /** Loads the OTLP exporter (only now) and follows the kernel's commits. */
-  static async start(store: JournalStore, kernel: Kernel, options: TelemetryOptions): Promise<TraceExporter> {
+  static async start(store: JournalStore, kernel: CommitFeed, options: TelemetryOptions): Promise<TraceExporter> {
     const url = tracesUrlOf(options.otlpUrl);
     const { createOtlpSink } = await import('./otlp-sink.js');
     const sink = createOtlpSink({ url, ...(options.headers ? { headers: options.headers } : {}), serviceName: options.serviceName ?? 'agent-workflow', scopeVersion: packageVersion(), timeoutMs: telemetryLimits.exportTimeoutMs });

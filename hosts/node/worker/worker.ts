@@ -49,7 +49,10 @@ export interface WorkerHost {
   readonly ownerId: string;
   /** Remembers the launch correlation of a queued run this process starts (its calls' trace ids). */
   startsQueued(runId: string, correlation: unknown): void;
-  authorityOf(runId: string, plan: ExecutionPlan, requested?: Authority): Authority;
+  /** The authority a queued run starts under (its launch's request, resolved now). */
+  launchAuthorityOf(runId: string, plan: ExecutionPlan, requested?: Authority): Authority;
+  /** The authority a stored run resumes under (`undefined` keeps the run's). */
+  authorityOf(runId: string, plan: ExecutionPlan): Authority | undefined;
   planOfRun(runId: string): Promise<ExecutionPlan>;
   /** The sender of the store's delivery outbox, or undefined when this worker sends none. */
   readonly deliveries: { start(): void; stop(): Promise<void> } | undefined;
@@ -166,7 +169,7 @@ export class Worker {
           input: c.launch.input,
           // The authority is resolved again when the run starts, not when it was queued; the
           // resolver sees what the launch asked for (a trigger binding's authority reference).
-          authority: this.runtime.authorityOf(c.runId, plan, c.launch.authority),
+          authority: this.runtime.launchAuthorityOf(c.runId, plan, c.launch.authority),
           ...(c.launch.timeoutMs !== undefined ? { timeoutMs: c.launch.timeoutMs } : {}),
           ...(c.launch.correlation !== undefined ? { correlation: c.launch.correlation } : {}),
           actor: c.launch.actor ?? 'worker',

@@ -3,7 +3,8 @@
 // the run with the same engine component in the browser; nothing is executed here.
 import { existsSync, readFileSync } from 'node:fs';
 import type { ParsedArgs } from '../args.js';
-import { optionString, UsageError } from '../args.js';
+import { integerOption, optionString, UsageError } from '../args.js';
+import { cliLimits } from '../../limits.js';
 import { CliError, type CliCommand } from '../command.js';
 import { withRuntime } from '../host-module.js';
 import { cliApiVersion } from '../output.js';
@@ -31,9 +32,7 @@ function untilStopped(): Promise<void> {
 export async function runReplayWeb(args: ParsedArgs): Promise<number> {
   const target = args.positional[0] ?? optionString(args, 'from');
   if (!target) throw new UsageError('usage: agent-workflow replay-web <run-id|export.json> [--port N] [--host 127.0.0.1]');
-  const portText = optionString(args, 'port') ?? '0';
-  const port = Number(portText);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be an integer from 0 to 65535');
+  const port = integerOption(args, 'port', { min: 0, max: cliLimits.portMax }) ?? 0;
   const { serveReplay } = await import('../../../browser/serve.js');
   const { parseExportText } = await import('../../../browser/journal.js');
   const text = await exportTextOf(args, target);

@@ -6,7 +6,8 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseRevisionRef } from '../../catalog/catalog.js';
 import type { DeliveryTarget, LaunchTarget, WorkflowRuntime } from '../../runtime.js';
 import { migrateTemplate } from '../../catalog/template-migration.js';
-import { optionString, UsageError, type ParsedArgs } from '../args.js';
+import { integerOption as integerOptionIn, optionString, UsageError, type ParsedArgs } from '../args.js';
+import { cliLimits } from '../../limits.js';
 import { CliError, type CliCommand } from '../command.js';
 import { withRuntime } from '../host-module.js';
 import { print, progress } from '../output.js';
@@ -34,8 +35,7 @@ function integerOption(args: ParsedArgs, name: string, required: boolean): numbe
     if (required) throw new UsageError(`option --${name} <n> is required`);
     return undefined;
   }
-  if (!/^(0|[1-9][0-9]{0,8})$/.test(text)) throw new UsageError(`--${name} must be a whole number, got ${JSON.stringify(text)}`);
-  return Number(text);
+  return integerOptionIn(args, name, { min: 0, max: cliLimits.wholeNumberMax });
 }
 
 

@@ -5,10 +5,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { BindingSource, BindingState } from '../../triggers/bindings.js';
 import type { TriggerPipeline } from '../../triggers/ingress.js';
 import { parseRevisionRef } from '../../catalog/catalog.js';
-import { triggerLimits } from '../../limits.js';
+import { cliLimits, triggerLimits } from '../../limits.js';
 import type { WorkflowRuntime } from '../../runtime.js';
 import type { IngressStatus } from '../../stores/trigger-storage.js';
-import { optionString, UsageError, type ParsedArgs } from '../args.js';
+import { integerOption, optionString, UsageError, type ParsedArgs } from '../args.js';
 import { CliError, type CliCommand } from '../command.js';
 import { withRuntime } from '../host-module.js';
 import { print, progress } from '../output.js';
@@ -53,10 +53,9 @@ export const triggerCommands: Record<string, CliCommand> = {
           } catch (err) {
             throw new CliError('cli.bad-json', `${target} is not valid JSON: ${(err as Error).message}`);
           }
-          const expected = optionString(args, 'expected');
-          if (expected !== undefined && !/^(0|[1-9][0-9]{0,8})$/.test(expected)) throw new UsageError('--expected must be a whole number');
+          const expected = integerOption(args, 'expected', { min: 0, max: cliLimits.wholeNumberMax });
           return withRuntime(args, async (rt) => {
-            const binding = await rt.bindings.put(spec, { by: by(args), ...(expected !== undefined ? { expectedRevision: Number(expected) } : {}) });
+            const binding = await rt.bindings.put(spec, { by: by(args), ...(expected !== undefined ? { expectedRevision: expected } : {}) });
             progress(`binding ${binding.id}@${binding.revision} stored as a draft; publish it with: agent-workflow binding publish ${binding.id}@${binding.revision}`);
             print('WorkflowBinding', { binding });
             return 0;
@@ -117,14 +116,12 @@ export const triggerCommands: Record<string, CliCommand> = {
       if (args.positional[0] !== 'list') throw new UsageError('usage: agent-workflow ingress list [--binding <id>] [--status <s>] [--run <run-id>] [--after <id>] [--limit N]');
       const status = optionString(args, 'status') as IngressStatus | undefined;
       if (status !== undefined && !['received', 'rejected', 'deduplicated', 'launched', 'missed'].includes(status)) throw new UsageError('--status is received, rejected, deduplicated, launched or missed');
-      const limitText = optionString(args, 'limit');
-      const afterText = optionString(args, 'after');
-      for (const [name, v] of [['limit', limitText], ['after', afterText]] as const) if (v !== undefined && !/^(0|[1-9][0-9]{0,15})$/.test(v)) throw new UsageError(`--${name} must be a whole number`);
-      const limit = Math.min(limitText !== undefined ? Number(limitText) : triggerLimits.ingressListDefault, triggerLimits.ingressListMax);
+      const limit = integerOption(args, 'limit', { min: 1, max: triggerLimits.ingressListMax }) ?? triggerLimits.ingressListDefault;
+      const after = integerOption(args, 'after', { min: 0, max: cliLimits.wholeNumberMax });
       const bindingId = optionString(args, 'binding');
       const runId = optionString(args, 'run');
       return withRuntime(args, async (rt) => {
-        const records = await rt.triggerStorage.listIngress({ limit, ...(bindingId ? { bindingId } : {}), ...(status ? { status } : {}), ...(runId ? { runId } : {}), ...(afterText !== undefined ? { afterId: Number(afterText) } : {}) });
+        const records = await rt.triggerStorage.listIngress({ limit, ...(bindingId ? { bindingId } : {}), ...(status ? { status } : {}), ...(runId ? { runId } : {}), ...(after !== undefined ? { afterId: after } : {}) });
         print('IngressList', { records });
         return 0;
       });
