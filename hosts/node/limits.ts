@@ -35,6 +35,12 @@ export const httpLimits = {
   actionWaitMs: 10_000,
   /** A comment line on an idle event stream, so proxies and clients see the connection alive. */
   heartbeatMs: 15_000,
+  /** A request's headers must arrive within this (node:http `headersTimeout`). */
+  headersTimeoutMs: 10_000,
+  /** A request, body included, must arrive within this (node:http `requestTimeout`): a trickled body is cut off. */
+  requestTimeoutMs: 15_000,
+  /** How often the server checks those two timeouts. */
+  connectionsCheckingIntervalMs: 1_000,
   /** A progress item larger than this (as JSON) is not sent on an event stream. */
   progressBytesMax: 64 * 1024,
 } as const;
@@ -95,12 +101,29 @@ export const triggerLimits = {
   webhookToleranceSecondsDefault: 300,
   /** The widest webhook tolerance a binding may ask for. */
   webhookToleranceSecondsMax: 3600,
-  /** DingTalk's documented window for a callback's `timestamp` (one hour). */
-  dingtalkWindowMs: 60 * 60 * 1000,
+  /**
+   * A DingTalk callback's `timestamp` must be this close to the clock. DingTalk documents one hour
+   * as the most a receiver may accept; it stamps a callback when it sends it and does not resend
+   * an old one, so only transit and clock skew need room: 5 minutes (NTP-synced clocks are within
+   * seconds) keeps a captured sign short-lived while it awaits its single use.
+   */
+  dingtalkWindowMs: 5 * 60 * 1000,
   /** Length of a source event id (an `x-adw-event-id` header, a DingTalk msgId, a cron slot id). */
   sourceEventIdCharsMax: 256,
   /** The binding id kept on the record of a request to an unknown binding (the URL may name anything). */
   bindingIdCharsMax: 128,
+  /**
+   * `rejected` records of webhook and DingTalk requests no caller was verified for (unknown
+   * binding, unsigned, bad signature, 405, bad encoding) kept in the ingress journal; older ones
+   * are dropped, so unauthenticated traffic cannot grow the store without bound.
+   */
+  unverifiedRejectionsKeptMax: 200,
+  /**
+   * Nesting of a trigger's JSON body (and of a binding file), measured before parsing. The engine
+   * takes a run input nested at most 64 levels (jsonInputLimits.runInputDepthMax) and a mapping
+   * may put the whole body one level down in the input: 63.
+   */
+  bodyDepthMax: 63,
   /** Input mapping entries of one binding. */
   mappingEntriesMax: 256,
   /** Missed cron slots enumerated in one catch-up; older ones are not recorded one by one. */

@@ -2,6 +2,7 @@
 // before; one larger than `checkpointInlineMax` in `checkpoints`, one row a run, written only by a
 // commit that takes one. In the run's row a large one was written again by every commit that
 // changed the row's size. A real file; writes are counted by triggers of this connection.
+import { schemaVersion } from '../../hosts/node/stores/sqlite/migrations.js';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -103,7 +104,7 @@ describe('the checkpoints of a SQLite store', () => {
     old.close();
     const store = SqliteJournalStore.open(file);
     stores.push(store);
-    expect(store.db.pragma('user_version', { simple: true })).toBe(10);
+    expect(store.db.pragma('user_version', { simple: true })).toBe(schemaVersion);
     expect(where(store, 'fx-approval-1')).toEqual({ row: 0, table: 1 });
     expect(text(store.load('fx-approval-1')!.checkpoint)).toBe(text(large(10)));
     expect(where(store, 'fx-echo-1')).toEqual({ row: 1, table: 0 });

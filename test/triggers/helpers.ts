@@ -156,9 +156,11 @@ export async function postHook(url: string, bindingId: string, body: string, opt
   return { status: res.statusCode, body: await res.body.json() };
 }
 
-/** POSTs a DingTalk robot callback signed with `appSecret`. */
+let lastDingtalkTimestamp = 0;
+
+/** POSTs a DingTalk robot callback signed with `appSecret` (timestamp: now, a new one each call, as each sign is usable once). */
 export async function postDingtalk(url: string, bindingId: string, message: Record<string, unknown>, options: { appSecret: string; timestamp?: number; sign?: string }): Promise<Reply> {
-  const timestamp = options.timestamp ?? Date.now();
+  const timestamp = options.timestamp ?? (lastDingtalkTimestamp = Math.max(Date.now(), lastDingtalkTimestamp + 1));
   const res = await request(`${url}/v1/dingtalk/${bindingId}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', timestamp: String(timestamp), sign: options.sign ?? signDingtalk(options.appSecret, timestamp) },

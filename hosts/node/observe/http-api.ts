@@ -176,13 +176,18 @@ export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Pr
 
   async function triggerRoute(req: IncomingMessage, res: ServerResponse, parts: string[]): Promise<void> {
     const source = parts[1] === 'hooks' ? 'webhook' : 'dingtalk';
-    if (req.method !== 'POST') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: trigger routes take POST`);
+    // Refused before any body is read, and recorded like every trigger refusal (to a bound: no caller).
+    const refuse = async (bindingId: string, e: HttpError): Promise<never> => {
+      await triggers.reject(source, bindingId, { code: e.code, message: e.message });
+      throw e;
+    };
     let bindingId: string;
     try {
       bindingId = decodeURIComponent(parts[2]);
     } catch {
-      throw new HttpError(400, 'http.bad-request', 'the binding id is not valid percent-encoding');
+      return refuse(parts[2], new HttpError(400, 'http.bad-request', 'the binding id is not valid percent-encoding'));
     }
+    if (req.method !== 'POST') return refuse(bindingId, new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: trigger routes take POST`));
     const raw = await readBody(req, source, bindingId);
     if (raw === undefined) {
       res.setHeader('connection', 'close');
@@ -224,6 +229,13 @@ export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Pr
     }
     if (parts.length === 3) return sendJson(res, 200, await rt.getRun(runId));
     if (parts[3] === 'export') return sendJson(res, 200, await rt.exportRun(runId));
+    // A HEAD asks for the headers only: a stream's would never end.
+    if (wantsEventStream(req) && req.method === 'HEAD') {
+      await rt.getRun(runId);
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store' });
+      res.end();
+      return;
+    }
     if (wantsEventStream(req)) return streamEvents(req, res, runId, url);
     const afterSeq = intParam(url.searchParams.get('afterSeq'), 'afterSeq', 0);
     const limit = intParam(url.searchParams.get('limit'), 'limit', httpLimits.eventsPageDefault, httpLimits.eventsPageMax);
@@ -296,7 +308,9 @@ export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Pr
 
   // node:http (and net, streams) loads with the first server, not with the package.
   const { createServer } = await import('node:http');
-  const server: Server = createServer((req, res) => {
+  // Slow senders: the headers, and the whole request (a trigger's body), each within a bound;
+  // the server answers 408 and closes the connection (checked every connectionsCheckingIntervalMs).
+  const server: Server = createServer({ headersTimeout: httpLimits.headersTimeoutMs, requestTimeout: httpLimits.requestTimeoutMs, connectionsCheckingInterval: httpLimits.connectionsCheckingIntervalMs }, (req, res) => {
     route(req, res).catch((err) => {
       const e = asHttpError(err);
       if (e.status === 500) log('error', `${req.method} ${req.url}: ${e.message}`);

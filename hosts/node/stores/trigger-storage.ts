@@ -129,6 +129,19 @@ export interface TriggerStorage {
   /** Writes a record that starts nothing (`received`, `rejected`). */
   record(entry: IngressEntry): MaybePromise<IngressRecord>;
   /**
+   * Writes the `rejected` record of a request no caller was verified for (unknown binding,
+   * unsigned, bad signature, 405, bad encoding…) and drops the oldest such webhook and DingTalk
+   * records beyond the newest `keepMax`: anyone can send these, so they must not grow the store
+   * without bound.
+   */
+  recordUnverified(entry: IngressEntry, keepMax: number): MaybePromise<IngressRecord>;
+  /**
+   * Claims a verified signature (a DingTalk `<timestamp>:<sign>`) for one use: true the first
+   * time, false when any process claimed it before. Claims past `expiresAt` are deleted as
+   * `now` passes them (the timestamp window refuses those signatures anyway).
+   */
+  claimSignature(claim: { source: string; signature: string; bindingId: string; expiresAt: number }, now: number): MaybePromise<boolean>;
+  /**
    * A cron slot that is not run: a `missed` record, unless the slot is already recorded as
    * `launched` or `missed` (then nothing is written and `created` is false).
    */

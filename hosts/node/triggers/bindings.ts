@@ -10,6 +10,7 @@
 // The active revision of a binding id is its highest `published` revision: a webhook or DingTalk
 // callback to `<bindingId>` and a cron schedule use that one. Secrets are references (names of
 // environment variables of the serving process), never stored.
+import { jsonValueProblem } from '../../core/json-input.js';
 import { Cron } from 'croner';
 import { isPortableId, portableIdSource } from '../../../engine/protocol/ids.js';
 import { CodedError } from '../../../engine/protocol/coded-error.js';
@@ -159,6 +160,9 @@ function checkConfig(source: BindingSource, c: unknown, problems: BindingProblem
 export function parseBindingSpec(value: unknown): BindingSpec {
   const problems: BindingProblem[] = [];
   if (!isObject(value)) throw new BindingError('binding.invalid', 'a binding is a JSON object', { errors: [{ pointer: '', message: 'must be an object' }] });
+  // Before any recursive check (schemas, canonical JSON) could run out of stack on it.
+  const shape = jsonValueProblem(value, triggerLimits.bodyDepthMax);
+  if (shape) throw new BindingError('binding.invalid', `the binding at ${shape.pointer || '/'}: ${shape.problem}`, { errors: [{ pointer: shape.pointer, message: shape.problem }] });
   const known = new Set(['id', 'source', 'config', 'target', 'input', 'authority', 'delivery', 'description']);
   for (const k of Object.keys(value)) if (!known.has(k)) problems.push({ pointer: `/${k}`, message: 'is not a binding field' });
   if (!isPortableId(value.id)) problems.push({ pointer: '/id', message: `must be a portable id (${portableIdSource})` });

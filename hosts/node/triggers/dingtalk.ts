@@ -16,6 +16,7 @@
 //
 // The reply is a DingTalk text message, the HTTP response itself: `{ msgtype: 'text', text: { content } }`.
 // Verification failures are answered 401/404 with a JSON error, as for webhooks.
+import { parseJsonBody } from './json-body.js';
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { dingtalkSender, type DingtalkConfig, type WorkflowBinding } from './bindings.js';
 import { TriggerRejected, type TriggerPipeline } from './ingress.js';
@@ -41,26 +42,20 @@ const header = (h: Headers, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v;
 };
 
+/** A sign is the canonical base64 of 32 bytes, nothing else (Node's decoder would skip junk). */
+const signPattern = /^[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=$/;
+
 function signMatches(appSecret: string, timestamp: string, given: string): boolean {
   const expected = Buffer.from(signDingtalk(appSecret, timestamp), 'base64');
-  let got: Buffer;
-  try {
-    got = Buffer.from(given, 'base64');
-  } catch {
-    return false;
-  }
-  return got.length === expected.length && timingSafeEqual(got, expected);
+  return timingSafeEqual(Buffer.from(given, 'base64'), expected);
 }
 
 const usage = 'commands: run [<json input>] | status <runId> | approve <runId> <nodeId> | reject <runId> <nodeId>';
 
 export async function handleDingtalk(rt: TriggerHost, pipeline: TriggerPipeline, bindingId: string, headers: Headers, raw: Buffer, env: NodeJS.ProcessEnv = process.env): Promise<TriggerResponse> {
-  let message: any;
-  try {
-    message = JSON.parse(raw.toString('utf8'));
-  } catch {
-    message = undefined;
-  }
+  // Parsed before the signature is checked (it names the msgId of the record): bounded first.
+  const parsed = parseJsonBody(raw.toString('utf8'), triggerLimits.bodyDepthMax);
+  const message: any = parsed.ok ? parsed.value : undefined;
   const msgId = typeof message?.msgId === 'string' ? message.msgId.slice(0, triggerLimits.sourceEventIdCharsMax) : undefined;
   const reject = async (status: number, code: string, text: string, binding?: WorkflowBinding, caller?: string) => {
     await pipeline.reject('dingtalk', bindingId, { code, message: text }, { ...(binding ? { bindingRevision: binding.revision } : {}), ...(msgId ? { sourceEventId: msgId } : {}), ...(caller ? { caller } : {}) });
@@ -70,13 +65,22 @@ export async function handleDingtalk(rt: TriggerHost, pipeline: TriggerPipeline,
   if (!binding) return reject(404, 'binding.not-found', `there is no published DingTalk binding ${bindingId}`);
   const config = binding.config as DingtalkConfig;
   const appSecret = env[config.appSecretRef];
-  if (!appSecret) return reject(503, 'trigger.secret-missing', `the AppSecret of binding ${bindingId} (environment variable ${config.appSecretRef}) is not set in this process`, binding);
+  if (!appSecret) {
+    pipeline.warn(`dingtalk binding ${bindingId}: the environment variable ${config.appSecretRef} named by its appSecretRef is not set in this process`);
+    return reject(503, 'trigger.secret-missing', `binding ${bindingId} cannot verify requests: its AppSecret is not configured on this server`, binding);
+  }
   const timestamp = header(headers, 'timestamp');
   const sign = header(headers, 'sign');
   if (timestamp === undefined || sign === undefined) return reject(401, 'dingtalk.sign-missing', 'the callback needs the timestamp and sign headers', binding);
   const ms = /^[0-9]{1,15}$/.test(timestamp) ? Number(timestamp) : NaN;
-  if (!Number.isFinite(ms) || Math.abs(rt.kernel.now() - ms) > triggerLimits.dingtalkWindowMs) return reject(401, 'dingtalk.timestamp-expired', `the timestamp ${JSON.stringify(timestamp)} is more than one hour from the server's clock`, binding);
+  const now = rt.kernel.now();
+  if (!Number.isFinite(ms) || Math.abs(now - ms) > triggerLimits.dingtalkWindowMs) return reject(401, 'dingtalk.timestamp-expired', `the timestamp ${JSON.stringify(timestamp)} is more than ${triggerLimits.dingtalkWindowMs / 1000} s from the server's clock`, binding);
+  if (!signPattern.test(sign)) return reject(401, 'dingtalk.bad-sign-encoding', 'the sign is not the base64 of an HMAC-SHA256 (44 characters, nothing before or after)', binding);
   if (!signMatches(appSecret, timestamp, sign)) return reject(401, 'dingtalk.bad-sign', 'the sign does not match the timestamp and the AppSecret', binding);
+  // The sign covers the timestamp only, not the body: used once, by any worker, or a captured one
+  // could carry another message. Kept until it is out of the window on either side of the clock.
+  const claimed = await rt.triggerStorage.claimSignature({ source: 'dingtalk', signature: `${timestamp}:${sign}`, bindingId, expiresAt: ms + triggerLimits.dingtalkWindowMs }, now);
+  if (!claimed) return reject(401, 'dingtalk.sign-replayed', 'this timestamp and sign were used before: each callback signature is accepted once', binding);
   if (message === undefined || typeof message !== 'object' || msgId === undefined) return reject(400, 'dingtalk.bad-message', 'the callback body is not a DingTalk message with a msgId', binding);
   const senderId: string | undefined = typeof message.senderStaffId === 'string' && message.senderStaffId ? message.senderStaffId : typeof message.senderId === 'string' ? message.senderId : undefined;
   const sender = senderId !== undefined && Object.prototype.hasOwnProperty.call(config.senders, senderId) ? dingtalkSender(config.senders[senderId]) : undefined;
@@ -92,11 +96,9 @@ export async function handleDingtalk(rt: TriggerHost, pipeline: TriggerPipeline,
     case 'run': {
       let args: unknown = {};
       if (argText !== '') {
-        try {
-          args = JSON.parse(argText);
-        } catch (err) {
-          return reject(200, 'dingtalk.bad-json', `run: the input is not JSON: ${(err as Error).message}`, binding, caller);
-        }
+        const parsedArgs = parseJsonBody(argText, triggerLimits.bodyDepthMax);
+        if (!parsedArgs.ok) return reject(200, 'dingtalk.bad-json', `run: the input is not JSON within bounds: ${parsedArgs.message}`, binding, caller);
+        args = parsedArgs.value;
       }
       try {
         const admitted = await pipeline.admit(binding, {

@@ -72,20 +72,29 @@ export class TriggerPipeline {
 
   /** Records an event refused before it reached `admit` (bad signature, unknown binding, unknown sender…). */
   async reject(source: BindingSource, bindingId: string, reason: { code: string; message: string }, event: Partial<TriggerEvent> & { bindingRevision?: number } = {}): Promise<IngressRecord> {
-    return this.rt.triggerStorage.record({
+    const entry: IngressEntry = {
       deployment: this.deployment,
       source,
       // As the request named it: an unknown id may be anything, so it is cut to a bound.
       bindingId: bindingId.slice(0, triggerLimits.bindingIdCharsMax),
       ...(event.bindingRevision !== undefined ? { bindingRevision: event.bindingRevision } : {}),
       ...(event.sourceEventId !== undefined ? { sourceEventId: event.sourceEventId.slice(0, triggerLimits.sourceEventIdCharsMax) } : {}),
-      status: 'rejected',
+      status: 'rejected' as const,
       reasonCode: reason.code,
       reason: reason.message.slice(0, 2000),
       ...(event.caller !== undefined ? { caller: event.caller } : {}),
       ...(event.occurredAt !== undefined ? { occurredAt: event.occurredAt } : {}),
       receivedAt: this.now(),
-    });
+    };
+    // No verified caller: anyone may send it, so such records are kept to a bound.
+    const storage = this.rt.triggerStorage;
+    if (event.caller === undefined && source !== 'cron') return storage.recordUnverified(entry, triggerLimits.unverifiedRejectionsKeptMax);
+    return storage.record(entry);
+  }
+
+  /** Logs what an unauthenticated caller must not be told (the server's configuration). */
+  warn(message: string): void {
+    this.options.log?.('warn', message);
   }
 
   /** Records an accepted event that starts no run (a DingTalk `status` or `approve`). */

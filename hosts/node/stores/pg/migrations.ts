@@ -248,6 +248,19 @@ export const pgMigrations: readonly PgMigration[] = [
       INSERT INTO ${s}.checkpoints (run_id, seq, body) SELECT run_id, checkpoint_seq, checkpoint FROM ${s}.runs WHERE length(checkpoint) > 2048;
       UPDATE ${s}.runs SET checkpoint = NULL WHERE length(checkpoint) > 2048;`,
   },
+  {
+    version: 11,
+    description: 'trigger_signatures: a DingTalk (timestamp, sign) is usable once, across workers, until it expires',
+    up: (s) => `
+      CREATE TABLE ${s}.trigger_signatures (
+        source      text COLLATE "C" NOT NULL,
+        signature   text COLLATE "C" NOT NULL,
+        binding_id  text COLLATE "C" NOT NULL,
+        expires_at  bigint NOT NULL,
+        PRIMARY KEY (source, signature)
+      );
+      CREATE INDEX trigger_signatures_expiry ON ${s}.trigger_signatures (expires_at);`,
+  },
 ];
 
 export const pgSchemaVersion = pgMigrations[pgMigrations.length - 1].version;

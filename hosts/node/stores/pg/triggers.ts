@@ -90,6 +90,27 @@ export class PgTriggerStorage implements TriggerStorage {
     return { ...entry, id: row.id };
   }
 
+  async claimSignature(claim: { source: string; signature: string; bindingId: string; expiresAt: number }, now: number): Promise<boolean> {
+    await statement(this.pool, 'triggers: expire signatures', { name: `${this.s}.signaturesExpire`, text: `DELETE FROM ${this.s}.trigger_signatures WHERE expires_at < $1`, values: [now] });
+    const inserted = await statement(this.pool, 'triggers: claim signature', {
+      name: `${this.s}.signatureClaim`,
+      text: `INSERT INTO ${this.s}.trigger_signatures (source, signature, binding_id, expires_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1`,
+      values: [claim.source, claim.signature, claim.bindingId, claim.expiresAt],
+    });
+    return inserted.length > 0;
+  }
+
+  async recordUnverified(entry: IngressEntry, keepMax: number): Promise<IngressRecord> {
+    const record = await this.record(entry);
+    // Concurrent prunes may each delete the same old rows; the bound holds once each has run.
+    await statement(this.pool, 'triggers: prune unverified', {
+      name: `${this.s}.ingressPruneUnverified`,
+      text: `DELETE FROM ${this.s}.ingress_events WHERE id IN (SELECT id FROM ${this.s}.ingress_events WHERE status = 'rejected' AND caller IS NULL AND source IN ('webhook', 'dingtalk') ORDER BY id DESC OFFSET $1)`,
+      values: [keepMax],
+    });
+    return record;
+  }
+
   async recordMissed(entry: IngressEntry & { sourceEventId: string; bindingRevision: number }): Promise<{ created: boolean }> {
     const inserted = await statement(this.pool, 'triggers: record missed', {
       name: `${this.s}.ingressMissed`,

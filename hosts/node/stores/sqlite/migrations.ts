@@ -299,6 +299,25 @@ export const migrations: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 11,
+    description: 'trigger_signatures: a DingTalk (timestamp, sign) is usable once, across workers, until it expires',
+    destructive: false,
+    up(db) {
+      // DingTalk's sign covers the timestamp only, not the body: a captured one could carry any
+      // message. The unique key lets one callback claim it; rows are deleted once past the window.
+      db.exec(`
+        CREATE TABLE trigger_signatures (
+          source      TEXT NOT NULL,
+          signature   TEXT NOT NULL,
+          binding_id  TEXT NOT NULL,
+          expires_at  INTEGER NOT NULL,
+          PRIMARY KEY (source, signature)
+        ) WITHOUT ROWID;
+        CREATE INDEX trigger_signatures_expiry ON trigger_signatures (expires_at);
+      `);
+    },
+  },
 ];
 
 /**

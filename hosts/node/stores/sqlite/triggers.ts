@@ -8,6 +8,8 @@ import { StoreError } from '../../../core/store.js';
 import type { SqliteOwnership } from './ownership.js';
 import { ingressColumns, ingressRecordOf, ingressValues, type BindingRow, type DedupeKey, type IngressEntry, type IngressFilter, type IngressRecord, type IngressRow, type TriggerStorage } from '../trigger-storage.js';
 
+/** The records `recordUnverified` keeps to a bound. */
+const unverified = "status = 'rejected' AND caller IS NULL AND source IN ('webhook', 'dingtalk')";
 const placeholders = ingressColumns.split(',').map(() => '?').join(', ');
 
 export class SqliteTriggerStorage implements TriggerStorage {
@@ -28,6 +30,7 @@ export class SqliteTriggerStorage implements TriggerStorage {
       insert: db.prepare(`INSERT INTO ingress_events (${ingressColumns}) VALUES (${placeholders})`),
       insertOrIgnore: db.prepare(`INSERT OR IGNORE INTO ingress_events (${ingressColumns}) VALUES (${placeholders})`),
       byId: db.prepare('SELECT * FROM ingress_events WHERE id = ?'),
+      pruneUnverified: db.prepare(`DELETE FROM ingress_events WHERE id IN (SELECT id FROM ingress_events WHERE ${unverified} ORDER BY id DESC LIMIT -1 OFFSET ?)`),
       recentSlots: db.prepare("SELECT * FROM ingress_events WHERE deployment = ? AND source = 'cron' AND binding_id = ? AND binding_revision = ? AND status IN ('launched', 'missed', 'rejected') ORDER BY occurred_at DESC, id DESC LIMIT ?"),
     };
   }
@@ -83,6 +86,21 @@ export class SqliteTriggerStorage implements TriggerStorage {
   record(entry: IngressEntry): IngressRecord {
     const id = Number(this.stmt.insert.run(...ingressValues(entry)).lastInsertRowid);
     return { ...entry, id };
+  }
+
+  claimSignature(claim: { source: string; signature: string; bindingId: string; expiresAt: number }, now: number): boolean {
+    return this.db.transaction(() => {
+      this.db.prepare('DELETE FROM trigger_signatures WHERE expires_at < ?').run(now);
+      return this.db.prepare('INSERT OR IGNORE INTO trigger_signatures (source, signature, binding_id, expires_at) VALUES (?, ?, ?, ?)').run(claim.source, claim.signature, claim.bindingId, claim.expiresAt).changes > 0;
+    })();
+  }
+
+  recordUnverified(entry: IngressEntry, keepMax: number): IngressRecord {
+    return this.db.transaction(() => {
+      const record = this.record(entry);
+      this.stmt.pruneUnverified.run(keepMax);
+      return record;
+    })();
   }
 
   recordMissed(entry: IngressEntry & { sourceEventId: string; bindingRevision: number }): { created: boolean } {
