@@ -14,6 +14,9 @@
  *                                             the run's terminal commit; live-only progress
  *                                             of calls comes as `event: progress`, without id
  *
+ *   GET /v1/capabilities?scopes=<s>[,<s>…]   the tools, agents and models an authority with these
+ *                                             scopes may use here (`runtime.capabilities`)
+ *
  *   GET /page/…                               the browser replay page (static files, no token:
  *                                             they hold no run data); `/page/?run=<id>` follows a
  *                                             run live through this API (docs/browser.md)
@@ -192,6 +195,12 @@ export async function startHttpApi(rt: WorkflowRuntime, options: HttpApiOptions)
     if (token !== undefined && !bearerMatches(req.headers.authorization, token)) throw new HttpError(401, 'http.unauthorized', 'a valid bearer token is required');
     const url = new URL(req.url ?? '/', 'http://localhost');
     const parts = url.pathname.split('/').filter((p) => p !== '');
+    if (parts[0] === 'v1' && parts[1] === 'capabilities' && parts.length === 2) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: the API is read-only`);
+      const scopes = (url.searchParams.get('scopes') ?? '').split(',').filter((s) => s !== '');
+      const id = url.searchParams.get('authority') ?? 'http';
+      return sendJson(res, 200, { authority: { id, scopes }, capabilities: rt.capabilities({ id, scopes }) });
+    }
     if (parts[0] !== 'v1' || parts[1] !== 'runs' || parts.length > 4 || (parts.length === 4 && parts[3] !== 'events' && parts[3] !== 'export')) throw new HttpError(404, 'http.not-found', `no route ${url.pathname}`);
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: the API is read-only`);
     if (parts.length === 2) {

@@ -18,7 +18,7 @@ import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../cor
 import { nodeComponentLoader } from './component.js';
 import { sha256Digest, sha256Hex } from '../shared/digest.js';
 import type { RunExport } from '../core/export-format.js';
-import { registryGateway, type GatewayRegistry } from './gateway.js';
+import { registryGateway, RegisteredCapabilities, type GatewayRegistry, type ListedCapability } from './gateway.js';
 import { assertCaptureOptions, assertLaunchOptions, launchCorrelation } from './launch-options.js';
 import { deliveryDigest, deliveryTargetOf, type DeliveryTarget } from './delivery-target.js';
 import { DeliverySender, deliveryOptionsOf, type DeliveryOptions, type DrainReport } from './deliverer.js';
@@ -241,7 +241,9 @@ export class WorkflowRuntime {
       await kernel.leases?.watchClock().catch((err) => log('warn', `checking the clock against the store's failed: ${(err as Error).message}`));
       live = new LiveStreams(store, kernel, pollMs);
       if (options.telemetry) exporter = await TraceExporter.start(store, kernel, options.telemetry);
-      return new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.dispose(), ownerId, pollMs, live, log, options.delivery ?? {}, traces, exporter);
+      const runtime = new WorkflowRuntime(kernel, engine, store, resolveAuthority, () => scripts.dispose(), ownerId, pollMs, live, log, options.delivery ?? {}, traces, exporter);
+      runtime.registered = new RegisteredCapabilities(options);
+      return runtime;
     } catch (err) {
       await exporter?.close();
       await kernel?.leases?.stop().catch(() => undefined);
@@ -495,6 +497,16 @@ export class WorkflowRuntime {
   get bindings(): BindingCatalog {
     this.bindingsInstance ??= new BindingCatalog(this.triggerStorage, this.catalog, this.kernel.now);
     return this.bindingsInstance;
+  }
+
+  private registered = new RegisteredCapabilities({});
+
+  /**
+   * The tools, agents and models a run may use under an authority (its scopes intersected with
+   * what this host registered), for agents and consoles to show; see docs/engine.md.
+   */
+  capabilities(authority: Authority): ListedCapability[] {
+    return this.registered.list(authority);
   }
 
   /** The node-definition-set hash a plan compiled now would pin (engine + host definitions). */
