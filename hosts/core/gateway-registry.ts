@@ -119,6 +119,27 @@ function raceAbort(work: () => unknown, context: GatewayContext, errorCode: stri
   });
 }
 
+/** One capability a run may use under an authority (`RegisteredCapabilities.list`). */
+export interface ListedCapability {
+  kind: 'tool' | 'agent' | 'model';
+  name: string;
+  /** `tool:<name>`, `agent:<name>` or `model:<name>`: what a template's `requires` names. */
+  capability: string;
+  effect: 'read-only' | 'idempotent' | 'unknown';
+  description?: string;
+  inputSchema?: unknown;
+}
+
+/**
+ * Does a granted scope (`*`, `tool:*`, `tool:search`) cover a capability? The same rule the engine
+ * applies when a node calls out (engine/nodes/call.ts), kept here so a host can answer without the
+ * engine.
+ */
+export function scopeCovers(scope: string, capability: string): boolean {
+  if (scope === '*' || scope === capability) return true;
+  return scope.endsWith(':*') && capability.startsWith(scope.slice(0, -1));
+}
+
 /** The registered tools and agents of a host, with their effect classes, and how to call them. */
 export class RegisteredCapabilities {
   private readonly tools: Map<string, ToolDefinition>;
@@ -146,6 +167,24 @@ export class RegisteredCapabilities {
     // A model turn changes nothing outside.
     for (const name of Object.keys(this.registry.models ?? {})) out[`model:${name}`] = 'read-only';
     return out;
+  }
+
+  /**
+   * The tools, agents and models a run may use under an authority: those registered here whose
+   * capability one of its scopes covers, sorted by capability so the answer is stable.
+   */
+  list(authority: Authority): ListedCapability[] {
+    const effects = this.effects();
+    const out: ListedCapability[] = [];
+    const add = (kind: ListedCapability['kind'], name: string, extra: { description?: string; inputSchema?: unknown }) => {
+      const capability = `${kind}:${name}`;
+      if (!authority.scopes.some((s) => scopeCovers(s, capability))) return;
+      out.push({ kind, name, capability, effect: effects[capability] as ListedCapability['effect'], ...extra });
+    };
+    for (const [name, t] of this.tools) add('tool', name, { ...(t.description !== undefined ? { description: t.description } : {}), ...(t.inputSchema !== undefined ? { inputSchema: t.inputSchema } : {}) });
+    for (const name of this.agents.keys()) add('agent', name, {});
+    for (const name of Object.keys(this.registry.models ?? {})) add('model', name, {});
+    return out.sort((a, b) => (a.capability < b.capability ? -1 : a.capability > b.capability ? 1 : 0));
   }
 
   /** Carries out one request: credentials resolved, the call raced against cancellation, secrets scrubbed. Never throws. */

@@ -16,6 +16,7 @@ import type { CommandResult, OperatorCommand } from '../core/ownership-store.js'
 import { asError, WorkflowError } from './sdk/errors.js';
 import type { NodeJournalStore, StoreBundle } from './stores/open-store.js';
 import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../core/types.js';
+import type { ListedCapability } from './sdk/gateway.js';
 import type { RunListFilter } from '../core/store.js';
 import type { RunExport } from '../core/export-format.js';
 import { LaunchPlanner, idempotentRunId, type PreparedLaunch } from './sdk/launch.js';
@@ -413,6 +414,14 @@ export class WorkflowRuntime implements Operator {
    */
   replayLive(sourceRunId: string, options: { by?: string } = {}): Promise<Record<string, unknown>> {
     return import('./sdk/replay.js').then((r) => r.replayLive(this, sourceRunId, options));
+  }
+
+  /**
+   * The tools, agents and models a run may use under an authority (its scopes intersected with
+   * what this host registered), for agents and consoles to show; see docs/observability.md.
+   */
+  capabilities(authority: Authority): ListedCapability[] {
+    return this.parts.registered.list(authority);
   }
 
   /** What the OpenTelemetry exporter did (`undefined` when the runtime does not export). */

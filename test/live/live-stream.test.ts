@@ -127,7 +127,7 @@ describe('live-only progress', () => {
       })();
       await reading;
       const progress = items.filter((i) => i.kind === 'progress');
-      expect(progress).toEqual(['one', 'two', 'three'].map((step) => expect.objectContaining({ kind: 'progress', journaled: false, nodeId: 'each', item: 0, data: { step } })));
+      expect(progress).toEqual(['one', 'two', 'three'].map((step, i) => expect.objectContaining({ kind: 'progress', journaled: false, nodeId: 'each', item: 0, data: { step }, liveSeq: i + 1 })));
       const journal = JSON.stringify((await rt.exportRun(handle.runId)).events);
       expect(journal).not.toContain('"step"');
       const events = items.filter((i) => i.kind === 'event').map((i) => (i as { seq: number }).seq);

@@ -18,6 +18,9 @@
  *                                             actions need the operator token, a read-only
  *                                             token gets 403 `http.forbidden`
  *   GET /console/…                            the console (static files, no token; docs/console.md)
+ *   GET /v1/capabilities?scopes=<s>[,<s>…]   the tools, agents and models an authority with these
+ *                                             scopes may use here (`runtime.capabilities`)
+ *
  *   GET /page/…                               the browser replay page (static files, no token:
  *                                             they hold no run data); `/page/?run=<id>` follows a
  *                                             run live through this API (docs/browser.md)
@@ -43,9 +46,11 @@ import { defaultConsoleDir, type ConsoleHost } from '../http/console-routes.js';
 import type { Operator } from '../../core/operator-api.js';
 import type { TriggerHost } from '../triggers/trigger-host.js';
 import type { LiveItem, LiveOptions } from './live.js';
+import type { Authority } from '../../core/types.js';
+import type { ListedCapability } from '../sdk/gateway.js';
 
 /** What the API reads: the operator's read verbs, a run's live stream, and what the trigger routes take. */
-export type HttpApiHost = Pick<Operator, 'listRuns' | 'getRun' | 'exportRun' | 'readEvents'> & TriggerHost & { live(runId: string, options?: LiveOptions): AsyncGenerator<LiveItem, void, undefined> };
+export type HttpApiHost = Pick<Operator, 'listRuns' | 'getRun' | 'exportRun' | 'readEvents'> & TriggerHost & { live(runId: string, options?: LiveOptions): AsyncGenerator<LiveItem, void, undefined>; capabilities(authority: Authority): ListedCapability[] };
 import { CodedError } from '../../../engine/protocol/coded-error.js';
 import { HttpError, intParam } from '../http/http-error.js';
 import { roleOf, hasTokens } from '../http/access.js';
@@ -212,6 +217,12 @@ export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Pr
     if (parts[0] === 'v1' && parts[1] === 'console') {
       if (!options.console) throw new HttpError(404, 'http.not-found', 'this server has no console');
       return consoleRoute(options.console, req, res, parts.slice(2), url, role);
+    }
+    if (parts[0] === 'v1' && parts[1] === 'capabilities' && parts.length === 2) {
+      if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: the API is read-only`);
+      const scopes = (url.searchParams.get('scopes') ?? '').split(',').filter((s) => s !== '');
+      const id = url.searchParams.get('authority') ?? 'http';
+      return sendJson(res, 200, { authority: { id, scopes }, capabilities: rt.capabilities({ id, scopes }) });
     }
     if (parts[0] !== 'v1' || parts[1] !== 'runs' || parts.length > 4 || (parts.length === 4 && parts[3] !== 'events' && parts[3] !== 'export')) throw new HttpError(404, 'http.not-found', `no route ${url.pathname}`);
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: the API is read-only`);

@@ -60,6 +60,11 @@ export interface LiveProgress {
   invocationId: string;
   item?: number;
   data: unknown;
+  /**
+   * 1, 2, 3… over the run's progress in this process, numbered before any subscriber drops one:
+   * a client orders progress by it and sees a gap where it skips (progress is lossy).
+   */
+  liveSeq: number;
 }
 
 export type LiveItem = LiveEvent | LiveGap | LiveProgress;
@@ -148,6 +153,8 @@ class RunFeed {
   readonly subscribers = new Set<Subscriber>();
   /** Seq of the last event handed out; -1 until the run's record was read. */
   seq = -1;
+  /** The last `liveSeq` given to a call's progress on this run. */
+  liveSeq = 0;
   /** The terminal event was read, and everything the store had with it. */
   ended = false;
   private terminalSeen = false;
@@ -406,7 +413,7 @@ export class LiveStreams {
   progress(call: { runId: string; nodeId: string; invocationId: string; item?: number }, data: unknown): void {
     const feed = this.feeds.get(call.runId);
     if (!feed || feed.isStopped) return;
-    const item: LiveProgress = { kind: 'progress', journaled: false, nodeId: call.nodeId, invocationId: call.invocationId, ...(call.item !== undefined ? { item: call.item } : {}), data };
+    const item: LiveProgress = { kind: 'progress', journaled: false, nodeId: call.nodeId, invocationId: call.invocationId, ...(call.item !== undefined ? { item: call.item } : {}), data, liveSeq: ++feed.liveSeq };
     for (const s of feed.subscribers) s.offerProgress(item);
   }
 

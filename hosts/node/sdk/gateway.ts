@@ -8,6 +8,7 @@ export {
   type ApprovalRequest,
   type CredentialResolver,
   type GatewayRegistry,
+  type ListedCapability,
   type ToolContext,
   type ToolDefinition,
 } from '../../core/gateway-registry.js';

@@ -20,7 +20,7 @@ import { openStoreBundle, type StoreBundle } from '../stores/open-store.js';
 import { newOwnerId } from '../stores/owner-id.js';
 import { nodeComponentLoader } from './component.js';
 import { asError, WorkflowError } from './errors.js';
-import { registryGateway } from './gateway.js';
+import { registryGateway, RegisteredCapabilities } from './gateway.js';
 import { assertCaptureOptions } from './launch-options.js';
 import type { RuntimeOptions } from './runtime-types.js';
 
@@ -38,6 +38,8 @@ export interface RuntimeParts {
   deliveryOptions: DeliveryOptions;
   traces: RunTraces;
   exporter: TraceExporter | undefined;
+  /** What this host registered, listed per authority (`runtime.capabilities`). */
+  registered: RegisteredCapabilities;
 }
 
 /** Where a runtime's store lives. */
@@ -106,7 +108,7 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
     await kernel.leases?.watchClock().catch((err) => log('warn', `checking the clock against the store's failed: ${(err as Error).message}`));
     live = new LiveStreams(store, kernel, pollMs);
     if (options.telemetry) exporter = await (await import('../observe/telemetry.js')).TraceExporter.start(store, kernel, options.telemetry);
-    return { kernel, engine, stores, resolveAuthority, disposeScripts: () => scripts.dispose(), ownerId, pollMs, live, log, deliveryOptions: options.delivery ?? {}, traces, exporter };
+    return { kernel, engine, stores, resolveAuthority, disposeScripts: () => scripts.dispose(), ownerId, pollMs, live, log, deliveryOptions: options.delivery ?? {}, traces, exporter, registered: new RegisteredCapabilities(options) };
   } catch (err) {
     await exporter?.close();
     await kernel?.leases?.stop().catch(() => undefined);
