@@ -3,6 +3,8 @@
 // the same run, a badly signed one is rejected with its reason), and a delivery that its target
 // refuses is dead, listed with its error, and retried by the operator (a read-only token is
 // refused by the server).
+import { createHash } from 'node:crypto';
+import { allowDeliveryTarget } from '../helpers/delivery-allow.js';
 import { createServer, type Server as HttpServer } from 'node:http';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -23,7 +25,10 @@ beforeAll(async () => {
   // A delivery target that refuses everything: its deliveries end dead.
   refusing = createServer((_req, res) => res.writeHead(503).end('down for maintenance'));
   await new Promise<void>((r) => refusing.listen(0, '127.0.0.1', r));
-  const target = `http://127.0.0.1:${(refusing.address() as AddressInfo).port}/results`;
+  const port = (refusing.address() as AddressInfo).port;
+  const target = `http://127.0.0.1:${port}/results`;
+  // A loopback target is refused unless the deployment allows it (docs/triggers.md).
+  allowDeliveryTarget(`127.0.0.1:${port}`);
   await publishTemplate(w, echo);
   await publishBinding(w, { id: 'hook', source: 'webhook', config: { secretRef: 'HOOK_SECRET' }, target: 'echo@1', input: { text: { pointer: '/body/text' } }, delivery: { kind: 'webhook', url: target } });
   writeFileSync(join(w.dir, 'operator.token'), operatorToken);
@@ -56,9 +61,11 @@ describe('triggers and deliveries in the console', () => {
     expect(dead).toMatchObject({ runId, phase: 'ended', state: 'dead', attempts: 1, lastStatusCode: 503 });
 
     const ingress = await get('/v1/console/ingress');
+    // The original signing scheme leaves the id header unsigned: the event is the body's digest.
+    const event = `sha256:${createHash('sha256').update(body).digest('hex')}`;
     expect(ingress.records.map((r: any) => [r.status, r.sourceEventId, r.runId, r.reasonCode])).toEqual([
-      ['launched', 'evt-1', runId, undefined],
-      ['deduplicated', 'evt-1', runId, undefined],
+      ['launched', event, runId, undefined],
+      ['deduplicated', event, runId, undefined],
       ['rejected', 'evt-2', undefined, forged.body.error.code],
     ]);
     expect(ingress.nextAfter).toBeUndefined();
