@@ -4,18 +4,8 @@
 // live (the run's Server-Sent Events) until it ends or waits again.
 import { followEvents, liveStatusOf } from '../browser/page/live-follow.js';
 import { ApiError, api, el, runPageUrl, setStatus, time, token } from './api.js';
-
-interface InboxItem {
-  kind: 'approval' | 'attention';
-  runId: string;
-  nodeId: string;
-  item?: number;
-  since: number;
-  prompt?: unknown;
-  approvers?: unknown;
-  evidence?: unknown;
-  cli: Record<string, string>;
-}
+// The server's shape of an inbox item (a type only: nothing of the server is bundled).
+import type { InboxItem } from '../node/http/console-inbox.js';
 
 const byKey = 'agent-workflow.console.by';
 
