@@ -84,7 +84,8 @@ function card(item: InboxItem, canAct: boolean): HTMLElement {
     }
   }
   const path = (verb: string) => `v1/console/runs/${encodeURIComponent(item.runId)}/${verb}`;
-  const at = item.item !== undefined ? { item: item.item } : {};
+  // An action names the item and the unknown shown (refused by the server if the run has moved on).
+  const at = { ...(item.item !== undefined ? { item: item.item } : {}), ...(item.attentionSeq !== undefined ? { attentionSeq: item.attentionSeq } : {}) };
   if (item.kind === 'approval') {
     if (item.prompt !== undefined) box.append(el('p', { class: 'prompt' }, describe(item.prompt)));
     if (item.approvers !== undefined) box.append(el('div', { class: 'muted small' }, `approvers: ${describe(item.approvers)}`));

@@ -93,20 +93,24 @@ describe('console access: read-only and operator tokens', () => {
         nodeId: 'charge',
         since: expect.any(Number),
         evidence: { kind: 'tool', name: 'hang', effect: 'unknown', requestedSeq: expect.any(Number), reason: 'timeout' },
+        attentionSeq: expect.any(Number),
         cli: {
-          succeeded: `agent-workflow resolve ${runId} charge --succeeded '<output json>' --by '<you>'`,
-          retry: `agent-workflow resolve ${runId} charge --retry --by '<you>'`,
-          fail: `agent-workflow resolve ${runId} charge --fail '<reason>' --by '<you>'`,
+          succeeded: `agent-workflow resolve ${runId} charge --succeeded '<output json>' --attention-seq ${items[0].attentionSeq} --by '<you>'`,
+          retry: `agent-workflow resolve ${runId} charge --retry --attention-seq ${items[0].attentionSeq} --by '<you>'`,
+          fail: `agent-workflow resolve ${runId} charge --fail '<reason>' --attention-seq ${items[0].attentionSeq} --by '<you>'`,
         },
       },
     ]);
+    // Naming an unknown that is not the node's (an older one) is refused by the engine.
+    const stale = await call(`/v1/console/runs/${runId}/resolve`, operatorToken, { method: 'POST', body: { nodeId: 'charge', resolution: 'retry', attentionSeq: items[0].attentionSeq - 1 } });
+    expect(stale.body.error?.code).toBe('resolve.stale');
     expect(await call(`/v1/console/runs/${runId}/resolve`, operatorToken, { method: 'POST', body: { nodeId: 'charge', resolution: 'maybe' } })).toEqual({
       status: 400,
       body: { error: { code: 'http.bad-request', message: 'resolution must be succeeded, retry or fail' } },
     });
-    const resolved = await call(`/v1/console/runs/${runId}/resolve`, operatorToken, { method: 'POST', body: { nodeId: 'charge', resolution: 'succeeded', output: { charged: true }, by: 'ops' } });
+    const resolved = await call(`/v1/console/runs/${runId}/resolve`, operatorToken, { method: 'POST', body: { nodeId: 'charge', resolution: 'succeeded', output: { charged: true }, by: 'ops', attentionSeq: items[0].attentionSeq } });
     expect(resolved.status).toBe(200);
-    expect(resolved.body.cli).toBe(`agent-workflow resolve ${runId} charge --succeeded '{"charged":true}' --by ops`);
+    expect(resolved.body.cli).toBe(`agent-workflow resolve ${runId} charge --succeeded '{"charged":true}' --attention-seq ${items[0].attentionSeq} --by ops`);
     await until('the run to finish', async () => (await runStatus(served.base, runId)).status === 'completed');
     expect(await runStatus(served.base, runId)).toMatchObject({ status: 'completed', output: { receipt: { charged: true } } });
   }, 90_000);

@@ -18,6 +18,8 @@ export interface InboxItem {
   approvers?: unknown;
   /** A needs_attention node's evidence: the call whose outcome is unknown (kind, name, effect, why). */
   evidence?: unknown;
+  /** The unknown shown (the seq of its `node.needs-attention`): an action on this item names it. */
+  attentionSeq?: number;
   /** The equivalent CLI commands, by action. */
   cli: Record<string, string>;
 }
@@ -32,9 +34,10 @@ export function approveCommand(runId: string, nodeId: string, approved: boolean,
 }
 
 /** `output` of a succeeded resolution as the CLI takes it; `outputText` stands in for it in a template. */
-export function resolveCommand(runId: string, nodeId: string, r: Resolution | { kind: 'succeeded'; outputText: string }, by: string, item?: number): string {
+export function resolveCommand(runId: string, nodeId: string, r: Resolution | { kind: 'succeeded'; outputText: string }, by: string, item?: number, attentionSeq?: number): string {
   const how = r.kind === 'succeeded' ? ['--succeeded', 'outputText' in r ? r.outputText : JSON.stringify(r.output ?? null)] : r.kind === 'retry' ? ['--retry'] : ['--fail', r.reason];
-  return ['agent-workflow', 'resolve', runId, nodeId, ...how, ...(item !== undefined ? ['--item', String(item)] : []), '--by', by].map(shellWord).join(' ');
+  const named = attentionSeq !== undefined ? ['--attention-seq', String(attentionSeq)] : [];
+  return ['agent-workflow', 'resolve', runId, nodeId, ...how, ...(item !== undefined ? ['--item', String(item)] : []), ...named, '--by', by].map(shellWord).join(' ');
 }
 
 /** Approvals and needs_attention nodes of the newest `runsMax` paused or running runs. */
@@ -66,10 +69,11 @@ export async function inboxItems(rt: ConsoleHost, runsMax: number): Promise<Inbo
         ...(n.item !== undefined ? { item: n.item } : {}),
         since: r.updatedAt,
         ...(found !== undefined ? { evidence: found } : {}),
+        ...(n.seq !== undefined ? { attentionSeq: n.seq } : {}),
         cli: {
-          succeeded: resolveCommand(r.runId, n.nodeId, { kind: 'succeeded', outputText: '<output json>' }, '<you>', n.item),
-          retry: resolveCommand(r.runId, n.nodeId, { kind: 'retry' }, '<you>', n.item),
-          fail: resolveCommand(r.runId, n.nodeId, { kind: 'fail', reason: '<reason>' }, '<you>', n.item),
+          succeeded: resolveCommand(r.runId, n.nodeId, { kind: 'succeeded', outputText: '<output json>' }, '<you>', n.item, n.seq),
+          retry: resolveCommand(r.runId, n.nodeId, { kind: 'retry' }, '<you>', n.item, n.seq),
+          fail: resolveCommand(r.runId, n.nodeId, { kind: 'fail', reason: '<reason>' }, '<you>', n.item, n.seq),
         },
       });
     }

@@ -15,7 +15,7 @@
 //                                            the catalog and the draft editor (console-catalog.ts)
 //   POST /v1/console/runs/:id/approve        { nodeId, approved, comment?, by? }
 //   POST /v1/console/runs/:id/resolve        { nodeId, item?, resolution: succeeded|retry|fail,
-//                                              output?, reason?, by? }
+//                                              output?, reason?, by?, attentionSeq? }
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { WorkflowRuntime } from '../runtime.js';
@@ -190,9 +190,13 @@ export async function consoleRoute(rt: ConsoleHost, req: IncomingMessage, res: S
     }
     const item = body.item;
     if (item !== undefined && (typeof item !== 'number' || !Number.isInteger(item) || item < 0)) throw new HttpError(400, 'http.bad-request', 'item must be a non-negative integer');
+    // The unknown the operator looked at: refused (`resolve.stale`) when the run has another now.
+    const attentionSeq = body.attentionSeq;
+    if (attentionSeq !== undefined && (typeof attentionSeq !== 'number' || !Number.isSafeInteger(attentionSeq) || attentionSeq < 1)) throw new HttpError(400, 'http.bad-request', 'attentionSeq must be a positive integer');
     const resolution = parseResolution(body);
     const fields = resolution.kind === 'succeeded' ? { succeeded: resolution.output } : resolution.kind === 'retry' ? { retry: true } : { fail: resolution.reason };
-    return act(res, resolveCommand(runId, nodeId, resolution, by, item as number | undefined), () => rt.resolve(runId, nodeId, { ...fields, by, ...(item !== undefined ? { item: item as number } : {}) }));
+    const named = attentionSeq !== undefined ? { attentionSeq: attentionSeq as number } : {};
+    return act(res, resolveCommand(runId, nodeId, resolution, by, item as number | undefined, attentionSeq as number | undefined), () => rt.resolve(runId, nodeId, { ...fields, by, ...(item !== undefined ? { item: item as number } : {}), ...named }));
   }
   throw new HttpError(404, 'http.not-found', `no route ${url.pathname}`);
 }
