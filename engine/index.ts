@@ -16,6 +16,7 @@ import type { ActivationRequest, ScriptHost } from './runtime/activation.js';
 import { inspect, recorded, type ReplayRequest } from './replay/replay.js';
 import { engineVersion, eventSchemaVersion, checkpointSchemaVersion, supportedFlags } from './version.js';
 import { limits } from './limits.js';
+import { nodeKinds } from './nodes/index.js';
 import { useSha256Hex } from './hash.js';
 
 // Every digest the engine computes is the host's SHA-256: the same value, native speed.
@@ -131,16 +132,33 @@ function activate(activation: string): string {
   return JSON.stringify(summary);
 }
 
+/**
+ * The node types this engine runs, each with its config schema, as JSON text: written once at the
+ * module's top level (so the snapshot holds it), spliced into every `describe()`.
+ */
+const nodeTypesText = JSON.stringify(
+  [...nodeKinds.values()].map((k) => ({
+    uses: k.uses,
+    label: k.label,
+    ...(k.role ? { role: k.role } : {}),
+    ...(k.capability ? { capability: k.capability } : {}),
+    ...(k.ports ? { ports: k.ports } : {}),
+    configSchema: k.configSchema,
+    implementationDigest: k.implementationDigest,
+  })),
+);
+
 export const engine = {
   describe(): string {
-    return JSON.stringify({
-        engineVersion,
-        eventSchemaVersion,
-        checkpointSchemaVersion,
-        flags: supportedFlags,
-        nodeDefinitionSetHash: nodeDefinitionSetHash(),
-        limits,
-      });
+    const head = JSON.stringify({
+      engineVersion,
+      eventSchemaVersion,
+      checkpointSchemaVersion,
+      flags: supportedFlags,
+      nodeDefinitionSetHash: nodeDefinitionSetHash(),
+      limits,
+    });
+    return `${head.slice(0, -1)},"nodeTypes":${nodeTypesText}}`;
   },
 
   validate(template: string): string {

@@ -1,5 +1,5 @@
 // The package's main entry: the embedded Node SDK.
-export { WorkflowRuntime, WorkflowError, type RuntimeOptions, type LaunchOptions, type LaunchTarget, type WorkflowRunHandle, type AuthorityResolver, type LiveItem, type LiveOptions } from './runtime.js';
+export { WorkflowRuntime, WorkflowError, type RuntimeOptions, type LaunchOptions, type LaunchTarget, type NodeType, type WorkflowRunHandle, type AuthorityResolver, type LiveItem, type LiveOptions } from './runtime.js';
 export { startHttpApi, httpTokenEnvVar, HttpApiConfigError, type HttpApi, type HttpApiOptions } from './observe/http-api.js';
 export type { GatewayRegistry, ListedCapability, ToolDefinition, AgentDefinition, ApprovalHandler, ApprovalRequest, ToolContext } from './sdk/gateway.js';
 export type { RunOutcome } from '../core/kernel.js';

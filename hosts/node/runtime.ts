@@ -23,7 +23,7 @@ import { LaunchPlanner, idempotentRunId, type PreparedLaunch } from './sdk/launc
 import { OperatorInbox } from './sdk/operator-inbox.js';
 import { runHandle } from './sdk/run-handle.js';
 import { openParts, type RuntimeParts } from './sdk/open.js';
-import type { CommandOutcome, LaunchOptions, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle } from './sdk/runtime-types.js';
+import type { CommandOutcome, LaunchOptions, NodeType, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle } from './sdk/runtime-types.js';
 import { runtimeDeliveries } from './delivery/outbox.js';
 import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type RunCompatibility } from './catalog/catalog.js';
 import type { TriggerStorage } from './stores/trigger-storage.js';
@@ -37,7 +37,7 @@ export type { DeliveryOptions, DrainReport } from './delivery/deliverer.js';
 export type { DeliveryRecord, DeliveryState } from '../core/delivery-outbox.js';
 export type { DeliveryTarget } from './delivery/target.js';
 export type { TelemetryOptions } from './observe/telemetry.js';
-export type { CommandOutcome, LaunchOptions, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle };
+export type { CommandOutcome, LaunchOptions, NodeType, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle };
 export { WorkflowError, idempotentRunId };
 
 export class WorkflowRuntime implements Operator {
@@ -189,6 +189,16 @@ export class WorkflowRuntime implements Operator {
   get bindings(): BindingCatalog {
     this.bindingsInstance ??= new BindingCatalog(this.triggerStorage, this.catalog, this.kernel.now);
     return this.bindingsInstance;
+  }
+
+  /**
+   * The node types a template may use with this runtime: the engine's built-in kinds, then the
+   * definitions this host registers, each with its `config` schema.
+   */
+  nodeTypes(): NodeType[] {
+    const builtIn = (this.engine.describe().nodeTypes as NodeType[] | undefined) ?? [];
+    const custom = this.nodeDefinitions.list().map((d): NodeType => ({ uses: d.uses, label: d.uses, configSchema: d.configSchema ?? {}, ...(d.implementationDigest ? { implementationDigest: d.implementationDigest } : {}), custom: true }));
+    return [...builtIn, ...custom];
   }
 
   /** The node-definition-set hash a plan compiled now would pin (engine + host definitions). */

@@ -14,7 +14,7 @@ let client: Client;
 beforeAll(async () => {
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: [cli, 'mcp', '--profile', 'invoke,author,operator', '--dir', tempDir('adw-mcp-'), '--config', example('echo/agent-workflow.config.mjs')],
+    args: [cli, 'mcp', '--profile', 'invoke,author,operator', '--principal', 'alice', '--allow-inline', '--allow-deliveries', '--delivery-secrets', 'HOOK_SECRET', '--dir', tempDir('adw-mcp-'), '--config', example('echo/agent-workflow.config.mjs')],
     stderr: 'ignore',
   });
   client = new Client({ name: 'test', version: '1.0.0' });
@@ -34,35 +34,41 @@ describe('MCP server', () => {
   it('lists its tools', async () => {
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name).sort()).toEqual([
-      'cancel_run', 'decide_approval', 'describe_workflow', 'diff_revisions', 'get_draft', 'get_run', 'list_runs', 'publish_workflow',
-      'put_draft', 'read_events', 'replay_run', 'resolve_node', 'run_workflow', 'search_workflows', 'validate_template',
+      'workflow_approve', 'workflow_cancel', 'workflow_describe', 'workflow_diff', 'workflow_draft_get', 'workflow_draft_put', 'workflow_nodes_list', 'workflow_publish',
+      'workflow_replay', 'workflow_resolve', 'workflow_run', 'workflow_run_get', 'workflow_runs_list', 'workflow_search', 'workflow_trace', 'workflow_validate',
     ]);
+  });
+
+  it('lists the node types with their config schemas', async () => {
+    const { nodes } = (await call('workflow_nodes_list', {})).value as { nodes: { uses: string; configSchema: any }[] };
+    expect(nodes.map((n) => n.uses)).toEqual(expect.arrayContaining(['core.start@1', 'tool.call@1', 'agent.run@1', 'human.approval@1']));
+    expect(nodes.find((n) => n.uses === 'tool.call@1')!.configSchema).toMatchObject({ type: 'object', required: expect.arrayContaining(['tool']) });
   });
 
   it('validates, runs, inspects and replays a workflow', async () => {
     const template = JSON.parse(readFileSync(example('echo/echo.json'), 'utf8'));
-    const invalid = await call('validate_template', { template: { ...template, spec: { ...template.spec, requires: [] } } });
+    const invalid = await call('workflow_validate', { template: { ...template, spec: { ...template.spec, requires: [] } } });
     expect(invalid.value).toMatchObject({ ok: false, errors: [expect.objectContaining({ code: 'requires.missing', pointer: '/spec/nodes/1/uses' })] });
 
-    const run = await call('run_workflow', { template, input: { text: 'from an agent' } });
+    const run = await call('workflow_run', { template, input: { text: 'from an agent' } });
     expect(run.isError).toBe(false);
     expect(run.value).toMatchObject({ status: 'completed', output: { echoed: 'from an agent' } });
 
-    const events = await call('read_events', { runId: run.value.runId, limit: 3 });
+    const events = await call('workflow_trace', { runId: run.value.runId, limit: 3 });
     expect(events.value.events.map((e: { type: string }) => e.type)).toEqual(['run.accepted', 'run.started', 'node.started']);
     expect(events.value.events[0].origin.actor).toBe('mcp');
     expect(events.value.more).toBe(true);
-    expect((await call('get_run', { runId: run.value.runId })).value).toMatchObject({ status: 'completed', lastSeq: run.value.seq });
-    expect((await call('replay_run', { runId: run.value.runId, mode: 'recorded' })).value).toMatchObject({ identical: true });
-    expect((await call('list_runs', {})).value.runs).toHaveLength(1);
+    expect((await call('workflow_run_get', { runId: run.value.runId })).value).toMatchObject({ status: 'completed', lastSeq: run.value.seq });
+    expect((await call('workflow_replay', { runId: run.value.runId, mode: 'recorded' })).value).toMatchObject({ identical: true });
+    expect((await call('workflow_runs_list', {})).value.runs).toHaveLength(1);
   });
 
   it('launches a run with a delivery target, kept in its correlation', async () => {
     const template = JSON.parse(readFileSync(example('echo/echo.json'), 'utf8'));
     const delivery = { kind: 'webhook', url: 'https://hooks.example.com/hook', secretRef: 'HOOK_SECRET' };
-    const run = await call('run_workflow', { template, input: { text: 'delivered' }, delivery });
+    const run = await call('workflow_run', { template, input: { text: 'delivered' }, delivery });
     expect(run.value).toMatchObject({ status: 'completed' });
-    const events = await call('read_events', { runId: run.value.runId, limit: 1 });
+    const events = await call('workflow_trace', { runId: run.value.runId, limit: 1 });
     expect(events.value.events[0].correlation).toEqual({ delivery });
   });
 
@@ -74,7 +80,7 @@ describe('MCP server', () => {
     client.setNotificationHandler(ProgressNotificationSchema, (n) => {
       notes.push(n.params);
     });
-    const result = (await client.callTool({ name: 'run_workflow', arguments: { template, input: { text: 'watched' } }, _meta: { progressToken: 'watch-1' } })) as { structuredContent?: any };
+    const result = (await client.callTool({ name: 'workflow_run', arguments: { template, input: { text: 'watched' } }, _meta: { progressToken: 'watch-1' } })) as { structuredContent?: any };
     await new Promise((r) => setImmediate(r));
     expect(result.structuredContent).toMatchObject({ status: 'completed' });
     const seq = result.structuredContent.seq as number;
@@ -85,23 +91,23 @@ describe('MCP server', () => {
   });
 
   it('answers bad requests with a typed error and keeps serving', async () => {
-    const missing = await call('get_run', { runId: 'run-does-not-exist' });
+    const missing = await call('workflow_run_get', { runId: 'run-does-not-exist' });
     expect(missing).toMatchObject({ isError: true, value: { error: { code: 'run.not-found' } } });
-    const badInput = await call('run_workflow', { template: JSON.parse(readFileSync(example('echo/echo.json'), 'utf8')), input: {} });
+    const badInput = await call('workflow_run', { template: JSON.parse(readFileSync(example('echo/echo.json'), 'utf8')), input: {} });
     expect(badInput).toMatchObject({ isError: true, value: { error: { code: 'run.input-invalid' } } });
-    const badDelivery = await call('run_workflow', { template: JSON.parse(readFileSync(example('echo/echo.json'), 'utf8')), input: { text: 'x' }, delivery: { kind: 'email' } });
+    const badDelivery = await call('workflow_run', { template: JSON.parse(readFileSync(example('echo/echo.json'), 'utf8')), input: { text: 'x' }, delivery: { kind: 'email' } });
     expect(badDelivery).toMatchObject({ isError: true, value: { error: { code: 'launch.bad-delivery' } } });
-    const metadata = await call('run_workflow', { template: JSON.parse(readFileSync(example('echo/echo.json'), 'utf8')), input: { text: 'x' }, delivery: { kind: 'webhook', url: 'http://169.254.169.254/latest/meta-data/' } });
+    const metadata = await call('workflow_run', { template: JSON.parse(readFileSync(example('echo/echo.json'), 'utf8')), input: { text: 'x' }, delivery: { kind: 'webhook', url: 'http://169.254.169.254/latest/meta-data/' } });
     expect(metadata).toMatchObject({ isError: true, value: { error: { code: 'launch.delivery-target-refused' } } });
-    expect((await call('list_runs', {})).isError).toBe(false);
+    expect((await call('workflow_runs_list', {})).isError).toBe(false);
   });
 
   it('records the W3C trace context a client sends in _meta.traceparent', async () => {
     const template = JSON.parse(readFileSync(example('echo/echo.json'), 'utf8'));
     const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
-    const result = (await client.callTool({ name: 'run_workflow', arguments: { template, input: { text: 'traced' } }, _meta: { traceparent } })) as { structuredContent?: any };
+    const result = (await client.callTool({ name: 'workflow_run', arguments: { template, input: { text: 'traced' } }, _meta: { traceparent } })) as { structuredContent?: any };
     expect(result.structuredContent).toMatchObject({ status: 'completed' });
-    const events = await call('read_events', { runId: result.structuredContent.runId, limit: 1 });
+    const events = await call('workflow_trace', { runId: result.structuredContent.runId, limit: 1 });
     expect(events.value.events[0]).toMatchObject({ type: 'run.accepted', origin: { actor: 'mcp' }, correlation: { traceparent } });
   });
 });

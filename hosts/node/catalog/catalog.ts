@@ -126,6 +126,11 @@ export class NodeDefinitionRegistry {
     return this.definitions.size;
   }
 
+  /** Every registered definition, by `uses`. */
+  list(): CustomNodeDefinition[] {
+    return [...this.definitions.values()].sort((a, b) => (a.uses < b.uses ? -1 : a.uses > b.uses ? 1 : 0));
+  }
+
   /** The node-definition-set hash of the engine's definitions plus these. */
   setHash(engineHash: string): string {
     if (this.definitions.size === 0) return engineHash;

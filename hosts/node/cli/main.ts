@@ -316,7 +316,7 @@ const commands: Record<string, CliCommand> = {
     },
   },
   mcp: {
-    flags: [],
+    flags: ['allow-inline', 'allow-deliveries'],
     async run(args) {
       // stdout is the MCP channel from here on: progress goes to stderr only.
       const { serveMcp, parseMcpProfiles } = await import('../mcp/server.js');
@@ -326,9 +326,19 @@ const commands: Record<string, CliCommand> = {
       } catch (err) {
         throw new UsageError((err as Error).message);
       }
+      const principal = optionString(args, 'principal') ?? process.env.AGENT_WORKFLOW_MCP_PRINCIPAL ?? process.env.USER ?? 'mcp';
+      const scopes = optionString(args, 'principal-scopes')?.split(',').map((s) => s.trim()).filter(Boolean);
+      const secretRefs = optionString(args, 'delivery-secrets')?.split(',').map((s) => s.trim()).filter(Boolean);
+      if (secretRefs !== undefined && !args.options.has('allow-deliveries')) throw new UsageError('--delivery-secrets names the secrets of --allow-deliveries, which is missing');
+      const policy = {
+        profiles,
+        principal: { id: principal, ...(scopes !== undefined ? { scopes } : {}) },
+        allowInline: args.options.has('allow-inline'),
+        deliveries: { allow: args.options.has('allow-deliveries'), ...(secretRefs !== undefined ? { secretRefs } : {}) },
+      };
       return withRuntime(args, async (rt) => {
-        const server = await serveMcp(rt, undefined, { profiles });
-        progress(`agent-workflow: MCP server on stdio (profiles: ${profiles.join(', ')})`);
+        const server = await serveMcp(rt, undefined, policy);
+        progress(`agent-workflow: MCP server on stdio (profiles: ${profiles.join(', ')}; principal: ${principal}${policy.allowInline ? '; inline templates allowed' : ''}${policy.deliveries.allow ? '; deliveries allowed' : ''})`);
         await new Promise<void>((resolve) => {
           server.server.onclose = () => resolve();
           process.once('SIGINT', () => resolve());

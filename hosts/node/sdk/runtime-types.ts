@@ -121,3 +121,22 @@ export interface WorkflowRunHandle {
   /** The run's committed events as they become durable (see `WorkflowRuntime.live`). */
   live(options?: LiveOptions): AsyncGenerator<LiveItem, void, undefined>;
 }
+
+/** A node type a template may use (`runtime.nodeTypes()`, MCP `workflow_nodes_list`, the console's forms). */
+export interface NodeType {
+  /** `kind@version`, as a node's `uses` names it. */
+  uses: string;
+  /** A short noun for it. */
+  label: string;
+  /** `start` or `end` for the kinds a run begins or may end at. */
+  role?: 'start' | 'end';
+  /** The capability kind its calls ask the host for (`tool`, `agent`, …), if any. */
+  capability?: string;
+  /** The ports its outgoing edges name, for kinds with ports. */
+  ports?: readonly string[];
+  /** The JSON Schema of its `config`. */
+  configSchema: unknown;
+  implementationDigest?: string;
+  /** Registered by this host (not built into the engine). */
+  custom?: true;
+}
