@@ -19,7 +19,8 @@ import type { Awaitable } from './store.js';
 
 export type DeliveryTarget =
   | { kind: 'webhook'; url: string; secretRef?: string }
-  | { kind: 'dingtalk'; webhookUrl: string; secretRef?: string; format?: 'text' | 'markdown' };
+  /** `accessTokenRef` names the environment variable holding the robot's access_token (never in the URL). */
+  | { kind: 'dingtalk'; webhookUrl: string; secretRef?: string; accessTokenRef?: string; format?: 'text' | 'markdown' };
 
 export type DeliveryState = 'pending' | 'delivered' | 'dead';
 

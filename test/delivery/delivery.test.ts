@@ -74,8 +74,8 @@ describe('result delivery (SQLite)', () => {
     const robot = await new DingTalkRobot('tok-1', 'SECrobot-secret').start();
     cleanup.push(() => robot.close());
     robot.failNext(3);
-    const rt = await runtimeIn(tempDir(), { env: { ROBOT_SECRET: 'SECrobot-secret' } });
-    const handle = await rt.launch(gate, { delivery: { kind: 'dingtalk', webhookUrl: robot.webhookUrl, secretRef: 'ROBOT_SECRET' } });
+    const rt = await runtimeIn(tempDir(), { env: { ROBOT_SECRET: 'SECrobot-secret', ROBOT_TOKEN: robot.accessToken } });
+    const handle = await rt.launch(gate, { delivery: { kind: 'dingtalk', webhookUrl: robot.webhookUrl, secretRef: 'ROBOT_SECRET', accessTokenRef: 'ROBOT_TOKEN' } });
     await handle.settled();
     rt.deliveries.start();
     await until('the approval message', () => robot.messages.length === 1);
@@ -101,9 +101,9 @@ describe('result delivery (SQLite)', () => {
   it('the robot refuses a wrong secret, and the delivery records the refusal; markdown messages are accepted', async () => {
     const robot = await new DingTalkRobot('tok-2', 'SECright').start();
     cleanup.push(() => robot.close());
-    const rt = await runtimeIn(tempDir(), { maxAttempts: 2, env: { RIGHT: 'SECright', WRONG: 'SECwrong' } });
-    const wrong = await rt.launch(quick, { delivery: { kind: 'dingtalk', webhookUrl: robot.webhookUrl, secretRef: 'WRONG' } });
-    const right = await rt.launch(quick, { delivery: { kind: 'dingtalk', webhookUrl: robot.webhookUrl, secretRef: 'RIGHT', format: 'markdown' } });
+    const rt = await runtimeIn(tempDir(), { maxAttempts: 2, env: { RIGHT: 'SECright', WRONG: 'SECwrong', ROBOT_TOKEN: robot.accessToken } });
+    const wrong = await rt.launch(quick, { delivery: { kind: 'dingtalk', webhookUrl: robot.webhookUrl, secretRef: 'WRONG', accessTokenRef: 'ROBOT_TOKEN' } });
+    const right = await rt.launch(quick, { delivery: { kind: 'dingtalk', webhookUrl: robot.webhookUrl, secretRef: 'RIGHT', accessTokenRef: 'ROBOT_TOKEN', format: 'markdown' } });
     await wrong.result;
     await right.result;
     await until('both settled', async () => {

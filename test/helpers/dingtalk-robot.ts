@@ -43,9 +43,9 @@ export class DingTalkRobot {
     readonly now: () => number = Date.now,
   ) {}
 
-  /** The webhook URL a sender is given (the robot's send URL with its access token). */
+  /** The webhook URL a sender is given: the robot's send URL; its access token goes in an environment variable (accessTokenRef). */
   get webhookUrl(): string {
-    return `${this.url}/robot/send?access_token=${encodeURIComponent(this.accessToken)}`;
+    return `${this.url}/robot/send`;
   }
 
   async start(options: { allowed?: boolean } = {}): Promise<this> {

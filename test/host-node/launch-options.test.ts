@@ -13,14 +13,14 @@ describe('launch options', () => {
       const accepted = (await rt.readEvents(handle.runId)).events[0];
       expect(accepted.type).toBe('run.accepted');
       expect(accepted.correlation).toEqual({ ticket: 'T-1', origin: { channel: 'slack', message: 'm-42' }, delivery: { kind: 'webhook', url: 'https://hooks.example.com/hook', secretRef: 'HOOK_SECRET' } });
-      const queued = await rt.launch(t, { executionMode: 'background', delivery: { kind: 'dingtalk', webhookUrl: 'https://hooks.example.com/robot/send?access_token=t' } });
+      const queued = await rt.launch(t, { executionMode: 'background', delivery: { kind: 'dingtalk', webhookUrl: 'https://hooks.example.com/robot/send', accessTokenRef: 'ROBOT_TOKEN' } });
       const worker = await rt.startWorker({ deliveries: false });
       try {
         expect((await queued.result).status).toBe('completed');
       } finally {
         await worker.stop();
       }
-      expect((await rt.readEvents(queued.runId)).events[0].correlation).toEqual({ delivery: { kind: 'dingtalk', webhookUrl: 'https://hooks.example.com/robot/send?access_token=t' } });
+      expect((await rt.readEvents(queued.runId)).events[0].correlation).toEqual({ delivery: { kind: 'dingtalk', webhookUrl: 'https://hooks.example.com/robot/send', accessTokenRef: 'ROBOT_TOKEN' } });
       // Both targets are kept with their runs: each run's end queued one delivery.
       expect((await rt.deliveries.list()).map((d) => [d.runId, d.phase, d.state]).sort()).toEqual([[handle.runId, 'ended', 'pending'], [queued.runId, 'ended', 'pending']].sort());
     } finally {
@@ -43,6 +43,8 @@ describe('launch options', () => {
         { kind: 'webhook', url: 'http://example.com/x', secretRef: 'not a name' },
         { kind: 'dingtalk', webhookUrl: 'not a url' },
         { kind: 'dingtalk', webhookUrl: 'http://example.com/robot', format: 'html' },
+        { kind: 'dingtalk', webhookUrl: 'https://oapi.dingtalk.com/robot/send?access_token=secret-token' },
+        { kind: 'dingtalk', webhookUrl: 'https://oapi.dingtalk.com/robot/send', accessTokenRef: 'not a name' },
       ]) {
         await expect(rt.launch(t, { delivery } as never), JSON.stringify(delivery)).rejects.toMatchObject({ code: 'launch.bad-delivery' });
       }

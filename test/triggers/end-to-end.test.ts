@@ -6,6 +6,8 @@
 // the queued run, and the sender of its deliveries.
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { DingTalkRobot } from '../helpers/dingtalk-robot.js';
 import { approvalFlow, cliOk, postDingtalk, publishBinding, publishTemplate, serve, until, world, type Server } from './helpers.js';
 
@@ -31,7 +33,7 @@ describe('the trigger case end to end', () => {
   it('a DingTalk message starts a run that needs an approval; the approval is given from DingTalk; the result is delivered back', async () => {
     const robot = await new DingTalkRobot('ops-robot-token', robotSecret).start();
     cleanup.push(() => robot.close());
-    const w = world({ DT_APP_SECRET: appSecret, DT_ROBOT_SECRET: robotSecret });
+    const w = world({ DT_APP_SECRET: appSecret, DT_ROBOT_SECRET: robotSecret, DT_ROBOT_TOKEN: robot.accessToken });
     await publishTemplate(w, approvalFlow);
     await publishBinding(w, {
       id: 'ops-robot',
@@ -40,7 +42,7 @@ describe('the trigger case end to end', () => {
       target: 'approve-echo@1',
       input: { text: { pointer: '/args/text' } },
       authority: 'dingtalk-robot',
-      delivery: { kind: 'dingtalk', webhookUrl: robot.webhookUrl, secretRef: 'DT_ROBOT_SECRET' },
+      delivery: { kind: 'dingtalk', webhookUrl: robot.webhookUrl, secretRef: 'DT_ROBOT_SECRET', accessTokenRef: 'DT_ROBOT_TOKEN' },
     });
     const server: Server = await serve(w, {}, ['--delivery-backoff-ms', '50']);
     cleanup.push(() => server.stop());
@@ -79,9 +81,15 @@ describe('the trigger case end to end', () => {
     ]);
     const events = (await cliOk(w, ['trace', runId!, '--format', 'json'])).events;
     expect(events[0].correlation.origin).toMatchObject({ kind: 'trigger', source: 'dingtalk', binding: 'ops-robot@1', caller: 'dingtalk:staff-alice' });
-    expect(events[0].correlation.delivery).toEqual({ kind: 'dingtalk', webhookUrl: robot.webhookUrl, secretRef: 'DT_ROBOT_SECRET' });
+    expect(events[0].correlation.delivery).toEqual({ kind: 'dingtalk', webhookUrl: robot.webhookUrl, secretRef: 'DT_ROBOT_SECRET', accessTokenRef: 'DT_ROBOT_TOKEN' });
     expect(events.find((e: any) => e.type === 'capability.completed' && e.payload.output?.approved !== undefined)?.payload.output).toMatchObject({ approved: true, by: 'alice@example.com' });
     const records = (await cliOk(w, ['ingress', 'list', '--binding', 'ops-robot', '--status', 'launched'])).records;
     expect(records).toEqual([expect.objectContaining({ runId, source: 'dingtalk', caller: 'dingtalk:staff-alice' })]);
+
+    // The robot's access token reached the robot (it refused nothing) but no byte of the store:
+    // the database, its WAL and every other file of the state directory.
+    const files = readdirSync(w.state, { recursive: true, withFileTypes: true }).filter((f) => f.isFile());
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) expect(readFileSync(join(f.parentPath ?? f.path, f.name)).includes(robot.accessToken), f.name).toBe(false);
   });
 });

@@ -26,13 +26,18 @@ export function deliveryOptionsFromArgs(args: ParsedArgs, host: { delivery?: Del
   return { ...host.delivery, ...fromArgs };
 }
 
-/** `--deliver-to <webhook:url | dingtalk:url | url>` with `--deliver-secret-env NAME`, as a launch's `delivery`. */
+/**
+ * `--deliver-to <webhook:url | dingtalk:url | url>` with `--deliver-secret-env NAME` (and, for a
+ * DingTalk robot, `--deliver-token-env NAME`), as a launch's `delivery`.
+ */
 export function deliveryTargetFromArgs(args: ParsedArgs): DeliveryTarget | undefined {
   const spec = optionString(args, 'deliver-to');
   const secretRef = optionString(args, 'deliver-secret-env');
+  const accessTokenRef = optionString(args, 'deliver-token-env');
   if (spec === undefined) {
     if (secretRef !== undefined) throw new UsageError('--deliver-secret-env names the secret of --deliver-to, which is missing');
+    if (accessTokenRef !== undefined) throw new UsageError('--deliver-token-env names the access token of --deliver-to, which is missing');
     return undefined;
   }
-  return deliveryTargetFromFlag(spec, secretRef);
+  return deliveryTargetFromFlag(spec, secretRef, accessTokenRef);
 }

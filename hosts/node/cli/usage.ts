@@ -15,7 +15,7 @@ const inputOptions: [string, string][] = [['--input <json|file|->', 'the run inp
 export const usageTable: Record<string, CommandUsage> = {
   validate: { synopsis: ['<template.json>'], summary: 'check a template; every error with code and JSON pointer' },
   run: {
-    synopsis: ['<template.json | id@revision> [--input <json|file|->] [--deps <dir>] [--no-wait] [--deliver-to <url> [--deliver-secret-env NAME]] [--traceparent <w3c>]'],
+    synopsis: ['<template.json | id@revision> [--input <json|file|->] [--deps <dir>] [--no-wait] [--deliver-to <url> [--deliver-secret-env NAME] [--deliver-token-env NAME]] [--traceparent <w3c>]'],
     summary: 'run a template or a published revision and print the result',
     options: [
       ...inputOptions,
@@ -23,6 +23,7 @@ export const usageTable: Record<string, CommandUsage> = {
       ['--no-wait', 'commit the run to the durable queue and return; a worker (serve) runs it'],
       ['--deliver-to <target>', 'send the result (and each approval it waits for) to webhook:<url>, dingtalk:<robot url> or a bare http(s) URL (a webhook); see docs/triggers.md'],
       ['--deliver-secret-env <NAME>', 'the environment variable holding the signing secret of --deliver-to (read by the sender, never stored)'],
+      ['--deliver-token-env <NAME>', "the environment variable holding a dingtalk: robot's access_token (read by the sender, never stored; the URL must not carry it)"],
       ['--traceparent <w3c>', 'the W3C trace context the run joins (else TRACEPARENT); kept in the journal, handed to every tool and agent call'],
     ],
   },

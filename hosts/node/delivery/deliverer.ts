@@ -99,13 +99,17 @@ export class DeliverySender {
   private async deliver(d: ClaimedDelivery): Promise<keyof DrainReport> {
     const secretRef = d.target.secretRef;
     const secret = secretRef !== undefined ? this.o.env[secretRef] : undefined;
+    const tokenRef = d.target.kind === 'dingtalk' ? d.target.accessTokenRef : undefined;
+    const accessToken = tokenRef !== undefined ? this.o.env[tokenRef] : undefined;
     let result: SendResult;
     if (secretRef !== undefined && (secret === undefined || secret === '')) {
       result = { ok: false, retryable: true, error: `delivery.secret-missing: the environment variable ${secretRef} named by the target's secretRef is not set in this process` };
+    } else if (tokenRef !== undefined && (accessToken === undefined || accessToken === '')) {
+      result = { ok: false, retryable: true, error: `delivery.secret-missing: the environment variable ${tokenRef} named by the target's accessTokenRef is not set in this process` };
     } else {
       // Loaded with the first delivery sent: a process that never sends one never loads it.
       const { sendDelivery } = await import('./send.js');
-      result = await sendDelivery(d, { ...(secret !== undefined ? { secret } : {}), timeoutMs: this.o.sendTimeoutMs, now: this.now() });
+      result = await sendDelivery(d, { ...(secret !== undefined ? { secret } : {}), ...(accessToken !== undefined ? { accessToken } : {}), timeoutMs: this.o.sendTimeoutMs, now: this.now() });
     }
     const now = this.now();
     let settlement: DeliverySettlement;

@@ -103,7 +103,7 @@ async function readCapped(body: AsyncIterable<Buffer> & { destroy?: () => void }
  */
 let undici: Promise<typeof import('undici')> | undefined;
 
-export async function sendDelivery(d: ClaimedDelivery, options: { secret?: string; timeoutMs: number; now: number }): Promise<SendResult> {
+export async function sendDelivery(d: ClaimedDelivery, options: { secret?: string; accessToken?: string; timeoutMs: number; now: number }): Promise<SendResult> {
   const { request, Agent } = await (undici ??= import('undici'));
   const target: DeliveryTarget = d.target;
   const timestamp = String(options.now);
@@ -117,6 +117,7 @@ export async function sendDelivery(d: ClaimedDelivery, options: { secret?: strin
     if (options.secret !== undefined) headers['x-adw-signature'] = webhookSignature(options.secret, timestamp, body);
   } else {
     const u = new URL(target.webhookUrl);
+    if (options.accessToken !== undefined) u.searchParams.set('access_token', options.accessToken);
     if (options.secret !== undefined) {
       u.searchParams.set('timestamp', timestamp);
       u.searchParams.set('sign', dingtalkSign(options.secret, timestamp));

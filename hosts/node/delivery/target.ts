@@ -15,7 +15,7 @@ const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).d
 const secretRefPattern = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 const keysOf: Record<DeliveryTarget['kind'], readonly string[]> = {
   webhook: ['kind', 'url', 'secretRef'],
-  dingtalk: ['kind', 'webhookUrl', 'secretRef', 'format'],
+  dingtalk: ['kind', 'webhookUrl', 'secretRef', 'accessTokenRef', 'format'],
 };
 
 function bad(message: string): WorkflowError {
@@ -49,7 +49,21 @@ export function deliveryTargetOf(value: unknown): DeliveryTarget {
   const secret = v.secretRef !== undefined ? { secretRef: v.secretRef as string } : {};
   if (v.kind === 'webhook') return { kind: 'webhook', url: checkUrl(v.url, 'url'), ...secret };
   if (v.format !== undefined && v.format !== 'text' && v.format !== 'markdown') throw bad(`delivery.format must be "text" or "markdown", not ${JSON.stringify(v.format)}`);
-  return { kind: 'dingtalk', webhookUrl: checkUrl(v.webhookUrl, 'webhookUrl'), ...secret, ...(v.format !== undefined ? { format: v.format as 'text' | 'markdown' } : {}) };
+  if (v.accessTokenRef !== undefined && (typeof v.accessTokenRef !== 'string' || !secretRefPattern.test(v.accessTokenRef))) {
+    throw bad(`delivery.accessTokenRef must name an environment variable (${secretRefPattern.source}); the robot's access_token itself is never stored`);
+  }
+  const webhookUrl = checkUrl(v.webhookUrl, 'webhookUrl');
+  // The robot's access_token is a credential: kept out of everything stored with the run.
+  if (new URL(webhookUrl).searchParams.has('access_token')) {
+    throw bad('delivery.webhookUrl carries the robot\'s access_token, which would be stored with the run: put the token in an environment variable, name it in accessTokenRef and give the URL without it');
+  }
+  return {
+    kind: 'dingtalk',
+    webhookUrl,
+    ...secret,
+    ...(v.accessTokenRef !== undefined ? { accessTokenRef: v.accessTokenRef as string } : {}),
+    ...(v.format !== undefined ? { format: v.format as 'text' | 'markdown' } : {}),
+  };
 }
 
 /** `sha256:` of the target's canonical JSON (RFC 8785): the same target always has the same digest. */
@@ -59,11 +73,13 @@ export function deliveryDigest(target: DeliveryTarget): string {
 
 /**
  * Parses `--deliver-to`: `webhook:<url>`, `dingtalk:<webhook url>`, or a bare http(s) URL (a
- * webhook). `--deliver-secret-env NAME` adds the secretRef.
+ * webhook). `--deliver-secret-env NAME` adds the secretRef, `--deliver-token-env NAME` the
+ * DingTalk robot's accessTokenRef.
  */
-export function deliveryTargetFromFlag(spec: string, secretRef?: string): DeliveryTarget {
+export function deliveryTargetFromFlag(spec: string, secretRef?: string, accessTokenRef?: string): DeliveryTarget {
   const m = /^(webhook|dingtalk):(.*)$/s.exec(spec);
   const kind = m ? m[1] : 'webhook';
   const url = m ? m[2] : spec;
-  return deliveryTargetOf(kind === 'webhook' ? { kind, url, secretRef } : { kind, webhookUrl: url, secretRef });
+  if (kind === 'webhook' && accessTokenRef !== undefined) throw bad('--deliver-token-env is for a dingtalk: target (the robot\'s access_token)');
+  return deliveryTargetOf(kind === 'webhook' ? { kind, url, secretRef } : { kind, webhookUrl: url, secretRef, accessTokenRef });
 }
