@@ -28,6 +28,7 @@ import { runtimeDeliveries } from './delivery/outbox.js';
 import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type RunCompatibility } from './catalog/catalog.js';
 import type { TriggerStorage } from './stores/trigger-storage.js';
 import { BindingCatalog } from './triggers/bindings.js';
+import { collectArtifacts, type CollectReport } from './artifacts/retention.js';
 import type { LiveItem, LiveOptions } from './observe/live.js';
 import type { TelemetryStats } from './observe/telemetry.js';
 import type { Worker, WorkerOptions } from './worker/worker.js';
@@ -37,6 +38,7 @@ export type { DeliveryOptions, DrainReport } from './delivery/deliverer.js';
 export type { DeliveryRecord, DeliveryState } from '../core/delivery-outbox.js';
 export type { DeliveryTarget } from './delivery/target.js';
 export type { TelemetryOptions } from './observe/telemetry.js';
+export type { CollectReport };
 export type { CommandOutcome, LaunchOptions, NodeType, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle };
 export { WorkflowError, idempotentRunId };
 
@@ -195,6 +197,23 @@ export class WorkflowRuntime implements Operator {
    * The node types a template may use with this runtime: the engine's built-in kinds, then the
    * definitions this host registers, each with its `config` schema.
    */
+  /** The deployment's artifact TTL in days (`capture.retentionDays`), if it has one. */
+  get retentionDays(): number | undefined {
+    return this.parts.retentionDays;
+  }
+
+  /**
+   * Deletes the captured artifacts last stored more than `retentionDays` ago (default: the
+   * runtime's `capture.retentionDays`) that no unfinished run names; `dryRun` only counts them.
+   * Journals are kept. See docs/durability.md, "Artifact retention".
+   */
+  async collectArtifacts(options: { retentionDays?: number; dryRun?: boolean } = {}): Promise<CollectReport> {
+    const retentionDays = options.retentionDays ?? this.parts.retentionDays;
+    if (retentionDays === undefined) throw new WorkflowError('gc.no-retention', 'no retention time: set capture.retentionDays in the runtime options (or the host module), or give retentionDays');
+    if (typeof retentionDays !== 'number' || !Number.isFinite(retentionDays) || retentionDays <= 0) throw new WorkflowError('gc.no-retention', `retentionDays must be a positive number of days, not ${JSON.stringify(retentionDays)}`);
+    return collectArtifacts(this.store, { retentionDays, dryRun: options.dryRun === true, now: this.kernel.now() });
+  }
+
   nodeTypes(): NodeType[] {
     const builtIn = (this.engine.describe().nodeTypes as NodeType[] | undefined) ?? [];
     const custom = this.nodeDefinitions.list().map((d): NodeType => ({ uses: d.uses, label: d.uses, configSchema: d.configSchema ?? {}, ...(d.implementationDigest ? { implementationDigest: d.implementationDigest } : {}), custom: true }));

@@ -56,9 +56,9 @@ describe('launch options', () => {
 });
 
 describe('capture options', () => {
-  it('refuses retentionDays and encryptArtifacts (policy.unsupported) instead of ignoring them', async () => {
-    for (const capture of [{ mode: 'standard', retentionDays: 30 }, { encryptArtifacts: true }]) {
-      await expect(WorkflowRuntime.open({ dir: tempDir(), log: () => undefined, capture: capture as never })).rejects.toMatchObject({ code: 'policy.unsupported', message: expect.stringContaining('not supported') });
+  it('refuses what it does not carry out (policy.unsupported) instead of ignoring it', async () => {
+    for (const capture of [{ mode: 'standard', keepForever: true }, { retentionDays: 'a month' }]) {
+      await expect(WorkflowRuntime.open({ dir: tempDir(), log: () => undefined, capture: capture as never })).rejects.toMatchObject({ code: 'policy.unsupported' });
     }
     await expect(WorkflowRuntime.open({ dir: tempDir(), log: () => undefined, capture: { mode: 'everything' } as never })).rejects.toMatchObject({ code: 'policy.unsupported' });
   });

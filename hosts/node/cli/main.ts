@@ -183,6 +183,17 @@ const commands: Record<string, CliCommand> = {
       });
     },
   },
+  gc: {
+    flags: ['dry-run'],
+    async run(args) {
+      const retentionDays = integerOption(args, 'retention-days', { min: 1, max: 36_500 });
+      return withRuntime(args, async (rt) => {
+        if (retentionDays === undefined && rt.retentionDays === undefined) throw new UsageError("gc needs a retention time: --retention-days N, or capture.retentionDays in the host module");
+        print('GcReport', { ...(await rt.collectArtifacts({ ...(retentionDays !== undefined ? { retentionDays } : {}), dryRun: args.options.has('dry-run') })) });
+        return exitCodes.ok;
+      });
+    },
+  },
   resume: {
     flags: ['no-wait'],
     async run(args) {

@@ -15,6 +15,34 @@ import { CliError } from './command.js';
 import { exitCodes } from './exit-codes.js';
 import { loadHostModule, withRuntime } from './host-module.js';
 import { print, progress } from './output.js';
+import type { WorkflowRuntime } from '../runtime.js';
+
+/** How often `serve` collects artifacts past the deployment's `capture.retentionDays`. */
+export const retentionIntervalMs = 3_600_000;
+
+/** Collects expired artifacts now and every hour, one collection at a time; says what it did in the log. */
+function artifactRetention(rt: WorkflowRuntime, log: (level: string, message: string) => void): { stop(): Promise<void> } {
+  let running: Promise<void> = Promise.resolve();
+  const collect = () => {
+    running = running.then(async () => {
+      try {
+        const r = await rt.collectArtifacts();
+        if (r.deleted > 0 || r.keptForUnfinishedRuns > 0) log('info', `artifact retention (${r.retentionDays} days): deleted ${r.deleted} (${r.deletedBytes} bytes), kept ${r.keptForUnfinishedRuns} that unfinished runs name`);
+      } catch (err) {
+        log('warn', `artifact retention failed: ${(err as Error).message}`);
+      }
+    });
+  };
+  collect();
+  const timer = setInterval(collect, retentionIntervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
 
 export async function serve(args: ParsedArgs): Promise<number> {
   const host = await loadHostModule(optionString(args, 'config'));
@@ -46,6 +74,7 @@ export async function serve(args: ParsedArgs): Promise<number> {
     const { CronBindingScheduler } = await import('../triggers/cron-bindings.js');
     const cronBindings = new CronBindingScheduler(rt, triggers, { log });
     await cronBindings.start();
+    const retention = rt.retentionDays !== undefined ? artifactRetention(rt, log) : undefined;
     print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, memory: { wasmTier: appliedWasmTier() ?? null, youngGen: appliedYoungGen() ?? null }, cronBindings: cronBindings.list(), deployment: triggers.deployment, ...(http ? { http: http.url, page: `${http.url}/page/` } : {}) });
     const signal = await new Promise<string>((done) => {
       process.once('SIGINT', () => done('SIGINT'));
@@ -53,6 +82,7 @@ export async function serve(args: ParsedArgs): Promise<number> {
     });
     progress(`agent-workflow serve: ${signal}: stopping (no new claims; calls in flight may finish)`);
     await cronBindings.stop();
+    await retention?.stop();
     await http?.close();
     const stopped = await worker.stop();
     print('Stopped', { signal, drained: stopped.drained, ...worker.stats });

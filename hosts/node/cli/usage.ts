@@ -87,6 +87,14 @@ export const usageTable: Record<string, CommandUsage> = {
       ['--deployment <name>', 'the deployment in every trigger dedupe key (else AGENT_WORKFLOW_DEPLOYMENT, default "default")'],
     ],
   },
+  gc: {
+    synopsis: ['[--retention-days N] [--dry-run]'],
+    summary: "delete captured artifacts past the deployment's retention time that no unfinished run names (journals are kept); --dry-run only counts them",
+    options: [
+      ['--retention-days N', "the TTL in days (default: the host module's capture.retentionDays; one of them is needed)"],
+      ['--dry-run', 'report what would be deleted, delete nothing'],
+    ],
+  },
   deliveries: {
     synopsis: ['list [--status pending|delivered|dead] [--run <run-id>] [--limit N]', 'retry <delivery-id>', 'drain'],
     summary: 'result deliveries: list them (dead ones are the dead-letter queue), retry a dead one, or send what is due now from this process',

@@ -6,7 +6,7 @@
 import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../../core/engine-instance.js';
 import { authorityResolver, type AuthorityResolver } from '../../core/host-runtime.js';
-import { defaultCapture, Kernel } from '../../core/kernel.js';
+import { defaultCapture, Kernel, type CapturePolicy } from '../../core/kernel.js';
 import { leaseDefaults } from '../../core/leases.js';
 import type { HostLog } from '../../core/types.js';
 import { sha256Digest, sha256Hex } from '../../shared/digest.js';
@@ -40,6 +40,8 @@ export interface RuntimeParts {
   exporter: TraceExporter | undefined;
   /** What this host registered, listed per authority (`runtime.capabilities`). */
   registered: RegisteredCapabilities;
+  /** The deployment's artifact TTL (`capture.retentionDays`), if it has one. */
+  retentionDays?: number;
 }
 
 /** Where a runtime's store lives. */
@@ -48,10 +50,16 @@ function openStore(options: RuntimeOptions): Promise<StoreBundle> {
   return openStoreBundle(location, { ...(options.durability ? { durability: options.durability } : {}), ...(options.sqliteCacheKiB !== undefined ? { sqliteCacheKiB: options.sqliteCacheKiB } : {}), ...(options.now ? { now: options.now } : {}) });
 }
 
+/** What the kernel keeps of payloads: the capture option without the store's retention. */
+function capturePolicyOf(capture: RuntimeOptions['capture']): CapturePolicy {
+  const { retentionDays: _retention, ...policy } = (capture ?? {}) as Partial<CapturePolicy> & { retentionDays?: number };
+  return { ...defaultCapture, ...policy };
+}
+
 export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> {
   const log = options.log ?? stderrLog();
   try {
-    assertCaptureOptions(options.capture);
+    assertCaptureOptions(options.capture, ['retentionDays']);
     deliveryOptionsOf(options.delivery);
     if (options.dispatchBeforeCommit !== undefined && typeof options.dispatchBeforeCommit !== 'boolean') {
       throw new WorkflowError('host.bad-option', `dispatchBeforeCommit must be true or false, not ${JSON.stringify(options.dispatchBeforeCommit)}`);
@@ -98,7 +106,7 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
       log,
       now: options.now,
       authority: resolveAuthority,
-      capture: { ...defaultCapture, ...options.capture },
+      capture: capturePolicyOf(options.capture),
       sha256: sha256Digest,
       leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
       ...(options.dispatchBeforeCommit === false ? { dispatchBeforeCommit: false } : {}),
@@ -108,7 +116,7 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
     await kernel.leases?.watchClock().catch((err) => log('warn', `checking the clock against the store's failed: ${(err as Error).message}`));
     live = new LiveStreams(store, kernel, pollMs);
     if (options.telemetry) exporter = await (await import('../observe/telemetry.js')).TraceExporter.start(store, kernel, options.telemetry);
-    return { kernel, engine, stores, resolveAuthority, disposeScripts: () => scripts.dispose(), ownerId, pollMs, live, log, deliveryOptions: options.delivery ?? {}, traces, exporter, registered: new RegisteredCapabilities(options) };
+    return { kernel, engine, stores, resolveAuthority, disposeScripts: () => scripts.dispose(), ownerId, pollMs, live, log, deliveryOptions: options.delivery ?? {}, traces, exporter, registered: new RegisteredCapabilities(options), ...(options.capture?.retentionDays !== undefined ? { retentionDays: options.capture.retentionDays } : {}) };
   } catch (err) {
     await exporter?.close();
     await kernel?.leases?.stop().catch(() => undefined);

@@ -42,8 +42,12 @@ export interface RuntimeOptions extends GatewayRegistry {
   authorities?: AuthorityResolver | Authority;
   log?: HostLog;
   now?: () => number;
-  /** What is kept of capability payloads (default: replayable, 16 KiB inline, 16 MiB per artifact). */
-  capture?: Partial<CapturePolicy>;
+  /**
+   * What is kept of capability payloads (default: replayable, 16 KiB inline, 16 MiB per artifact),
+   * and for how long: `retentionDays` is the deployment's artifact TTL, carried out by
+   * `runtime.collectArtifacts()`, `agent-workflow gc` and `serve` (docs/durability.md, "Artifact retention").
+   */
+  capture?: Partial<CapturePolicy> & { retentionDays?: number };
   /**
    * Export spans of the runs this process commits to an OpenTelemetry collector (OTLP/HTTP JSON).
    * Off the commit path: a slow, failing or dead collector never slows or fails a run.

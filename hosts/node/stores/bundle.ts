@@ -8,9 +8,28 @@ import type { JournalStore, RunListFilter, RunRecord } from '../../core/store.js
 import type { CatalogStorage } from '../catalog/catalog.js';
 import type { TriggerStorage } from './trigger-storage.js';
 
-/** The journal of a Node host's store: it always carries ownership and a delivery outbox. */
-/** The Node host's journal stores also page and filter their run list (the console's). */
-export type NodeJournalStore = JournalStore & { readonly ownership: RunOwnership; readonly deliveries: DeliveryOutbox; listRuns(filter?: RunListFilter): Promise<RunRecord[]> | RunRecord[]; countRuns(): Promise<Record<string, number>> | Record<string, number> };
+/** An artifact as retention sees it: its digest, size and when it was last stored. */
+export interface StoredArtifactInfo {
+  digest: string;
+  size: number;
+  /** When the artifact was last stored (a put of the same bytes refreshes it), ms since the epoch. */
+  storedAt: number;
+}
+
+/**
+ * The journal of a Node host's store: it always carries ownership and a delivery outbox, pages
+ * and filters its run list (the console's), and lists and deletes artifacts for retention.
+ */
+export type NodeJournalStore = JournalStore & {
+  readonly ownership: RunOwnership;
+  readonly deliveries: DeliveryOutbox;
+  listRuns(filter?: RunListFilter): Promise<RunRecord[]> | RunRecord[];
+  countRuns(): Promise<Record<string, number>> | Record<string, number>;
+  /** Artifacts last stored before `cutoff`, oldest first, after `afterDigest` in digest order (paged). */
+  artifactsStoredBefore(cutoff: number, options: { limit: number; afterDigest?: string }): Promise<StoredArtifactInfo[]> | StoredArtifactInfo[];
+  /** Deletes each of `digests` still last stored before `cutoff` (checked in the delete itself); answers those deleted. */
+  deleteArtifacts(digests: readonly string[], cutoff: number): Promise<StoredArtifactInfo[]> | StoredArtifactInfo[];
+};
 
 export interface StoreBundle {
   readonly backend: 'sqlite' | 'postgres';

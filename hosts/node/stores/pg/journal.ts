@@ -13,6 +13,7 @@
 import { sha256Digest } from '../../../shared/digest.js';
 import type { Pool, PoolClient } from 'pg';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunListFilter, type RunRecord, type RunTail } from '../../../core/store.js';
+import type { StoredArtifactInfo } from '../bundle.js';
 import type { RunProjection } from '../../../core/types.js';
 import { PgCatalogStorage } from './catalog.js';
 import { PgTriggerStorage } from './triggers.js';
@@ -551,10 +552,33 @@ export class PostgresJournalStore implements JournalStore {
     const digest = sha256Digest(bytes);
     await statement(this.pool, 'putArtifact', {
       name: `${this.s}.putArtifact`,
-      text: `INSERT INTO ${this.s}.artifacts (digest, size, media_type, bytes, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (digest) DO NOTHING`,
+      // Storing the same bytes again refreshes `created_at` (when it was last stored): retention
+      // never takes an artifact a run has just asked for (see `deleteArtifacts`).
+      text: `INSERT INTO ${this.s}.artifacts (digest, size, media_type, bytes, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (digest) DO UPDATE SET created_at = GREATEST(${this.s}.artifacts.created_at, excluded.created_at)`,
       values: [digest, bytes.byteLength, mediaType, toBuffer(bytes), this.now()],
     });
     return { digest, size: bytes.byteLength };
+  }
+
+  async artifactsStoredBefore(cutoff: number, options: { limit: number; afterDigest?: string }): Promise<StoredArtifactInfo[]> {
+    const rows = await statement<{ digest: string; size: number; created_at: string | number }>(this.pool, 'artifactsStoredBefore', {
+      name: `${this.s}.artifactsStoredBefore`,
+      text: `SELECT digest, size, created_at FROM ${this.s}.artifacts WHERE created_at < $1 AND digest > $2 ORDER BY digest LIMIT $3`,
+      values: [cutoff, options.afterDigest ?? '', options.limit],
+    });
+    return rows.map((r) => ({ digest: r.digest, size: Number(r.size), storedAt: Number(r.created_at) }));
+  }
+
+  async deleteArtifacts(digests: readonly string[], cutoff: number): Promise<StoredArtifactInfo[]> {
+    if (digests.length === 0) return [];
+    // The age is checked again by the delete: a put of the same bytes since the listing (a run
+    // that has just captured them) refreshed it, and PostgreSQL re-checks a row changed under it.
+    const rows = await statement<{ digest: string; size: number; created_at: string | number }>(this.pool, 'deleteArtifacts', {
+      name: `${this.s}.deleteArtifacts`,
+      text: `DELETE FROM ${this.s}.artifacts WHERE digest = ANY($1::text[]) AND created_at < $2 RETURNING digest, size, created_at`,
+      values: [digests, cutoff],
+    });
+    return rows.map((r) => ({ digest: r.digest, size: Number(r.size), storedAt: Number(r.created_at) }));
   }
 
   async getArtifact(digest: string): Promise<(ArtifactRef & { bytes: Uint8Array; mediaType: string }) | undefined> {

@@ -7,6 +7,7 @@ import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type RunListFilter, type RunRecord, type RunTail, type SyncJournalStore } from '../../../core/store.js';
+import type { StoredArtifactInfo } from '../bundle.js';
 import type { RunProjection } from '../../../core/types.js';
 import { checkpointInRow, migrations, schemaVersion } from './migrations.js';
 import { fencingRefusal } from '../lease-rules.js';
@@ -433,8 +434,20 @@ export class SqliteJournalStore implements SyncJournalStore {
 
   putArtifact(bytes: Uint8Array, mediaType: string): ArtifactRef {
     const digest = sha256Digest(bytes);
-    this.db.prepare('INSERT OR IGNORE INTO artifacts (digest, size, media_type, bytes, created_at) VALUES (?, ?, ?, ?, ?)').run(digest, bytes.byteLength, mediaType, bytes, this.now());
+    // Storing the same bytes again refreshes `created_at` (when it was last stored): retention
+    // never takes an artifact a run has just asked for (see `deleteArtifacts`).
+    this.db.prepare('INSERT INTO artifacts (digest, size, media_type, bytes, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE SET created_at = MAX(created_at, excluded.created_at)').run(digest, bytes.byteLength, mediaType, bytes, this.now());
     return { digest, size: bytes.byteLength };
+  }
+
+  artifactsStoredBefore(cutoff: number, options: { limit: number; afterDigest?: string }): StoredArtifactInfo[] {
+    const rows = this.db.prepare('SELECT digest, size, created_at FROM artifacts WHERE created_at < ? AND digest > ? ORDER BY digest LIMIT ?').all(cutoff, options.afterDigest ?? '', options.limit) as { digest: string; size: number; created_at: number }[];
+    return rows.map((r) => ({ digest: r.digest, size: r.size, storedAt: r.created_at }));
+  }
+
+  deleteArtifacts(digests: readonly string[], cutoff: number): StoredArtifactInfo[] {
+    const del = this.db.prepare('DELETE FROM artifacts WHERE digest = ? AND created_at < ? RETURNING digest, size, created_at');
+    return this.db.transaction(() => digests.flatMap((d) => (del.all(d, cutoff) as { digest: string; size: number; created_at: number }[]).map((r) => ({ digest: r.digest, size: r.size, storedAt: r.created_at }))))();
   }
 
   getArtifact(digest: string): (ArtifactRef & { bytes: Uint8Array; mediaType: string }) | undefined {
