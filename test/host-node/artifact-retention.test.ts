@@ -82,6 +82,7 @@ describe('artifact retention', () => {
         expect(exported.artifacts[a]).toBeUndefined();
         expect(exported.events.length).toBe(finished.seq);
         expect(await rt.replay(finished.runId, { mode: 'inspect' })).toMatchObject({ outcome: { status: 'completed' } });
+        await expect(rt.replay(finished.runId, { mode: 'recorded' })).rejects.toMatchObject({ code: 'replay.artifact-missing' });
         // b stays for the run that needs it: approved today, it completes with its output.
         expect((await rt.exportRun(waiting.runId)).artifacts[b]).toBeDefined();
         await rt.approve(waiting.runId, 'gate', { by: 'alice' });
