@@ -3,6 +3,7 @@
 // trusted before they pass.
 import type { ExecutionPlan } from './types.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
+import { base64Bytes, openSealedWebCrypto, splitSealed } from './sealed-artifact.js';
 
 export const exportFormat = 'agent-workflow.export/v1';
 
@@ -11,8 +12,8 @@ export interface RunExport {
   run: { runId: string; status: string; lastSeq: number };
   plan: ExecutionPlan;
   events: any[];
-  /** Captured artifacts by digest, base64. */
-  artifacts: Record<string, { mediaType: string; base64: string }>;
+  /** Captured artifacts by digest, base64; `sealed`: the envelope of an encrypted one (hosts/core/sealed-artifact.ts). */
+  artifacts: Record<string, { mediaType: string; base64: string; sealed?: true }>;
 }
 
 export class ExportError extends CodedError {
@@ -46,11 +47,42 @@ export function parseExportText(text: string): RunExport {
   return parseExport(value);
 }
 
+/** The key ids of an export's sealed artifacts (empty when none is sealed). */
+export function sealedKeyIds(exported: RunExport): string[] {
+  const ids = new Set<string>();
+  for (const a of Object.values(exported.artifacts ?? {})) if (a.sealed) ids.add(splitSealed(base64Bytes(a.base64)).header.kid);
+  return [...ids];
+}
+
+/**
+ * The export with its sealed artifacts opened (WebCrypto), each checked against its digest;
+ * `keys` answers a key id with its 32 bytes. Plain artifacts pass as they are.
+ */
+export async function openExportArtifacts(exported: RunExport, keys: (kid: string) => Uint8Array | undefined): Promise<RunExport> {
+  const artifacts: RunExport['artifacts'] = {};
+  for (const [digest, a] of Object.entries(exported.artifacts ?? {})) {
+    if (!a.sealed) {
+      artifacts[digest] = a;
+      continue;
+    }
+    const plain = await openSealedWebCrypto(base64Bytes(a.base64), digest, keys);
+    const hex = [...new Uint8Array(await globalThis.crypto.subtle.digest('SHA-256', plain as BufferSource))].map((b) => b.toString(16).padStart(2, '0')).join('');
+    if (`sha256:${hex}` !== digest) throw new ExportError('export.artifact-mismatch', `artifact ${digest} opened to bytes of another digest`);
+    let binary = '';
+    for (const byte of plain) binary += String.fromCharCode(byte);
+    artifacts[digest] = { mediaType: a.mediaType, base64: btoa(binary) };
+  }
+  return { ...exported, artifacts };
+}
+
 /** Captured artifacts as JSON text by digest: the form the engine's recorded replay reads. */
 export function artifactTexts(exported: RunExport): Record<string, string> {
   const decoder = new TextDecoder();
   const out: Record<string, string> = {};
   for (const [digest, a] of Object.entries(exported.artifacts ?? {})) {
+    // A sealed one is left out until it is opened (`openExportArtifacts`): inspection needs none,
+    // and a recorded replay that needs it says it is missing.
+    if (a.sealed) continue;
     const binary = atob(a.base64);
     const bytes = new Uint8Array(binary.length);
     for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);

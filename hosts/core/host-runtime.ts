@@ -185,7 +185,8 @@ function appendPage(texts: string[], page: EventPage): { after: number; more: bo
 // ---- export and replay ----------------------------------------------------------------------
 
 /** A stored artifact as the store answers it. */
-export type StoredArtifact = { bytes: Uint8Array; mediaType?: string } | undefined;
+/** An artifact as a store hands it out: plain bytes, and the envelope as kept when it is sealed. */
+export type StoredArtifact = { bytes: Uint8Array; mediaType?: string; sealed?: Uint8Array } | undefined;
 
 /** The digests of the captured (not redacted) artifacts a run's events refer to, each once. */
 export function artifactDigests(events: readonly any[]): string[] {
@@ -200,7 +201,8 @@ export function artifactDigests(events: readonly any[]): string[] {
 /** A self-contained export of a run from what the host read: record, plan, events and the artifacts it found. */
 export function runExportOf(record: RunRecord, plan: ExecutionPlan, events: any[], artifacts: ReadonlyMap<string, StoredArtifact>): RunExport {
   const out: RunExport['artifacts'] = {};
-  for (const [digest, stored] of artifacts) if (stored) out[digest] = { mediaType: stored.mediaType ?? 'application/json', base64: base64Of(stored.bytes) };
+  // A sealed artifact leaves sealed: an export carries no payload the store keeps encrypted.
+  for (const [digest, stored] of artifacts) if (stored) out[digest] = { mediaType: stored.mediaType ?? 'application/json', base64: base64Of(stored.sealed ?? stored.bytes), ...(stored.sealed ? { sealed: true as const } : {}) };
   return { format: exportFormat, run: { runId: record.runId, status: record.status, lastSeq: record.lastSeq }, plan, events, artifacts: out };
 }
 

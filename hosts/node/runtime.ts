@@ -29,6 +29,7 @@ import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, Workf
 import type { TriggerStorage } from './stores/trigger-storage.js';
 import { BindingCatalog } from './triggers/bindings.js';
 import { collectArtifacts, type CollectReport } from './artifacts/retention.js';
+import { rotateArtifacts, type RotationReport } from './artifacts/rotate.js';
 import type { LiveItem, LiveOptions } from './observe/live.js';
 import type { TelemetryStats } from './observe/telemetry.js';
 import type { Worker, WorkerOptions } from './worker/worker.js';
@@ -38,7 +39,7 @@ export type { DeliveryOptions, DrainReport } from './delivery/deliverer.js';
 export type { DeliveryRecord, DeliveryState } from '../core/delivery-outbox.js';
 export type { DeliveryTarget } from './delivery/target.js';
 export type { TelemetryOptions } from './observe/telemetry.js';
-export type { CollectReport };
+export type { CollectReport, RotationReport };
 export type { CommandOutcome, LaunchOptions, NodeType, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle };
 export { WorkflowError, idempotentRunId };
 
@@ -212,6 +213,17 @@ export class WorkflowRuntime implements Operator {
     if (retentionDays === undefined) throw new WorkflowError('gc.no-retention', 'no retention time: set capture.retentionDays in the runtime options (or the host module), or give retentionDays');
     if (typeof retentionDays !== 'number' || !Number.isFinite(retentionDays) || retentionDays <= 0) throw new WorkflowError('gc.no-retention', `retentionDays must be a positive number of days, not ${JSON.stringify(retentionDays)}`);
     return collectArtifacts(this.store, { retentionDays, dryRun: options.dryRun === true, now: this.kernel.now() });
+  }
+
+  /**
+   * Re-wraps every artifact sealed under an older key under the current one, and seals plain
+   * ones when `capture.encryptArtifacts` is on; `dryRun` only counts. Needs artifact keys
+   * (`artifact.no-keys`). See docs/durability.md, "Artifact encryption".
+   */
+  async rotateArtifactKeys(options: { dryRun?: boolean } = {}): Promise<RotationReport> {
+    const codec = this.parts.artifactCodec;
+    if (!codec) throw new WorkflowError('artifact.no-keys', 'this runtime has no artifact keys: give artifactKeys (runtime options or host module) or set ADW_ARTIFACT_KEYS');
+    return rotateArtifacts(this.store, codec, options);
   }
 
   nodeTypes(): NodeType[] {

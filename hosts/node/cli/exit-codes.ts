@@ -53,6 +53,10 @@ export function exitCodeForError(code: string, message = ''): number {
   if (code === 'host.bad-option' || code === 'store.bad-option') return exitCodes.usage;
   // A host module that still declares the cron `triggers` serve no longer fires (docs/triggers.md, "Migrating host module triggers").
   if (code === 'host.triggers-removed') return exitCodes.usage;
+  // Artifact keys or retention missing or malformed: a wrong configuration (docs/durability.md).
+  if (code === 'artifact.bad-key' || code === 'artifact.no-keys' || code === 'gc.no-retention') return exitCodes.usage;
+  // A sealed artifact this host cannot open (its key is not here, or the bytes are damaged).
+  if (code === 'artifact.key-missing' || code === 'artifact.open-failed' || code === 'artifact.sealed-invalid') return exitCodes.storeUnusable;
   if (code.startsWith('template.') || code.startsWith('run.input') || code === 'cli.bad-json' || code === 'workflow.dependency-missing' || code === 'binding.invalid') return exitCodes.invalid;
   if (conflictCodes.has(code) || code.endsWith('.lease-held') || code.endsWith('.not-owner')) return exitCodes.conflict;
   // `lease.clock-skew`: this machine's clock is too far from a shared store's to take leases on it.

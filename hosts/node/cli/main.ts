@@ -194,6 +194,16 @@ const commands: Record<string, CliCommand> = {
       });
     },
   },
+  artifacts: {
+    flags: ['dry-run'],
+    async run(args) {
+      if (args.positional[0] !== 'rotate') throw new UsageError('usage: agent-workflow artifacts rotate [--dry-run]');
+      return withRuntime(args, async (rt) => {
+        print('RotationReport', { ...(await rt.rotateArtifactKeys({ dryRun: args.options.has('dry-run') })) });
+        return exitCodes.ok;
+      });
+    },
+  },
   resume: {
     flags: ['no-wait'],
     async run(args) {
@@ -295,7 +305,15 @@ const commands: Record<string, CliCommand> = {
       if (from) {
         const { parseExport, replayExport } = await import('../sdk/export.js');
         if (!existsSync(from)) throw new WorkflowError('cli.not-found', `export file ${from} does not exist`);
-        const exported = parseExport(readJsonArg(from, '--from'));
+        let exported = parseExport(readJsonArg(from, '--from'));
+        // Sealed artifacts open with this host's keys (ADW_ARTIFACT_KEYS); without them a
+        // recorded replay that needs one says it is missing.
+        const { sealedKeyIds, openExportArtifacts } = await import('../../core/export-format.js');
+        if (sealedKeyIds(exported).length > 0) {
+          const { artifactKeysFromEnv } = await import('../artifacts/codec.js');
+          const keys = artifactKeysFromEnv();
+          if (keys) exported = await openExportArtifacts(exported, (kid) => keys.get(kid));
+        }
         let editedPlan;
         if (edited) {
           const { EngineInstance } = await import('../../core/engine-instance.js');

@@ -87,6 +87,11 @@ export const usageTable: Record<string, CommandUsage> = {
       ['--deployment <name>', 'the deployment in every trigger dedupe key (else AGENT_WORKFLOW_DEPLOYMENT, default "default")'],
     ],
   },
+  artifacts: {
+    synopsis: ['rotate [--dry-run]'],
+    summary: "re-wrap artifacts sealed under an older key under the current one (the first of ADW_ARTIFACT_KEYS, or the host module's artifactKeys), and seal plain ones when capture.encryptArtifacts is on",
+    options: [['--dry-run', 'count what would change, change nothing']],
+  },
   gc: {
     synopsis: ['[--retention-days N] [--dry-run]'],
     summary: "delete captured artifacts past the deployment's retention time that no unfinished run names (journals are kept); --dry-run only counts them",

@@ -7,6 +7,7 @@ import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../../core/engine-instance.js';
 import { authorityResolver, type AuthorityResolver } from '../../core/host-runtime.js';
 import { defaultCapture, Kernel, type CapturePolicy } from '../../core/kernel.js';
+import { ArtifactCodec, artifactKeysEnvVar, artifactKeysFromEnv } from '../artifacts/codec.js';
 import { leaseDefaults } from '../../core/leases.js';
 import type { HostLog } from '../../core/types.js';
 import { sha256Digest, sha256Hex } from '../../shared/digest.js';
@@ -42,24 +43,45 @@ export interface RuntimeParts {
   registered: RegisteredCapabilities;
   /** The deployment's artifact TTL (`capture.retentionDays`), if it has one. */
   retentionDays?: number;
+  /** Seals and opens artifacts, when the runtime has artifact keys. */
+  artifactCodec?: ArtifactCodec;
+}
+
+/**
+ * The artifact codec of a runtime: its key provider (`artifactKeys`, else `ADW_ARTIFACT_KEYS`),
+ * sealing new artifacts when `capture.encryptArtifacts` is on (which needs a key provider).
+ */
+function artifactCodecOf(options: RuntimeOptions): ArtifactCodec | undefined {
+  const keys = options.artifactKeys ?? artifactKeysFromEnv();
+  const sealing = options.capture?.encryptArtifacts === true;
+  if (sealing && !keys) throw new WorkflowError('policy.unsupported', `capture.encryptArtifacts needs artifact keys: artifactKeys in the runtime options or the host module, or ${artifactKeysEnvVar}`);
+  return keys ? new ArtifactCodec(keys, sealing) : undefined;
 }
 
 /** Where a runtime's store lives. */
-function openStore(options: RuntimeOptions): Promise<StoreBundle> {
+function openStore(options: RuntimeOptions, artifactCodec: ArtifactCodec | undefined): Promise<StoreBundle> {
   const location = options.store ?? join(resolvePath(options.dir ?? '.agent-workflow'), 'workflow.db');
-  return openStoreBundle(location, { ...(options.durability ? { durability: options.durability } : {}), ...(options.sqliteCacheKiB !== undefined ? { sqliteCacheKiB: options.sqliteCacheKiB } : {}), ...(options.now ? { now: options.now } : {}) });
+  return openStoreBundle(location, {
+    ...(options.durability ? { durability: options.durability } : {}),
+    ...(options.sqliteCacheKiB !== undefined ? { sqliteCacheKiB: options.sqliteCacheKiB } : {}),
+    ...(options.now ? { now: options.now } : {}),
+    ...(artifactCodec ? { artifactCodec } : {}),
+  });
 }
 
 /** What the kernel keeps of payloads: the capture option without the store's retention. */
 function capturePolicyOf(capture: RuntimeOptions['capture']): CapturePolicy {
-  const { retentionDays: _retention, ...policy } = (capture ?? {}) as Partial<CapturePolicy> & { retentionDays?: number };
+  const { retentionDays: _retention, encryptArtifacts: _sealing, ...policy } = (capture ?? {}) as Partial<CapturePolicy> & { retentionDays?: number; encryptArtifacts?: boolean };
   return { ...defaultCapture, ...policy };
 }
 
 export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> {
   const log = options.log ?? stderrLog();
+  let codec: ArtifactCodec | undefined;
   try {
-    assertCaptureOptions(options.capture, ['retentionDays']);
+    assertCaptureOptions(options.capture, ['retentionDays', 'encryptArtifacts']);
+    if (options.capture?.encryptArtifacts !== undefined && typeof options.capture.encryptArtifacts !== 'boolean') throw new WorkflowError('policy.unsupported', `capture.encryptArtifacts must be true or false, not ${JSON.stringify(options.capture.encryptArtifacts)}`);
+    codec = artifactCodecOf(options);
     deliveryOptionsOf(options.delivery);
     if (options.dispatchBeforeCommit !== undefined && typeof options.dispatchBeforeCommit !== 'boolean') {
       throw new WorkflowError('host.bad-option', `dispatchBeforeCommit must be true or false, not ${JSON.stringify(options.dispatchBeforeCommit)}`);
@@ -86,7 +108,7 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
   engineReady.catch(() => undefined);
   let stores: StoreBundle;
   try {
-    stores = await openStore(options);
+    stores = await openStore(options, codec);
   } catch (err) {
     await engineReady.catch(() => undefined);
     throw err;
@@ -116,7 +138,7 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
     await kernel.leases?.watchClock().catch((err) => log('warn', `checking the clock against the store's failed: ${(err as Error).message}`));
     live = new LiveStreams(store, kernel, pollMs);
     if (options.telemetry) exporter = await (await import('../observe/telemetry.js')).TraceExporter.start(store, kernel, options.telemetry);
-    return { kernel, engine, stores, resolveAuthority, disposeScripts: () => scripts.dispose(), ownerId, pollMs, live, log, deliveryOptions: options.delivery ?? {}, traces, exporter, registered: new RegisteredCapabilities(options), ...(options.capture?.retentionDays !== undefined ? { retentionDays: options.capture.retentionDays } : {}) };
+    return { kernel, engine, stores, resolveAuthority, disposeScripts: () => scripts.dispose(), ownerId, pollMs, live, log, deliveryOptions: options.delivery ?? {}, traces, exporter, registered: new RegisteredCapabilities(options), ...(options.capture?.retentionDays !== undefined ? { retentionDays: options.capture.retentionDays } : {}), ...(codec ? { artifactCodec: codec } : {}) };
   } catch (err) {
     await exporter?.close();
     await kernel?.leases?.stop().catch(() => undefined);

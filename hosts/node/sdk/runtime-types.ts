@@ -10,6 +10,7 @@ import type { DeliveryTarget } from '../delivery/target.js';
 import type { DeliveryOptions, DrainReport } from '../delivery/deliverer.js';
 import type { LiveItem, LiveOptions } from '../observe/live.js';
 import type { TelemetryOptions, TelemetryStats } from '../observe/telemetry.js';
+import type { ArtifactKeyProvider } from '../artifacts/codec.js';
 
 export type { AuthorityResolver, LaunchTarget, LiveItem, LiveOptions, DeliveryOptions, DeliveryRecord, DeliveryState, DeliveryTarget, DrainReport, TelemetryOptions, TelemetryStats };
 
@@ -47,7 +48,16 @@ export interface RuntimeOptions extends GatewayRegistry {
    * and for how long: `retentionDays` is the deployment's artifact TTL, carried out by
    * `runtime.collectArtifacts()`, `agent-workflow gc` and `serve` (docs/durability.md, "Artifact retention").
    */
-  capture?: Partial<CapturePolicy> & { retentionDays?: number };
+  capture?: Partial<CapturePolicy> & {
+    retentionDays?: number;
+    /** Seal new artifacts at rest under `artifactKeys` (docs/durability.md, "Artifact encryption"). */
+    encryptArtifacts?: boolean;
+  };
+  /**
+   * The host's artifact keys (`artifactKeys({ current, keys })`): seal artifacts when
+   * `capture.encryptArtifacts` is on, and open sealed ones; default `ADW_ARTIFACT_KEYS`.
+   */
+  artifactKeys?: ArtifactKeyProvider;
   /**
    * Export spans of the runs this process commits to an OpenTelemetry collector (OTLP/HTTP JSON).
    * Off the commit path: a slow, failing or dead collector never slows or fails a run.

@@ -29,6 +29,10 @@ export type NodeJournalStore = JournalStore & {
   artifactsStoredBefore(cutoff: number, options: { limit: number; afterDigest?: string }): Promise<StoredArtifactInfo[]> | StoredArtifactInfo[];
   /** Deletes each of `digests` still last stored before `cutoff` (checked in the delete itself); answers those deleted. */
   deleteArtifacts(digests: readonly string[], cutoff: number): Promise<StoredArtifactInfo[]> | StoredArtifactInfo[];
+  /** A page of artifacts as kept (sealed or plain), by digest: what key rotation reads. */
+  storedArtifacts(options: { limit: number; afterDigest?: string }): Promise<{ digest: string; bytes: Uint8Array }[]> | { digest: string; bytes: Uint8Array }[];
+  /** Replaces an artifact's stored bytes if they are still `from` (compare-and-set); whether it did. */
+  replaceStoredArtifact(digest: string, from: Uint8Array, to: Uint8Array): Promise<boolean> | boolean;
 };
 
 export interface StoreBundle {

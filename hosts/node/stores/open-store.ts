@@ -10,6 +10,7 @@ export type { NodeJournalStore, StoreBundle };
 
 export type StoreOptions = PostgresStoreOptions & { durability?: 'full' | 'normal'; sqliteCacheKiB?: number };
 
+
 /** True for `postgres://` and `postgresql://` URLs. */
 export function isPostgresLocation(location: string): boolean {
   return /^postgres(ql)?:\/\//i.test(location);
@@ -29,7 +30,12 @@ export async function openStoreBundle(location: string, options: StoreOptions = 
   }
   // A router's state directory is refused before SQLite creates workflow.db in it.
   if (location !== ':memory:') assertStateDirOf('node', dirname(resolve(location)));
-  return openSqliteBundle(location, { ...(options.now ? { now: options.now } : {}), ...(options.durability ? { durability: options.durability } : {}), ...(options.sqliteCacheKiB !== undefined ? { cacheKiB: options.sqliteCacheKiB } : {}) });
+  return openSqliteBundle(location, {
+    ...(options.now ? { now: options.now } : {}),
+    ...(options.durability ? { durability: options.durability } : {}),
+    ...(options.sqliteCacheKiB !== undefined ? { cacheKiB: options.sqliteCacheKiB } : {}),
+    ...(options.artifactCodec ? { artifactCodec: options.artifactCodec } : {}),
+  });
 }
 
 /** The journal of the store a location names (for callers that need only the journal). */

@@ -14,6 +14,7 @@ import { sha256Digest } from '../../../shared/digest.js';
 import type { Pool, PoolClient } from 'pg';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type JournalStore, type RunListFilter, type RunRecord, type RunTail } from '../../../core/store.js';
 import type { StoredArtifactInfo } from '../bundle.js';
+import { openedArtifact, type ArtifactCodec } from '../../artifacts/codec.js';
 import type { RunProjection } from '../../../core/types.js';
 import { PgCatalogStorage } from './catalog.js';
 import { PgTriggerStorage } from './triggers.js';
@@ -31,6 +32,8 @@ export interface PostgresStoreOptions {
   /** Connections of the pool; default 10. */
   poolSize?: number;
   now?: () => number;
+  /** Seals artifacts at rest and opens sealed ones (hosts/node/artifacts/codec.ts). */
+  artifactCodec?: ArtifactCodec;
 }
 
 export const defaultPgSchema = 'agent_workflow';
@@ -236,6 +239,7 @@ export class PostgresJournalStore implements JournalStore {
   /** The outbox of result deliveries, in the same schema (see `DeliveryOutbox`). */
   readonly deliveries: PgDeliveries;
   private readonly now: () => number;
+  private readonly codec: ArtifactCodec | undefined;
   private readonly s: string;
   /** The NOTIFY channel of commits (one per schema), payload `<last seq>:<run id>`. */
   private readonly commitChannel: string;
@@ -247,6 +251,7 @@ export class PostgresJournalStore implements JournalStore {
   ) {
     this.s = quoteSchema(schema);
     this.now = options.now ?? Date.now;
+    this.codec = options.artifactCodec;
     this.ownership = new PgOwnership(pool, this.s);
     this.deliveries = new PgDeliveries(pool, this.s);
     // Identifiers are cut at 63 bytes; schema names are at most 63 of [a-z0-9_].
@@ -550,14 +555,45 @@ export class PostgresJournalStore implements JournalStore {
 
   async putArtifact(bytes: Uint8Array, mediaType: string): Promise<ArtifactRef> {
     const digest = sha256Digest(bytes);
+    const stored = this.codec?.sealing ? this.codec.seal(bytes, digest) : bytes;
     await statement(this.pool, 'putArtifact', {
       name: `${this.s}.putArtifact`,
       // Storing the same bytes again refreshes `created_at` (when it was last stored): retention
       // never takes an artifact a run has just asked for (see `deleteArtifacts`).
       text: `INSERT INTO ${this.s}.artifacts (digest, size, media_type, bytes, created_at) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (digest) DO UPDATE SET created_at = GREATEST(${this.s}.artifacts.created_at, excluded.created_at)`,
-      values: [digest, bytes.byteLength, mediaType, toBuffer(bytes), this.now()],
+      values: [digest, bytes.byteLength, mediaType, toBuffer(stored), this.now()],
     });
     return { digest, size: bytes.byteLength };
+  }
+
+  async getArtifact(digest: string): Promise<(ArtifactRef & { bytes: Uint8Array; mediaType: string; sealed?: Uint8Array }) | undefined> {
+    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new StoreError('store.bad-id', `${JSON.stringify(digest)} is not an artifact digest`);
+    const [row] = await statement<{ size: number; media_type: string; bytes: Buffer }>(this.pool, 'getArtifact', {
+      name: `${this.s}.getArtifact`,
+      text: `SELECT size, media_type, bytes FROM ${this.s}.artifacts WHERE digest = $1`,
+      values: [digest],
+    });
+    if (!row) return undefined;
+    return openedArtifact(this.codec, digest, Number(row.size), row.media_type, row.bytes);
+  }
+
+  /** A page of stored artifacts as kept (sealed or plain), by digest (key rotation). */
+  async storedArtifacts(options: { limit: number; afterDigest?: string }): Promise<{ digest: string; bytes: Uint8Array }[]> {
+    return statement<{ digest: string; bytes: Buffer }>(this.pool, 'storedArtifacts', {
+      name: `${this.s}.storedArtifacts`,
+      text: `SELECT digest, bytes FROM ${this.s}.artifacts WHERE digest > $1 ORDER BY digest LIMIT $2`,
+      values: [options.afterDigest ?? '', options.limit],
+    });
+  }
+
+  /** Replaces an artifact's stored bytes if they are still `from`; whether it did. */
+  async replaceStoredArtifact(digest: string, from: Uint8Array, to: Uint8Array): Promise<boolean> {
+    const rows = await statement<{ digest: string }>(this.pool, 'replaceStoredArtifact', {
+      name: `${this.s}.replaceStoredArtifact`,
+      text: `UPDATE ${this.s}.artifacts SET bytes = $1 WHERE digest = $2 AND bytes = $3 RETURNING digest`,
+      values: [toBuffer(to), digest, toBuffer(from)],
+    });
+    return rows.length === 1;
   }
 
   async artifactsStoredBefore(cutoff: number, options: { limit: number; afterDigest?: string }): Promise<StoredArtifactInfo[]> {
@@ -579,18 +615,6 @@ export class PostgresJournalStore implements JournalStore {
       values: [digests, cutoff],
     });
     return rows.map((r) => ({ digest: r.digest, size: Number(r.size), storedAt: Number(r.created_at) }));
-  }
-
-  async getArtifact(digest: string): Promise<(ArtifactRef & { bytes: Uint8Array; mediaType: string }) | undefined> {
-    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new StoreError('store.bad-id', `${JSON.stringify(digest)} is not an artifact digest`);
-    const [row] = await statement<{ size: number; media_type: string; bytes: Buffer }>(this.pool, 'getArtifact', {
-      name: `${this.s}.getArtifact`,
-      text: `SELECT size, media_type, bytes FROM ${this.s}.artifacts WHERE digest = $1`,
-      values: [digest],
-    });
-    if (!row) return undefined;
-    if (sha256Digest(row.bytes) !== digest) throw new StoreError('store.corrupt', `artifact ${digest} does not match its digest`);
-    return { digest, size: row.size, mediaType: row.media_type, bytes: row.bytes };
   }
 
   /** The workflow catalog's storage, in this store's schema (see `stores/pg/catalog.ts`). */

@@ -8,6 +8,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import type { Database, Statement, Transaction } from 'better-sqlite3';
 import { assertPortableId, StoreError, type ArtifactRef, type CommitEntry, type CommitRejection, type EventPage, type RunListFilter, type RunRecord, type RunTail, type SyncJournalStore } from '../../../core/store.js';
 import type { StoredArtifactInfo } from '../bundle.js';
+import { openedArtifact, type ArtifactCodec } from '../../artifacts/codec.js';
 import type { RunProjection } from '../../../core/types.js';
 import { checkpointInRow, migrations, schemaVersion } from './migrations.js';
 import { fencingRefusal } from '../lease-rules.js';
@@ -26,6 +27,8 @@ export interface SqliteStoreOptions {
    */
   cacheKiB?: number;
   now?: () => number;
+  /** Seals artifacts at rest and opens sealed ones (hosts/node/artifacts/codec.ts). */
+  artifactCodec?: ArtifactCodec;
 }
 
 const newline = 0x0a;
@@ -249,6 +252,7 @@ const runColumns = 'run_id, status, last_seq, created_at, updated_at, outcome, l
 
 export class SqliteJournalStore implements SyncJournalStore {
   private readonly now: () => number;
+  private readonly codec: ArtifactCodec | undefined;
   /** Leases, inbox, queue and workers, in the same database (see `RunOwnership`). */
   readonly ownership: SqliteOwnership;
   /** The outbox of result deliveries, in the same database (see `DeliveryOutbox`). */
@@ -273,6 +277,7 @@ export class SqliteJournalStore implements SyncJournalStore {
     options: SqliteStoreOptions = {},
   ) {
     this.now = options.now ?? Date.now;
+    this.codec = options.artifactCodec;
     this.ownership = new SqliteOwnership(db);
     this.deliveries = new SqliteDeliveries(db);
     this.stmt = {
@@ -434,10 +439,28 @@ export class SqliteJournalStore implements SyncJournalStore {
 
   putArtifact(bytes: Uint8Array, mediaType: string): ArtifactRef {
     const digest = sha256Digest(bytes);
+    const stored = this.codec?.sealing ? this.codec.seal(bytes, digest) : bytes;
     // Storing the same bytes again refreshes `created_at` (when it was last stored): retention
     // never takes an artifact a run has just asked for (see `deleteArtifacts`).
-    this.db.prepare('INSERT INTO artifacts (digest, size, media_type, bytes, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE SET created_at = MAX(created_at, excluded.created_at)').run(digest, bytes.byteLength, mediaType, bytes, this.now());
+    this.db.prepare('INSERT INTO artifacts (digest, size, media_type, bytes, created_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (digest) DO UPDATE SET created_at = MAX(created_at, excluded.created_at)').run(digest, bytes.byteLength, mediaType, stored, this.now());
     return { digest, size: bytes.byteLength };
+  }
+
+  getArtifact(digest: string): (ArtifactRef & { bytes: Uint8Array; mediaType: string; sealed?: Uint8Array }) | undefined {
+    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new StoreError('store.bad-id', `${JSON.stringify(digest)} is not an artifact digest`);
+    const row = this.db.prepare('SELECT size, media_type, bytes FROM artifacts WHERE digest = ?').get(digest) as { size: number; media_type: string; bytes: Buffer } | undefined;
+    if (!row) return undefined;
+    return openedArtifact(this.codec, digest, row.size, row.media_type, row.bytes);
+  }
+
+  /** A page of stored artifacts as kept (sealed or plain), by digest (key rotation). */
+  storedArtifacts(options: { limit: number; afterDigest?: string }): { digest: string; bytes: Uint8Array }[] {
+    return this.db.prepare('SELECT digest, bytes FROM artifacts WHERE digest > ? ORDER BY digest LIMIT ?').all(options.afterDigest ?? '', options.limit) as { digest: string; bytes: Buffer }[];
+  }
+
+  /** Replaces an artifact's stored bytes if they are still `from`; whether it did. */
+  replaceStoredArtifact(digest: string, from: Uint8Array, to: Uint8Array): boolean {
+    return this.db.prepare('UPDATE artifacts SET bytes = ? WHERE digest = ? AND bytes = ?').run(to, digest, from).changes === 1;
   }
 
   artifactsStoredBefore(cutoff: number, options: { limit: number; afterDigest?: string }): StoredArtifactInfo[] {
@@ -448,14 +471,6 @@ export class SqliteJournalStore implements SyncJournalStore {
   deleteArtifacts(digests: readonly string[], cutoff: number): StoredArtifactInfo[] {
     const del = this.db.prepare('DELETE FROM artifacts WHERE digest = ? AND created_at < ? RETURNING digest, size, created_at');
     return this.db.transaction(() => digests.flatMap((d) => (del.all(d, cutoff) as { digest: string; size: number; created_at: number }[]).map((r) => ({ digest: r.digest, size: r.size, storedAt: r.created_at }))))();
-  }
-
-  getArtifact(digest: string): (ArtifactRef & { bytes: Uint8Array; mediaType: string }) | undefined {
-    if (!/^sha256:[0-9a-f]{64}$/.test(digest)) throw new StoreError('store.bad-id', `${JSON.stringify(digest)} is not an artifact digest`);
-    const row = this.db.prepare('SELECT size, media_type, bytes FROM artifacts WHERE digest = ?').get(digest) as { size: number; media_type: string; bytes: Buffer } | undefined;
-    if (!row) return undefined;
-    if (sha256Digest(row.bytes) !== digest) throw new StoreError('store.corrupt', `artifact ${digest} does not match its digest`);
-    return { digest, size: row.size, mediaType: row.media_type, bytes: row.bytes };
   }
 
   close(): void {
