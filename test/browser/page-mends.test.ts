@@ -8,6 +8,9 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveReplay, type ReplayServer } from '../../dist/hosts/browser/serve.js';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { artifactKeys } from '../../dist/hosts/node/artifacts/codec.js';
 import { chain, openRuntime } from '../helpers/node-host.js';
 import { openReplayPage, launchChromium, openFile, replayInPage, writeJson } from './page-driver.js';
 
@@ -20,6 +23,23 @@ let page: Page;
 let problems: string[];
 let attention: { file: string; runId: string; export: any };
 let tampered: { file: string; export: any };
+let sealed: { file: string; key: Buffer; marker: string };
+
+/** A run whose large tool result is sealed at rest; its export carries the envelope. */
+async function sealedExport(): Promise<typeof sealed> {
+  const key = randomBytes(32);
+  const marker = `confidential-${randomBytes(4).toString('hex')}`;
+  const rt = await openRuntime({ tools: { report: () => ({ marker, body: 'z'.repeat(400) }) }, artifactKeys: artifactKeys({ current: 'ops-2026', keys: { 'ops-2026': key } }), capture: { encryptArtifacts: true, inlineBytesMax: 64 } });
+  try {
+    const t = chain('sealed-report', [{ id: 'report', uses: 'tool.call@1', config: { tool: 'report' } }]);
+    t.spec.requires = ['tool:report'];
+    const handle = await rt.launch(t);
+    expect((await handle.result).status).toBe('completed');
+    return { file: writeJson(join(work, 'sealed.json'), await rt.exportRun(handle.runId)), key, marker };
+  } finally {
+    await rt.close();
+  }
+}
 
 /** A run whose non-idempotent charge timed out: the node needs attention, the run is paused. */
 async function needsAttentionExport(): Promise<typeof attention> {
@@ -61,6 +81,7 @@ beforeAll(async () => {
   [browser, server] = await Promise.all([launchChromium(), serveReplay()]);
   attention = await needsAttentionExport();
   tampered = await tamperedExport();
+  sealed = await sealedExport();
   ({ page, problems } = await openReplayPage(browser, server.url, { width: 1400, height: 1000 }));
 }, 90_000);
 
@@ -151,5 +172,25 @@ describe('browser page: what a person reads', () => {
       expect(replayed).toBe(JSON.stringify(at(d.replayed, path!)) ?? '(absent)');
     }
     expect(await page.$$eval('#divergence thead th', (ths) => ths.map((t) => t.textContent))).toEqual([`event ${d.seq}`, 'recorded', 'replayed']);
+  });
+
+  it('a sealed export inspects as it is, and replays recorded once the person gives its key in the page', async () => {
+    const sealedArtifacts = Object.values(JSON.parse(readFileSync(sealed.file, 'utf8')).artifacts) as { base64: string; sealed?: true }[];
+    expect(sealedArtifacts.map((a) => [a.sealed, Buffer.from(a.base64, 'base64').includes(sealed.marker)])).toEqual([[true, false]]);
+    await openFile(page, sealed.file);
+    await expect.poll(() => page.isVisible('#artifact-key')).toBe(true);
+    expect(await page.textContent('#artifact-key-info')).toContain('1 artifact is sealed under key ops-2026');
+    expect(JSON.parse(await replayInPage(page, 'inspect'))).toMatchObject({ outcome: { status: 'completed' } });
+
+    await page.fill('#artifact-key-input', randomBytes(32).toString('base64'));
+    await page.click('#artifact-key button');
+    await expect.poll(() => page.textContent('#status')).toContain('did not open');
+
+    const before = await page.evaluate(() => Number(document.body.dataset.loads ?? 0));
+    await page.fill('#artifact-key-input', sealed.key.toString('base64'));
+    await page.click('#artifact-key button');
+    await page.waitForFunction((n) => Number(document.body.dataset.loads ?? 0) > n, before);
+    expect(await page.isVisible('#artifact-key')).toBe(false);
+    expect(JSON.parse(await replayInPage(page, 'recorded'))).toMatchObject({ identical: true });
   });
 });

@@ -7,7 +7,7 @@
 // (live-follow.ts).
 import type { ReplayMode } from '../index.js';
 import { inlineWasmGlobal } from '../component.js';
-import { parseExportText, type RunExport } from '../journal.js';
+import { openExportArtifacts, parseExportText, sealedKeyIds, type RunExport } from '../journal.js';
 import { renderDag } from './dag-view.js';
 import { h, jsonBlock, renderNodePanel } from './node-panel.js';
 import { createReplayer, type Replayer } from './replayer.js';
@@ -232,6 +232,7 @@ async function openExport(text: string, name: string): Promise<void> {
     document.body.dataset.ready = 'error';
     return;
   }
+  showSealed(exported, name);
   const model = buildRunModel(exported);
   page.model = model;
   page.selected = undefined;
@@ -251,6 +252,48 @@ async function openExport(text: string, name: string): Promise<void> {
   document.body.dataset.ready = '1';
   document.body.dataset.loads = String(Number(document.body.dataset.loads ?? 0) + 1);
   (globalThis as Record<string, unknown>).__pageReadyMs = performance.now();
+}
+
+/**
+ * An export whose artifacts are sealed (the store encrypts them at rest): inspection works as it
+ * is; the recorded replay needs them opened, with a key the person types here. The key and the
+ * opened bytes stay in this page (WebCrypto); nothing is sent anywhere.
+ */
+function showSealed(exported: RunExport, name: string): void {
+  const form = $<HTMLFormElement>('#artifact-key');
+  const ids = sealedKeyIds(exported);
+  form.hidden = ids.length === 0;
+  if (ids.length === 0) return;
+  const count = Object.values(exported.artifacts).filter((a) => a.sealed).length;
+  $('#artifact-key-info').textContent = `${count} artifact${count === 1 ? ' is' : 's are'} sealed under key ${ids.join(', ')}: give the key to open them in this page for a recorded replay.`;
+  form.onsubmit = (ev) => {
+    ev.preventDefault();
+    void openSealed(exported, name, $<HTMLInputElement>('#artifact-key-input').value.trim(), ids);
+  };
+}
+
+function base64Key(text: string): Uint8Array {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  if (bytes.length !== 32) throw new Error(`a key is 32 bytes; this one has ${bytes.length}`);
+  return bytes;
+}
+
+async function openSealed(exported: RunExport, name: string, text: string, ids: string[]): Promise<void> {
+  try {
+    // `kid:base64,…` names each key; a bare key is the one of the single key id.
+    const keys = new Map<string, Uint8Array>();
+    if (text.includes(':')) for (const part of text.split(',')) keys.set(part.slice(0, part.indexOf(':')).trim(), base64Key(part.slice(part.indexOf(':') + 1).trim()));
+    else if (ids.length === 1) keys.set(ids[0]!, base64Key(text));
+    else throw new Error(`this export has keys ${ids.join(', ')}: give each as kid:base64`);
+    const opened = await openExportArtifacts(exported, (kid) => keys.get(kid));
+    $<HTMLInputElement>('#artifact-key-input').value = '';
+    await openExport(JSON.stringify(opened), name);
+    setStatus('artifacts opened in this page', 'ok');
+  } catch (err) {
+    setStatus(`the artifacts did not open: ${(err as Error).message}`, 'error');
+  }
 }
 
 /** `?events=business` (the console's links) opens the journal on run and node events only. */
