@@ -34,6 +34,12 @@ function exportsOf(entry: string): string[] {
 }
 
 describe('package entries', () => {
+  it('reports the version package.json has: the MCP gateway and agent-workflow --version', async () => {
+    const { packageVersion } = await import('../../dist/hosts/node/version.js');
+    expect(packageVersion).toBe((pkg as unknown as { version: string }).version);
+    expect(execFileSync(process.execPath, [`${root}dist/hosts/node/cli/main.js`, '--version'], { encoding: 'utf8' }).trim()).toBe(packageVersion);
+  });
+
   it('has the design\'s entries', () => {
     expect(Object.keys(pkg.exports)).toEqual(expect.arrayContaining(['./dsh', './canvas', './triggers', './triggers/cron', './triggers/webhook', './triggers/dingtalk']));
   });

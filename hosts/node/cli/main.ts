@@ -17,6 +17,7 @@ import { integerOption, parseArgs, optionString, UsageError, type ParsedArgs } f
 import { cliLimits } from '../limits.js';
 import { exitCodeForError, exitCodes } from './exit-codes.js';
 import { loadHostModule, withRuntime } from './host-module.js';
+import { packageVersion } from '../version.js';
 import { commandUsage, overviewUsage, usageTable } from './usage.js';
 import { print, progress } from './output.js';
 
@@ -446,6 +447,10 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (name === '--help' || name === '-h' || (name === 'help' && rest.length === 0)) {
     process.stdout.write(`${overviewUsage()}\n`);
+    return exitCodes.ok;
+  }
+  if (name === '--version' || name === '-V') {
+    process.stdout.write(`${packageVersion}\n`);
     return exitCodes.ok;
   }
   if (name === 'help') {

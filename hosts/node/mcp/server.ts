@@ -16,8 +16,9 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { z } from 'zod';
 import { deliveryTargetOf } from '../delivery/target.js';
 import type { WorkflowRuntime } from '../runtime.js';
+import { packageVersion } from '../version.js';
 
-const serverVersion = '0.1.0';
+const serverVersion = packageVersion;
 
 type ToolResult = { content: { type: 'text'; text: string }[]; structuredContent?: Record<string, unknown>; isError?: boolean };
 
