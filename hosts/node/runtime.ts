@@ -480,6 +480,7 @@ export class WorkflowRuntime implements Operator {
     await this.parts.exporter?.close();
     await this.stores.close();
     this.parts.disposeScripts();
+    this.parts.releaseTargets?.();
   }
 }
 

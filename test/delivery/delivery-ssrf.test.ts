@@ -86,6 +86,23 @@ describe('delivery targets', () => {
     expect(await rt.deliveries.list({})).toEqual([]);
   });
 
+  it("a runtime's delivery.allowTargets lets its launches and sends reach that receiver while it is open, and no longer once closed", async () => {
+    const hook = await receiver(200, 'ok');
+    const rt = await openRuntime({ dir: tempDir(), delivery: { backoffBaseMs: 1, pollMs: 20, allowTargets: [hook.hostPort] } });
+    const handle = await rt.launch(quick, { delivery: { kind: 'webhook', url: hook.url } });
+    await handle.result;
+    rt.deliveries.start();
+    await until('the delivery', async () => (await rt.deliveries.list({ runId: handle.runId }))[0]?.state === 'delivered');
+    await rt.deliveries.stop();
+    expect(hook.hits()).toBe(1);
+    await rt.close();
+    // Taken back at close: another runtime of this process is refused the same receiver.
+    const other = await openRuntime({ dir: tempDir() });
+    cleanup.push(() => other.close());
+    await expect(other.launch(quick, { delivery: { kind: 'webhook', url: hook.url } })).rejects.toMatchObject({ code: 'launch.delivery-target-refused' });
+    await expect(openRuntime({ dir: tempDir(), delivery: { allowTargets: ['http://127.0.0.1/'] } })).rejects.toMatchObject({ code: 'delivery.bad-option' });
+  });
+
   it("stores a failed answer's status, length and digest, never its body (not in the database nor its WAL)", async () => {
     const hook = await receiver(404, 'db_password=hunter2');
     allowDeliveryTarget(hook.hostPort);

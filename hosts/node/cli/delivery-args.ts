@@ -14,7 +14,7 @@ export function wholeNumber(args: ParsedArgs, name: string): number | undefined 
 /** `--delivery-attempts`, `--delivery-backoff-ms`, `--delivery-timeout-ms`, `--delivery-lease-ms`, over the host module's `delivery`. */
 export function deliveryOptionsFromArgs(args: ParsedArgs, host: { delivery?: DeliveryOptions }): DeliveryOptions | undefined {
   const fromArgs: DeliveryOptions = {};
-  const set = (name: string, key: keyof Omit<DeliveryOptions, 'env'>) => {
+  const set = (name: string, key: keyof Omit<DeliveryOptions, 'env' | 'allowTargets'>) => {
     const n = wholeNumber(args, name);
     if (n !== undefined) fromArgs[key] = n;
   };
@@ -22,6 +22,8 @@ export function deliveryOptionsFromArgs(args: ParsedArgs, host: { delivery?: Del
   set('delivery-backoff-ms', 'backoffBaseMs');
   set('delivery-timeout-ms', 'sendTimeoutMs');
   set('delivery-lease-ms', 'leaseTtlMs');
+  const allow = optionString(args, 'delivery-allow-targets');
+  if (allow !== undefined) fromArgs.allowTargets = [...(host.delivery?.allowTargets ?? []), ...allow.split(',').map((s) => s.trim()).filter(Boolean)];
   if (Object.keys(fromArgs).length === 0) return host.delivery;
   return { ...host.delivery, ...fromArgs };
 }

@@ -84,6 +84,7 @@ export const usageTable: Record<string, CommandUsage> = {
       ['--delivery-backoff-ms N', 'first retry delay, doubled per attempt with jitter (default 1000)'],
       ['--delivery-timeout-ms N', 'time limit of one send (default 10000)'],
       ['--delivery-lease-ms N', 'how long a sender holds a claimed delivery (default 30000; more than the timeout)'],
+      ['--delivery-allow-targets <list>', 'non-public hosts (host or host:port, comma-separated) deliveries may reach, added to ADW_DELIVERY_ALLOW_TARGETS and the host module\'s delivery.allowTargets'],
       ['--deployment <name>', 'the deployment in every trigger dedupe key (else AGENT_WORKFLOW_DEPLOYMENT, default "default")'],
     ],
   },

@@ -45,9 +45,37 @@ export function isPublicAddress(ip: string): boolean {
   return !blockedRanges().check(ip, 'ipv6');
 }
 
-/** The allow-list of this process (`ADW_DELIVERY_ALLOW_TARGETS`), lower-cased. */
+/**
+ * Entries the open runtimes of this process added (`delivery.allowTargets`), each counted once
+ * per runtime that added it. Process-wide, like the environment variable they extend: every
+ * launch and send of the process checks against both.
+ */
+const addedTargets = new Map<string, number>();
+
+const targetEntry = /^(\[[0-9a-f:.]+\]|[a-z0-9.-]+|[0-9a-f:]+)(:\d{1,5})?$/;
+
+/** Adds a runtime's `delivery.allowTargets` to this process's allow-list; the function returned takes them back. */
+export function addAllowedTargets(entries: readonly unknown[]): () => void {
+  const list = entries.map((e) => (typeof e === 'string' ? e.trim().toLowerCase() : e));
+  for (const e of list) {
+    if (typeof e !== 'string' || !targetEntry.test(e)) throw new WorkflowError('delivery.bad-option', `delivery allowTargets entries are host or host:port, not ${JSON.stringify(e)}`);
+  }
+  for (const e of list as string[]) addedTargets.set(e, (addedTargets.get(e) ?? 0) + 1);
+  let taken = false;
+  return () => {
+    if (taken) return;
+    taken = true;
+    for (const e of list as string[]) {
+      const n = (addedTargets.get(e) ?? 1) - 1;
+      if (n > 0) addedTargets.set(e, n);
+      else addedTargets.delete(e);
+    }
+  };
+}
+
+/** The allow-list of this process: `ADW_DELIVERY_ALLOW_TARGETS` and its runtimes' `delivery.allowTargets`, lower-cased. */
 export function allowedTargets(env: NodeJS.ProcessEnv = process.env): string[] {
-  return (env.ADW_DELIVERY_ALLOW_TARGETS ?? '').split(',').map((s) => s.trim().toLowerCase()).filter((s) => s.length > 0);
+  return [...(env.ADW_DELIVERY_ALLOW_TARGETS ?? '').split(',').map((s) => s.trim().toLowerCase()).filter((s) => s.length > 0), ...addedTargets.keys()];
 }
 
 function bare(host: string): string {
@@ -77,7 +105,7 @@ export function checkTargetHost(url: URL, field: string, allow: readonly string[
   if (allowed(host, portOf(url), allow)) return;
   const isLocalName = host === 'localhost' || host.endsWith('.localhost') || host === 'localhost.localdomain';
   if (isLocalName || (isIP(host) !== 0 && !isPublicAddress(host))) {
-    throw new WorkflowError('launch.delivery-target-refused', `delivery.${field} points at ${host}, a non-public address; deliveries reach only public addresses unless ADW_DELIVERY_ALLOW_TARGETS lists the host (see docs/triggers.md, "Which targets a delivery may reach")`);
+    throw new WorkflowError('launch.delivery-target-refused', `delivery.${field} points at ${host}, a non-public address; deliveries reach only public addresses unless ADW_DELIVERY_ALLOW_TARGETS or the runtime's delivery.allowTargets lists the host (see docs/triggers.md, "Which targets a delivery may reach")`);
   }
 }
 

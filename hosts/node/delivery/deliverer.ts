@@ -29,6 +29,11 @@ export interface DeliveryOptions {
   pollMs?: number;
   /** Where `secretRef`s are read (default `process.env`). */
   env?: Record<string, string | undefined>;
+  /**
+   * Non-public targets deliveries may reach, `host` or `host:port` (added to
+   * `ADW_DELIVERY_ALLOW_TARGETS`, process-wide while the runtime is open; docs/triggers.md).
+   */
+  allowTargets?: readonly string[];
 }
 
 export interface DrainReport {
@@ -46,13 +51,14 @@ function positiveInt(value: unknown, name: string, max: number): void {
 }
 
 /** Checks delivery options (`delivery.bad-option`) and fills in the defaults. */
-export function deliveryOptionsOf(o: DeliveryOptions = {}): Required<Omit<DeliveryOptions, 'env'>> & { env: Record<string, string | undefined> } {
+export function deliveryOptionsOf(o: DeliveryOptions = {}): Required<Omit<DeliveryOptions, 'env' | 'allowTargets'>> & { env: Record<string, string | undefined> } {
   positiveInt(o.maxAttempts, 'delivery maxAttempts', deliveryLimits.attemptsMax);
   positiveInt(o.backoffBaseMs, 'delivery backoffBaseMs', deliveryLimits.backoffMsMax);
   positiveInt(o.backoffMaxMs, 'delivery backoffMaxMs', deliveryLimits.backoffMsMax);
   positiveInt(o.sendTimeoutMs, 'delivery sendTimeoutMs', 10 * 60_000);
   positiveInt(o.leaseTtlMs, 'delivery leaseTtlMs', 60 * 60_000);
   positiveInt(o.pollMs, 'delivery pollMs', 60_000);
+  if (o.allowTargets !== undefined && !Array.isArray(o.allowTargets)) throw new WorkflowError('delivery.bad-option', 'delivery allowTargets must be a list of host or host:port entries');
   const out = {
     maxAttempts: o.maxAttempts ?? deliveryLimits.attemptsDefault,
     backoffBaseMs: o.backoffBaseMs ?? deliveryLimits.backoffBaseMsDefault,

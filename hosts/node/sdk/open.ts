@@ -8,6 +8,7 @@ import { EngineInstance } from '../../core/engine-instance.js';
 import { authorityResolver, type AuthorityResolver } from '../../core/host-runtime.js';
 import { defaultCapture, Kernel, type CapturePolicy } from '../../core/kernel.js';
 import { ArtifactCodec, artifactKeysEnvVar, artifactKeysFromEnv } from '../artifacts/codec.js';
+import { addAllowedTargets } from '../delivery/address.js';
 import { leaseDefaults } from '../../core/leases.js';
 import type { HostLog } from '../../core/types.js';
 import { sha256Digest, sha256Hex } from '../../shared/digest.js';
@@ -45,6 +46,8 @@ export interface RuntimeParts {
   retentionDays?: number;
   /** Seals and opens artifacts, when the runtime has artifact keys. */
   artifactCodec?: ArtifactCodec;
+  /** Takes the runtime's `delivery.allowTargets` back out of the process's allow-list (at close). */
+  releaseTargets?: () => void;
 }
 
 /**
@@ -78,17 +81,20 @@ function capturePolicyOf(capture: RuntimeOptions['capture']): CapturePolicy {
 export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> {
   const log = options.log ?? stderrLog();
   let codec: ArtifactCodec | undefined;
+  let releaseTargets: (() => void) | undefined;
   try {
     assertCaptureOptions(options.capture, ['retentionDays', 'encryptArtifacts']);
     if (options.capture?.encryptArtifacts !== undefined && typeof options.capture.encryptArtifacts !== 'boolean') throw new WorkflowError('policy.unsupported', `capture.encryptArtifacts must be true or false, not ${JSON.stringify(options.capture.encryptArtifacts)}`);
     codec = artifactCodecOf(options);
     deliveryOptionsOf(options.delivery);
+    if (options.delivery?.allowTargets !== undefined) releaseTargets = addAllowedTargets(options.delivery.allowTargets);
     if (options.dispatchBeforeCommit !== undefined && typeof options.dispatchBeforeCommit !== 'boolean') {
       throw new WorkflowError('host.bad-option', `dispatchBeforeCommit must be true or false, not ${JSON.stringify(options.dispatchBeforeCommit)}`);
     }
     // The exporter's modules load only for a runtime that exports spans.
     if (options.telemetry) (await import('../observe/telemetry.js')).tracesUrlOf(options.telemetry.otlpUrl);
   } catch (err) {
+    releaseTargets?.();
     throw asError(err);
   }
   let kernel: Kernel | undefined;
@@ -111,6 +117,7 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
     stores = await openStore(options, codec);
   } catch (err) {
     await engineReady.catch(() => undefined);
+    releaseTargets?.();
     throw err;
   }
   let exporter: TraceExporter | undefined;
@@ -138,8 +145,9 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
     await kernel.leases?.watchClock().catch((err) => log('warn', `checking the clock against the store's failed: ${(err as Error).message}`));
     live = new LiveStreams(store, kernel, pollMs);
     if (options.telemetry) exporter = await (await import('../observe/telemetry.js')).TraceExporter.start(store, kernel, options.telemetry);
-    return { kernel, engine, stores, resolveAuthority, disposeScripts: () => scripts.dispose(), ownerId, pollMs, live, log, deliveryOptions: options.delivery ?? {}, traces, exporter, registered: new RegisteredCapabilities(options), ...(options.capture?.retentionDays !== undefined ? { retentionDays: options.capture.retentionDays } : {}), ...(codec ? { artifactCodec: codec } : {}) };
+    return { kernel, engine, stores, resolveAuthority, disposeScripts: () => scripts.dispose(), ownerId, pollMs, live, log, deliveryOptions: options.delivery ?? {}, traces, exporter, registered: new RegisteredCapabilities(options), ...(options.capture?.retentionDays !== undefined ? { retentionDays: options.capture.retentionDays } : {}), ...(codec ? { artifactCodec: codec } : {}), ...(releaseTargets ? { releaseTargets } : {}) };
   } catch (err) {
+    releaseTargets?.();
     await exporter?.close();
     await kernel?.leases?.stop().catch(() => undefined);
     await stores.close();
