@@ -7,22 +7,13 @@ import { ApiError, api, el, runPageUrl, setStatus, time, token } from './api.js'
 // The server's shape of an inbox item (a type only: nothing of the server is bundled).
 import type { InboxItem } from '../node/http/console-inbox.js';
 
-const byKey = 'agent-workflow.console.by';
-
-/** The `by` of an action, when the operator named themselves. */
-function actor(): { by?: string } {
-  const v = (document.getElementById('by') as HTMLInputElement | null)?.value.trim();
-  return v ? { by: v } : {};
-}
-
 type ActionAnswer = { applied: boolean; cli: string; outcome?: { status: string } };
 
-export async function showInbox(root: HTMLElement, role: string): Promise<void> {
+export async function showInbox(root: HTMLElement, role: string, principal: string): Promise<void> {
   const list = el('div', { id: 'inbox' });
-  // Who acts: sent as `by`, which the engine checks against the approvers a node allows.
-  const by = el('input', { id: 'by', placeholder: 'your name (default: console)', value: sessionStorage.getItem(byKey) ?? '' });
-  by.addEventListener('change', () => sessionStorage.setItem(byKey, by.value.trim()));
-  root.replaceChildren(el('div', { class: 'card row' }, el('label', {}, 'Acting as ', by)), list);
+  // Who acts is the token's principal, recorded by the server (the engine checks it against the
+  // approvers a node allows); the page only says who that is.
+  root.replaceChildren(el('div', { class: 'card row' }, 'Acting as ', el('strong', { id: 'acting-as' }, principal)), list);
   const { body } = await api<{ items: InboxItem[] }>('v1/console/inbox');
   if (body.items.length === 0) list.append(el('p', { class: 'card muted', id: 'inbox-empty' }, 'Nothing waits for a person.'));
   for (const item of body.items) list.append(card(item, role === 'operator'));
@@ -71,7 +62,7 @@ function card(item: InboxItem, canAct: boolean): HTMLElement {
     const stop = new AbortController();
     try {
       await follow(item.runId, live, stop.signal);
-      const { body } = await api<ActionAnswer>(a.path, { method: 'POST', body: { ...a.body, ...actor() } });
+      const { body } = await api<ActionAnswer>(a.path, { method: 'POST', body: a.body });
       result.dataset.kind = 'ok';
       result.textContent = body.applied ? `done: the run is ${body.outcome?.status}` : 'committed to the run inbox: its owner applies it';
       cli.textContent = body.cli;

@@ -11,21 +11,22 @@ async function start(): Promise<void> {
   const view = new URLSearchParams(location.search).get('view') ?? 'runs';
   document.getElementById(`nav-${view}`)?.setAttribute('aria-current', 'page');
   let role: string;
+  let principal: string;
   try {
-    role = (await api<{ role: string }>('v1/console/session')).body.role;
+    ({ role, principal } = (await api<{ role: string; principal: string }>('v1/console/session')).body);
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) return askToken();
     throw err;
   }
-  document.getElementById('role')!.textContent = role === 'operator' ? 'operator token' : 'read-only token';
+  document.getElementById('role')!.textContent = role === 'operator' ? `operator: ${principal}` : 'read-only token';
   document.body.dataset.role = role;
   const root = document.getElementById('view')!;
   void api<{ items: unknown[] }>('v1/console/inbox').then(({ body }) => {
     document.getElementById('inbox-count')!.textContent = body.items.length ? String(body.items.length) : '';
   });
-  const views: Record<string, (root: HTMLElement, role: string) => Promise<void>> = { inbox: showInbox, triggers: showTriggers, catalog: showCatalog };
+  const views: Record<string, (root: HTMLElement, role: string, principal: string) => Promise<void>> = { inbox: showInbox, triggers: showTriggers, catalog: showCatalog };
   if (views[view]) {
-    await views[view](root, role);
+    await views[view](root, role, principal);
     document.body.dataset.ready = 'idle';
   } else showRuns(root);
 }

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bearer, charge, consoleWorld, gated, jsonLines, operatorToken, queue, quick, readonlyToken, run, runStatus, serveHttp, until, type Served } from './helpers.js';
+import { aliceToken, bearer, bobToken, charge, consoleWorld, gated, jsonLines, operatorToken, queue, quick, readonlyToken, run, runStatus, serveHttp, until, type Served } from './helpers.js';
 
 const w = consoleWorld();
 let served: Served;
@@ -31,8 +31,9 @@ describe('console access: read-only and operator tokens', () => {
     const runId = await queue(w, 'gated', gated);
     await until('the run to wait for its approval', async () => (await runStatus(served.base, runId)).pausedReason === 'approval');
 
-    expect(await call('/v1/console/session', readonlyToken)).toEqual({ status: 200, body: { role: 'readonly' } });
-    expect(await call('/v1/console/session', operatorToken)).toEqual({ status: 200, body: { role: 'operator' } });
+    expect(await call('/v1/console/session', readonlyToken)).toEqual({ status: 200, body: { role: 'readonly', principal: 'readonly' } });
+    expect(await call('/v1/console/session', operatorToken)).toEqual({ status: 200, body: { role: 'operator', principal: 'operator' } });
+    expect(await call('/v1/console/session', aliceToken)).toEqual({ status: 200, body: { role: 'operator', principal: 'alice' } });
     for (const token of [undefined, 'wrong']) {
       for (const path of ['/v1/console/session', '/v1/console/runs', '/v1/console/inbox', `/v1/runs/${runId}`]) {
         expect(await call(path, token)).toEqual({ status: 401, body: { error: { code: 'http.unauthorized', message: 'a valid bearer token is required' } } });
@@ -53,7 +54,7 @@ describe('console access: read-only and operator tokens', () => {
     ]);
 
     // The read-only token is refused by the server, before the body is even read.
-    const approveBody = { nodeId: 'gate', approved: true, comment: 'looks good', by: 'alice' };
+    const approveBody = { nodeId: 'gate', approved: true, comment: 'looks good' };
     expect(await call(`/v1/console/runs/${runId}/approve`, readonlyToken, { method: 'POST', body: approveBody })).toEqual({
       status: 403,
       body: { error: { code: 'http.forbidden', message: 'a read-only token cannot approve: it needs the operator token' } },
@@ -70,7 +71,12 @@ describe('console access: read-only and operator tokens', () => {
     expect((await call(`/v1/console/runs/${runId}/approve`, operatorToken)).status).toBe(405);
     expect((await call(`/v1/console/runs/nope/approve`, operatorToken, { method: 'POST', body: approveBody })).body.error.code).toBe('run.not-found');
 
-    const approved = await call(`/v1/console/runs/${runId}/approve`, operatorToken, { method: 'POST', body: approveBody });
+    // Who decides is the token's principal; a `by` in the request is refused, never believed.
+    expect(await call(`/v1/console/runs/${runId}/approve`, operatorToken, { method: 'POST', body: { ...approveBody, by: 'alice' } })).toEqual({
+      status: 400,
+      body: { error: { code: 'http.identity-argument', message: "by is not accepted: actions are recorded as the token's principal (operator)" } },
+    });
+    const approved = await call(`/v1/console/runs/${runId}/approve`, aliceToken, { method: 'POST', body: approveBody });
     expect(approved.status).toBe(200);
     expect(approved.body.applied).toBe(true);
     expect(approved.body.cli).toBe(`agent-workflow approve ${runId} gate --by alice --comment 'looks good'`);
@@ -108,9 +114,9 @@ describe('console access: read-only and operator tokens', () => {
       status: 400,
       body: { error: { code: 'http.bad-request', message: 'resolution must be succeeded, retry or fail' } },
     });
-    const resolved = await call(`/v1/console/runs/${runId}/resolve`, operatorToken, { method: 'POST', body: { nodeId: 'charge', resolution: 'succeeded', output: { charged: true }, by: 'ops', attentionSeq: items[0].attentionSeq } });
+    const resolved = await call(`/v1/console/runs/${runId}/resolve`, operatorToken, { method: 'POST', body: { nodeId: 'charge', resolution: 'succeeded', output: { charged: true }, attentionSeq: items[0].attentionSeq } });
     expect(resolved.status).toBe(200);
-    expect(resolved.body.cli).toBe(`agent-workflow resolve ${runId} charge --succeeded '{"charged":true}' --attention-seq ${items[0].attentionSeq} --by ops`);
+    expect(resolved.body.cli).toBe(`agent-workflow resolve ${runId} charge --succeeded '{"charged":true}' --attention-seq ${items[0].attentionSeq} --by operator`);
     await until('the run to finish', async () => (await runStatus(served.base, runId)).status === 'completed');
     expect(await runStatus(served.base, runId)).toMatchObject({ status: 'completed', output: { receipt: { charged: true } } });
   }, 90_000);
@@ -123,11 +129,16 @@ describe('console access: read-only and operator tokens', () => {
     await until('the run to wait for its approval', async () => (await runStatus(served.base, runId)).pausedReason === 'approval');
     const item = (await call('/v1/console/inbox', readonlyToken)).body.items.find((i: { runId: string }) => i.runId === runId);
     expect(item.approvers).toEqual(['alice']);
-    expect(await call(`/v1/console/runs/${runId}/approve`, operatorToken, { method: 'POST', body: { nodeId: 'gate', approved: true } })).toEqual({
-      status: 409,
-      body: { error: { code: 'approval.not-allowed', message: `"console" may not decide gate of run ${runId}; its approvers are "alice"` } },
-    });
-    const byAlice = await call(`/v1/console/runs/${runId}/approve`, operatorToken, { method: 'POST', body: { nodeId: 'gate', approved: false, by: 'alice', comment: 'not now' } });
+    // Neither the shared operator token nor another person's may; naming alice in the body does not help.
+    for (const token of [operatorToken, bobToken]) {
+      const who = token === bobToken ? 'bob' : 'operator';
+      expect(await call(`/v1/console/runs/${runId}/approve`, token, { method: 'POST', body: { nodeId: 'gate', approved: true } })).toEqual({
+        status: 409,
+        body: { error: { code: 'approval.not-allowed', message: `"${who}" may not decide gate of run ${runId}; its approvers are "alice"` } },
+      });
+    }
+    expect((await call(`/v1/console/runs/${runId}/approve`, bobToken, { method: 'POST', body: { nodeId: 'gate', approved: true, by: 'alice' } })).body.error.code).toBe('http.identity-argument');
+    const byAlice = await call(`/v1/console/runs/${runId}/approve`, aliceToken, { method: 'POST', body: { nodeId: 'gate', approved: false, comment: 'not now' } });
     expect([byAlice.status, byAlice.body.cli]).toEqual([200, `agent-workflow reject ${runId} gate --by alice --comment 'not now'`]);
     await until('the run to end', async () => ['completed', 'failed'].includes((await runStatus(served.base, runId)).status));
   }, 90_000);
@@ -138,6 +149,16 @@ describe('console access: read-only and operator tokens', () => {
     expect({ code: missing.code, error: jsonLines(missing.stdout).at(-1)?.error }).toEqual({ code: 6, error: { code: 'http.token-file-not-found', message: `token file ${join(w.dir, 'nope')} does not exist` } });
     const empty = await run(w, ['serve', '--http', '0', '--http-token-file', join(w.dir, 'operator.token'), '--http-readonly-token-file', join(w.dir, 'empty.token')]);
     expect({ code: empty.code, error: jsonLines(empty.stdout).at(-1)?.error?.code }).toEqual({ code: 2, error: 'http.bad-token-file' });
+    // An operators file with a short token, a reserved name or a token two people share is refused, naming the line.
+    for (const [text, said] of [
+      ['alice short\n', 'line 1: the token of alice is shorter than 16 characters'],
+      ['operator 0123456789abcdef0\n', 'line 1: the name operator is reserved'],
+      ['alice 0123456789abcdef0\nbob 0123456789abcdef0\n', "line 2: the token of bob is another operator's too"],
+    ]) {
+      writeFileSync(join(w.dir, 'bad-operators'), text);
+      const bad = await run(w, ['serve', '--http', '0', '--http-token-file', join(w.dir, 'operator.token'), '--http-operators-file', join(w.dir, 'bad-operators')]);
+      expect({ code: bad.code, error: jsonLines(bad.stdout).at(-1)?.error }).toEqual({ code: 2, error: { code: 'http.bad-token-file', message: `operators file ${join(w.dir, 'bad-operators')}: ${said}` } });
+    }
   }, 60_000);
 
   it('pages the run list with a cursor and filters it by status, time and run id', async () => {

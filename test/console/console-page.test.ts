@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium, root, watchPage } from '../browser/page-driver.js';
-import { charge, consoleWorld, gated, jsonLines, operatorToken, queue, quick, readonlyToken, run, runStatus, serveHttp, until, writeTemplate, type Served } from './helpers.js';
+import { aliceToken, charge, consoleWorld, gated, jsonLines, operatorToken, queue, quick, readonlyToken, run, runStatus, serveHttp, until, writeTemplate, type Served } from './helpers.js';
 
 const shots = join(root, 'docs', 'console');
 const runsInStore = 10_000;
@@ -78,7 +78,7 @@ describe('the console in Chromium', () => {
       expect(first[0]).toBe(firstRun);
       expect(first.slice(1)).toEqual(Array.from({ length: 49 }, (_, i) => `seed-${String(i + 1).padStart(5, '0')}`));
       expect(await page.textContent('#page-info')).toBe('page 1 · 50 runs');
-      expect(await page.textContent('#role')).toBe('operator token');
+      expect(await page.textContent('#role')).toBe('operator: operator');
       await page.waitForSelector('#counts span[data-status=completed]');
       expect(await page.$$eval('#counts span', (ss) => ss.map((e) => e.textContent))).toEqual(['completed 10,000']);
       await page.screenshot({ path: join(shots, 'runs.png') });
@@ -146,8 +146,10 @@ describe('the console in Chromium', () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     const problems = watchPage(page);
     try {
-      await page.goto(`${served.base}/console/?view=inbox#token=${operatorToken}`);
+      // Alice's own token: the page says who acts, and the server records her.
+      await page.goto(`${served.base}/console/?view=inbox#token=${aliceToken}`);
       await page.waitForFunction(() => document.body.dataset.ready === 'idle', undefined, { timeout: 30_000 });
+      expect(await page.textContent('#acting-as')).toBe('alice');
       const approval = page.locator(`section.item[data-run="${approvalRun}"]`);
       const attention = page.locator(`section.item[data-run="${chargeRun}"]`);
       expect(await page.$$eval('section.item', (s) => s.map((e) => [e.getAttribute('data-kind'), e.getAttribute('data-node')]))).toEqual([
@@ -166,7 +168,7 @@ describe('the console in Chromium', () => {
       // The action's answer (which sets the command line) and the run's end on its stream come in either order.
       await approval.locator('.result[data-kind=ok]').waitFor({ timeout: 30_000 });
       await approval.locator('.live[data-status=completed]').waitFor({ timeout: 30_000 });
-      expect(await approval.locator('.cli').textContent()).toBe(`agent-workflow approve ${approvalRun} gate --by console --comment 'ship it'`);
+      expect(await approval.locator('.cli').textContent()).toBe(`agent-workflow approve ${approvalRun} gate --by alice --comment 'ship it'`);
       // The run's end came over its event stream (the item saw run.completed arrive).
       await approval.locator('.live[data-ended-by="run.completed"]').waitFor({ timeout: 30_000 });
       expect(await approval.locator('.result').getAttribute('data-kind')).toBe('ok');
@@ -176,7 +178,7 @@ describe('the console in Chromium', () => {
       // The action's answer (which sets the command line) and the run's end on its stream come in either order.
       await attention.locator('.result[data-kind=ok]').waitFor({ timeout: 30_000 });
       await attention.locator('.live[data-status=completed]').waitFor({ timeout: 30_000 });
-      expect(await attention.locator('.cli').textContent()).toMatch(new RegExp(`^agent-workflow resolve ${chargeRun} charge --succeeded '\\{"charged":true\\}' --attention-seq [1-9][0-9]* --by console$`));
+      expect(await attention.locator('.cli').textContent()).toMatch(new RegExp(`^agent-workflow resolve ${chargeRun} charge --succeeded '\\{"charged":true\\}' --attention-seq [1-9][0-9]* --by alice$`));
       await attention.locator('.live[data-ended-by="run.completed"]').waitFor({ timeout: 30_000 });
       await page.screenshot({ path: join(shots, 'inbox-done.png') });
 

@@ -10,6 +10,9 @@ export { run, template, until, writeTemplate, jsonLines };
 
 export const operatorToken = 'console-operator-token';
 export const readonlyToken = 'console-readonly-token';
+/** Named operator tokens: each person's own (`--http-operators-file`). */
+export const aliceToken = 'console-alice-token-0001';
+export const bobToken = 'console-bob-token-00002';
 
 export function consoleWorld(): World {
   const dir = mkdtempSync(join(tmpdir(), 'adw-console-'));
@@ -26,7 +29,8 @@ export interface Served {
 export async function serveHttp(w: World): Promise<Served> {
   writeFileSync(join(w.dir, 'operator.token'), `${operatorToken}\n`);
   writeFileSync(join(w.dir, 'readonly.token'), `${readonlyToken}\n`);
-  const server = start(w, ['serve', '--http', '0', '--http-token-file', join(w.dir, 'operator.token'), '--http-readonly-token-file', join(w.dir, 'readonly.token')]);
+  writeFileSync(join(w.dir, 'operators'), `# the on-call rota\nalice ${aliceToken}\nbob   ${bobToken}\n`);
+  const server = start(w, ['serve', '--http', '0', '--http-token-file', join(w.dir, 'operator.token'), '--http-readonly-token-file', join(w.dir, 'readonly.token'), '--http-operators-file', join(w.dir, 'operators')]);
   const serving = await until('the server to listen', () => jsonLines(server.out()).find((l) => l.kind === 'Serving'), 30_000);
   return {
     base: serving.http as string,

@@ -64,11 +64,12 @@ export async function serve(args: ParsedArgs): Promise<number> {
     const triggers = await triggerPipeline(rt, args, log);
     let http: import('../observe/http-api.js').HttpApi | undefined;
     if (httpPort !== undefined) {
-      const { httpToken, startHttpApi } = await import('../observe/http-api.js');
+      const { httpOperators, httpToken, startHttpApi } = await import('../observe/http-api.js');
       // The read-only token file gets the same typed errors as the operator's; it has no environment variable.
       const readonlyFile = optionString(args, 'http-readonly-token-file');
       const readonlyToken = readonlyFile !== undefined ? { readonlyToken: httpToken(readonlyFile, {})! } : {};
-      http = await startHttpApi(rt, { host: httpHost, port: httpPort, token: httpToken(optionString(args, 'http-token-file')), ...readonlyToken, insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers, console: rt });
+      const operators = httpOperators(optionString(args, 'http-operators-file'));
+      http = await startHttpApi(rt, { host: httpHost, port: httpPort, token: httpToken(optionString(args, 'http-token-file')), ...readonlyToken, ...(operators ? { operators } : {}), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers, console: rt });
     }
     const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), ...(args.options.has('no-deliveries') ? { deliveries: false } : {}), log });
     const { CronBindingScheduler } = await import('../triggers/cron-bindings.js');

@@ -1,8 +1,9 @@
 // The console's JSON routes under /v1/console/ (docs/console.md). Reads are open to both tokens;
 // the actions (approve, reject, resolve) need the operator token, and the server refuses them to a
-// read-only one with 403 `http.forbidden` before reading the body.
+// read-only one with 403 `http.forbidden` before reading the body. An action is recorded as the
+// token's principal (a named operator token's name, or `operator`); a `by` in the body is refused.
 //
-//   GET  /v1/console/session                 { role }: what this token may do
+//   GET  /v1/console/session                 { role, principal }: what this token may do, as whom
 //   GET  /v1/console/runs?status=&from=&to=&q=&cursor=&limit=
 //                                            a page of runs, newest first, and `nextCursor` when
 //                                            there are more (the cursor is the last run's place)
@@ -13,15 +14,15 @@
 //                                            triggers and deliveries (console-triggers.ts)
 //   /v1/console/catalog…, POST /v1/console/validate
 //                                            the catalog and the draft editor (console-catalog.ts)
-//   POST /v1/console/runs/:id/approve        { nodeId, approved, comment?, by? }
+//   POST /v1/console/runs/:id/approve        { nodeId, approved, comment? }
 //   POST /v1/console/runs/:id/resolve        { nodeId, item?, resolution: succeeded|retry|fail,
-//                                              output?, reason?, by?, attentionSeq? }
+//                                              output?, reason?, attentionSeq? }
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { WorkflowRuntime } from '../runtime.js';
 import type { RunListFilter, RunRecord } from '../../core/store.js';
 import { httpLimits } from '../limits.js';
-import type { AccessRole } from './access.js';
+import type { Access } from './access.js';
 import { HttpError, intParam } from './http-error.js';
 import { approveCommand, inboxItems, resolveCommand, shellWord, type Resolution } from './console-inbox.js';
 import { listBindings, listDeliveries, listIngress, retryDelivery } from './console-triggers.js';
@@ -131,9 +132,16 @@ async function act(res: ServerResponse, cli: string, action: () => Promise<unkno
   }
 }
 
-export async function consoleRoute(rt: ConsoleHost, req: IncomingMessage, res: ServerResponse, parts: string[], url: URL, role: AccessRole): Promise<void> {
+/** Who an action is recorded as: the token's principal. A `by` in the request is refused, never believed. */
+function actorOf(body: Record<string, unknown>, access: Access): string {
+  if (body.by !== undefined) throw new HttpError(400, 'http.identity-argument', `by is not accepted: actions are recorded as the token's principal (${access.principal})`);
+  return access.principal;
+}
+
+export async function consoleRoute(rt: ConsoleHost, req: IncomingMessage, res: ServerResponse, parts: string[], url: URL, access: Access): Promise<void> {
+  const { role } = access;
   const isRead = req.method === 'GET' || req.method === 'HEAD';
-  if (isRead && parts.length === 1 && parts[0] === 'session') return send(res, 200, { role });
+  if (isRead && parts.length === 1 && parts[0] === 'session') return send(res, 200, { role, principal: access.principal });
   if (isRead && parts.length === 1 && parts[0] === 'runs') return send(res, 200, await listPage(rt, url));
   if (isRead && parts.length === 1 && parts[0] === 'counts') return send(res, 200, { counts: await rt.countRuns() });
   if (isRead && parts.length === 1 && parts[0] === 'inbox') return send(res, 200, { items: await inboxItems(rt, httpLimits.inboxRunsMax) });
@@ -151,7 +159,7 @@ export async function consoleRoute(rt: ConsoleHost, req: IncomingMessage, res: S
     const id = segment(parts[1], 'workflow id');
     const body = await readJsonBody(req);
     const expected = expectedRevision(body);
-    const by = stringField(body, 'by', false) ?? 'console';
+    const by = actorOf(body, access);
     if (parts[2] === 'draft') {
       const template = draftTemplate(id, body);
       return act(res, `agent-workflow draft put <file> --expected ${expected}`, () => rt.catalog.putDraft(template, { expectedDraftRevision: expected, by }));
@@ -180,7 +188,7 @@ export async function consoleRoute(rt: ConsoleHost, req: IncomingMessage, res: S
     }
     const body = await readJsonBody(req);
     const nodeId = stringField(body, 'nodeId', true)!;
-    const by = stringField(body, 'by', false) ?? 'console';
+    const by = actorOf(body, access);
     const wait = { timeoutMs: httpLimits.actionWaitMs };
     if (parts[2] === 'approve') {
       if (typeof body.approved !== 'boolean') throw new HttpError(400, 'http.bad-request', 'approved must be true or false');

@@ -53,7 +53,7 @@ import type { ListedCapability } from '../sdk/gateway.js';
 export type HttpApiHost = Pick<Operator, 'listRuns' | 'getRun' | 'exportRun' | 'readEvents'> & TriggerHost & { live(runId: string, options?: LiveOptions): AsyncGenerator<LiveItem, void, undefined>; capabilities(authority: Authority): ListedCapability[] };
 import { CodedError } from '../../../engine/protocol/coded-error.js';
 import { HttpError, intParam } from '../http/http-error.js';
-import { roleOf, hasTokens } from '../http/access.js';
+import { accessOf, hasTokens, readOperatorsFile } from '../http/access.js';
 import { consoleRoute } from '../http/console-routes.js';
 
 /** Environment variable read when no token file is given. */
@@ -68,6 +68,8 @@ export interface HttpApiOptions {
   token?: string;
   /** A bearer token that may only read (`--http-readonly-token-file`; docs/console.md). */
   readonlyToken?: string;
+  /** Named operator tokens (`--http-operators-file`): each may act, recorded as its name. */
+  operators?: Readonly<Record<string, string>>;
   /** The built console served under `/console/` (default dist/console). */
   consoleDir?: string;
   /** What the console's routes (`/v1/console/…`) read and act on; without it they answer 404. */
@@ -114,6 +116,18 @@ export function httpToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv 
   return fromEnv ? fromEnv : undefined;
 }
 
+/** `--http-operators-file`, read with the same typed errors as a token file. */
+export function httpOperators(file: string | undefined): Record<string, string> | undefined {
+  if (file === undefined) return undefined;
+  try {
+    return readOperatorsFile(file);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'ENOENT') throw new HttpApiConfigError('http.token-file-not-found', `operators file ${file} does not exist`);
+    throw new HttpApiConfigError('http.bad-token-file', `operators file ${file}: ${e.code ? `${e.code}: ` : ''}${e.message}`);
+  }
+}
+
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
@@ -145,7 +159,11 @@ function asHttpError(err: unknown): HttpError {
 
 export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Promise<HttpApi> {
   const host = options.host ?? '127.0.0.1';
-  const tokens = { ...(options.token !== undefined ? { operator: options.token } : {}), ...(options.readonlyToken !== undefined ? { readonly: options.readonlyToken } : {}) };
+  const tokens = {
+    ...(options.token !== undefined ? { operator: options.token } : {}),
+    ...(options.readonlyToken !== undefined ? { readonly: options.readonlyToken } : {}),
+    ...(options.operators !== undefined ? { operators: options.operators } : {}),
+  };
   if (!hasTokens(tokens)) {
     if (!options.insecureNoAuth) throw new HttpApiConfigError('http.no-token', `no bearer token for the HTTP API: give --http-token-file or set ${httpTokenEnvVar} (or --insecure-no-auth on a loopback host)`);
     if (!isLoopback(host)) throw new HttpApiConfigError('http.insecure-non-loopback', `the HTTP API serves without a token only on a loopback host, not ${host}`);
@@ -210,13 +228,13 @@ export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Pr
     if (consolePath && (req.method === 'GET' || req.method === 'HEAD')) return sendPage(res, consolePath[1], options.consoleDir ?? defaultConsoleDir, '/console/');
     const path = new URL(req.url ?? '/', 'http://localhost').pathname.split('/').filter((p) => p !== '');
     if (path[0] === 'v1' && (path[1] === 'hooks' || path[1] === 'dingtalk') && path.length === 3) return triggerRoute(req, res, path);
-    const role = roleOf(req.headers.authorization, tokens);
-    if (role === undefined) throw new HttpError(401, 'http.unauthorized', 'a valid bearer token is required');
+    const access = accessOf(req.headers.authorization, tokens);
+    if (access === undefined) throw new HttpError(401, 'http.unauthorized', 'a valid bearer token is required');
     const url = new URL(req.url ?? '/', 'http://localhost');
     const parts = url.pathname.split('/').filter((p) => p !== '');
     if (parts[0] === 'v1' && parts[1] === 'console') {
       if (!options.console) throw new HttpError(404, 'http.not-found', 'this server has no console');
-      return consoleRoute(options.console, req, res, parts.slice(2), url, role);
+      return consoleRoute(options.console, req, res, parts.slice(2), url, access);
     }
     if (parts[0] === 'v1' && parts[1] === 'capabilities' && parts.length === 2) {
       if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, 'http.method-not-allowed', `${req.method} is not allowed: the API is read-only`);
