@@ -43,6 +43,8 @@ export const httpLimits = {
   connectionsCheckingIntervalMs: 1_000,
   /** A progress item larger than this (as JSON) is not sent on an event stream. */
   progressBytesMax: 64 * 1024,
+  /** An `--http-operators-file` larger than this is refused (a few thousand people fit). */
+  operatorsFileBytesMax: 64 * 1024,
 } as const;
 
 export const telemetryLimits = {
@@ -175,4 +177,14 @@ export const cliLimits = {
   portMax: 65_535,
   /** Ids and indices given as numbers (`ingress list --after`, `resolve --item`, revisions): exact in a double. */
   wholeNumberMax: Number.MAX_SAFE_INTEGER,
+} as const;
+
+export const artifactLimits = {
+  /** Artifacts listed per page by retention and key rotation (each page is one query; rows carry their bytes for rotation). */
+  retentionPageArtifacts: 500,
+  rotationPageArtifacts: 200,
+  /** Unfinished runs read per page when retention collects the artifacts they name. */
+  retentionPageRuns: 500,
+  /** The longest retention time `agent-workflow gc --retention-days` takes (100 years). */
+  retentionDaysMax: 36_500,
 } as const;

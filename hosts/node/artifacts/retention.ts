@@ -11,8 +11,10 @@
 import { isTerminalStatus } from '../../core/types.js';
 import { readAllEventTextsAsync } from '../../core/host-runtime.js';
 import type { NodeJournalStore } from '../stores/bundle.js';
+import { artifactLimits } from '../limits.js';
 
 const dayMs = 86_400_000;
+const { retentionPageArtifacts, retentionPageRuns } = artifactLimits;
 const digestPattern = /sha256:[0-9a-f]{64}/g;
 
 export interface CollectOptions {
@@ -48,14 +50,14 @@ async function namedByUnfinishedRuns(store: NodeJournalStore): Promise<{ digests
   if (statuses.length === 0) return { digests, runs };
   let before: { createdAt: number; runId: string } | undefined;
   for (;;) {
-    const page = await store.listRuns({ statuses, limit: 500, ...(before ? { before } : {}) });
+    const page = await store.listRuns({ statuses, limit: retentionPageRuns, ...(before ? { before } : {}) });
     for (const run of page) {
       runs++;
       for (const text of await readAllEventTextsAsync(store, run.runId)) for (const d of text.match(digestPattern) ?? []) digests.add(d);
       const tail = await store.load(run.runId);
       if (tail?.checkpoint) for (const d of new TextDecoder().decode(tail.checkpoint).match(digestPattern) ?? []) digests.add(d);
     }
-    if (page.length < 500) break;
+    if (page.length < retentionPageRuns) break;
     const last = page[page.length - 1]!;
     before = { createdAt: last.createdAt, runId: last.runId };
   }
@@ -71,7 +73,7 @@ export async function collectArtifacts(store: NodeJournalStore, options: Collect
   report.unfinishedRuns = named.runs;
   let afterDigest: string | undefined;
   for (;;) {
-    const page = await store.artifactsStoredBefore(cutoff, { limit: 500, ...(afterDigest ? { afterDigest } : {}) });
+    const page = await store.artifactsStoredBefore(cutoff, { limit: retentionPageArtifacts, ...(afterDigest ? { afterDigest } : {}) });
     if (page.length === 0) break;
     afterDigest = page[page.length - 1]!.digest;
     report.expired += page.length;

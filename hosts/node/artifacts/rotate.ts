@@ -6,6 +6,7 @@
 import { isSealed, splitSealed } from '../../core/sealed-artifact.js';
 import type { NodeJournalStore } from '../stores/bundle.js';
 import type { ArtifactCodec } from './codec.js';
+import { artifactLimits } from '../limits.js';
 
 export interface RotationReport {
   dryRun: boolean;
@@ -26,7 +27,7 @@ export async function rotateArtifacts(store: NodeJournalStore, codec: ArtifactCo
   const report: RotationReport = { dryRun: options.dryRun === true, currentKey: codec.keys.current().id, examined: 0, rewrapped: 0, sealed: 0, unchanged: 0, raced: 0 };
   let afterDigest: string | undefined;
   for (;;) {
-    const page = await store.storedArtifacts({ limit: 200, ...(afterDigest ? { afterDigest } : {}) });
+    const page = await store.storedArtifacts({ limit: artifactLimits.rotationPageArtifacts, ...(afterDigest ? { afterDigest } : {}) });
     if (page.length === 0) break;
     afterDigest = page[page.length - 1]!.digest;
     for (const { digest, bytes } of page) {

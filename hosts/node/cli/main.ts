@@ -14,7 +14,7 @@ import { printQueued } from './queued.js';
 
 import { CliError as WorkflowError, type CliCommand } from './command.js';
 import { integerOption, parseArgs, optionString, UsageError, type ParsedArgs } from './args.js';
-import { cliLimits } from '../limits.js';
+import { artifactLimits, cliLimits } from '../limits.js';
 import { exitCodeForError, exitCodes } from './exit-codes.js';
 import { loadHostModule, withRuntime } from './host-module.js';
 import { packageVersion } from '../version.js';
@@ -187,7 +187,7 @@ const commands: Record<string, CliCommand> = {
   gc: {
     flags: ['dry-run'],
     async run(args) {
-      const retentionDays = integerOption(args, 'retention-days', { min: 1, max: 36_500 });
+      const retentionDays = integerOption(args, 'retention-days', { min: 1, max: artifactLimits.retentionDaysMax });
       return withRuntime(args, async (rt) => {
         if (retentionDays === undefined && rt.retentionDays === undefined) throw new UsageError("gc needs a retention time: --retention-days N, or capture.retentionDays in the host module");
         print('GcReport', { ...(await rt.collectArtifacts({ ...(retentionDays !== undefined ? { retentionDays } : {}), dryRun: args.options.has('dry-run') })) });

@@ -7,6 +7,7 @@
 // comes from the token, never from the request.
 import { readFileSync, statSync } from 'node:fs';
 import { bearerMatches } from '../../../sandbox/service/auth.js';
+import { httpLimits } from '../limits.js';
 
 export type AccessRole = 'operator' | 'readonly';
 
@@ -56,7 +57,6 @@ export function roleOf(authorization: string | undefined, tokens: AccessTokens):
 }
 
 const operatorName = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
-const operatorsFileBytesMax = 64 * 1024;
 
 /**
  * Reads `--http-operators-file`: one `<name> <token>` a line (`#` starts a comment), each name a
@@ -64,7 +64,7 @@ const operatorsFileBytesMax = 64 * 1024;
  * tokens are unique; anything else is an `Error` saying which line.
  */
 export function readOperatorsFile(file: string): Record<string, string> {
-  if (statSync(file).size > operatorsFileBytesMax) throw new Error(`larger than ${operatorsFileBytesMax} bytes`);
+  if (statSync(file).size > httpLimits.operatorsFileBytesMax) throw new Error(`larger than ${httpLimits.operatorsFileBytesMax} bytes`);
   const out: Record<string, string> = {};
   const seen = new Set<string>();
   readFileSync(file, 'utf8')
