@@ -26,11 +26,11 @@ export interface Served {
 }
 
 /** `serve --http 0` with both token files; resolves once it listens. */
-export async function serveHttp(w: World): Promise<Served> {
+export async function serveHttp(w: World, extra: string[] = []): Promise<Served> {
   writeFileSync(join(w.dir, 'operator.token'), `${operatorToken}\n`);
   writeFileSync(join(w.dir, 'readonly.token'), `${readonlyToken}\n`);
   writeFileSync(join(w.dir, 'operators'), `# the on-call rota\nalice ${aliceToken}\nbob   ${bobToken}\n`);
-  const server = start(w, ['serve', '--http', '0', '--http-token-file', join(w.dir, 'operator.token'), '--http-readonly-token-file', join(w.dir, 'readonly.token'), '--http-operators-file', join(w.dir, 'operators')]);
+  const server = start(w, ['serve', '--http', '0', '--http-token-file', join(w.dir, 'operator.token'), '--http-readonly-token-file', join(w.dir, 'readonly.token'), '--http-operators-file', join(w.dir, 'operators'), ...extra]);
   const serving = await until('the server to listen', () => jsonLines(server.out()).find((l) => l.kind === 'Serving'), 30_000);
   return {
     base: serving.http as string,

@@ -339,7 +339,7 @@ const commands: Record<string, CliCommand> = {
     },
   },
   serve: {
-    flags: ['insecure-no-auth', 'no-deliveries'],
+    flags: ['insecure-no-auth', 'no-deliveries', 'mcp-allow-inline', 'mcp-allow-deliveries'],
     async run(args) {
       const { serve } = await import('./serve.js');
       return serve(args);

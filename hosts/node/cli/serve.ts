@@ -9,13 +9,32 @@
 // that still has `triggers` is refused (`host.triggers-removed`; docs/triggers.md, "Migrating
 // host module triggers").
 import { appliedWasmTier, appliedYoungGen } from '../../shared/component.js';
-import { integerOption, optionString, type ParsedArgs } from './args.js';
+import { integerOption, optionString, UsageError, type ParsedArgs } from './args.js';
 import { cliLimits } from '../limits.js';
 import { CliError } from './command.js';
 import { exitCodes } from './exit-codes.js';
 import { loadHostModule, withRuntime } from './host-module.js';
 import { print, progress } from './output.js';
 import type { WorkflowRuntime } from '../runtime.js';
+
+/** `--http-mcp <profiles>` with its policy flags: the MCP gateway on `POST /v1/mcp`, or none. */
+async function httpMcpOf(args: ParsedArgs): Promise<import('../mcp/http.js').HttpMcpOptions | undefined> {
+  const text = optionString(args, 'http-mcp');
+  const secretRefs = optionString(args, 'mcp-delivery-secrets')?.split(',').map((s) => s.trim()).filter(Boolean);
+  if (text === undefined) {
+    if (args.options.has('mcp-allow-inline') || args.options.has('mcp-allow-deliveries') || secretRefs) throw new UsageError('--mcp-allow-inline, --mcp-allow-deliveries and --mcp-delivery-secrets need --http-mcp <profiles>');
+    return undefined;
+  }
+  if (secretRefs && !args.options.has('mcp-allow-deliveries')) throw new UsageError('--mcp-delivery-secrets names the secrets of --mcp-allow-deliveries, which is missing');
+  const { parseMcpProfiles } = await import('../mcp/server.js');
+  let profiles: ReturnType<typeof parseMcpProfiles>;
+  try {
+    profiles = parseMcpProfiles(text);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  return { profiles, allowInline: args.options.has('mcp-allow-inline'), deliveries: { allow: args.options.has('mcp-allow-deliveries'), ...(secretRefs ? { secretRefs } : {}) } };
+}
 
 /** How often `serve` collects artifacts past the deployment's `capture.retentionDays`. */
 export const retentionIntervalMs = 3_600_000;
@@ -69,7 +88,8 @@ export async function serve(args: ParsedArgs): Promise<number> {
       const readonlyFile = optionString(args, 'http-readonly-token-file');
       const readonlyToken = readonlyFile !== undefined ? { readonlyToken: httpToken(readonlyFile, {})! } : {};
       const operators = httpOperators(optionString(args, 'http-operators-file'));
-      http = await startHttpApi(rt, { host: httpHost, port: httpPort, token: httpToken(optionString(args, 'http-token-file')), ...readonlyToken, ...(operators ? { operators } : {}), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers, console: rt });
+      const mcp = await httpMcpOf(args);
+      http = await startHttpApi(rt, { host: httpHost, port: httpPort, token: httpToken(optionString(args, 'http-token-file')), ...readonlyToken, ...(operators ? { operators } : {}), ...(mcp ? { mcp: { ...mcp, runtime: rt } } : {}), insecureNoAuth: args.options.has('insecure-no-auth'), log, triggers, console: rt });
     }
     const worker = await rt.startWorker({ ...(maxRuns ? { maxRuns } : {}), ...(drainMs !== undefined ? { drainMs } : {}), ...(args.options.has('no-deliveries') ? { deliveries: false } : {}), log });
     const { CronBindingScheduler } = await import('../triggers/cron-bindings.js');

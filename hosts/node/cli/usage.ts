@@ -71,7 +71,7 @@ export const usageTable: Record<string, CommandUsage> = {
   },
   router: { synopsis: ['start --dir <state dir> --profile edge|standalone', 'submit|list|get|trace|cancel|approve|reject|resolve|export|stats --dir <state dir> … (to a running router)'], summary: 'the router host: the same engine on small machines, and its operator verbs (docs/router.md)' },
   serve: {
-    synopsis: ['[--max-runs N] [--drain-ms N] [--config <host module>] [--http <port> [--http-host H] [--http-token-file F] [--http-readonly-token-file F] [--http-operators-file F] [--insecure-no-auth]]'],
+    synopsis: ['[--max-runs N] [--drain-ms N] [--config <host module>] [--http <port> [--http-host H] [--http-token-file F] [--http-readonly-token-file F] [--http-operators-file F] [--http-mcp <profiles> [--mcp-allow-inline] [--mcp-allow-deliveries [--mcp-delivery-secrets A,B]]] [--insecure-no-auth]]'],
     summary: "a worker until SIGTERM/SIGINT: claims queued runs and runs whose owner is gone, fires the host module's cron triggers and the catalog's cron bindings, answers webhook and DingTalk trigger routes with --http; a graceful stop lets calls in flight finish for --drain-ms (default 10000) and hands the rest back",
     options: [
       ['--http <port>', 'also serve the read-only HTTP API: runs, event pages, live events as Server-Sent Events (0 picks a free port; see docs/observability.md)'],
@@ -79,6 +79,8 @@ export const usageTable: Record<string, CommandUsage> = {
       ['--http-token-file <file>', 'the bearer token every request must carry (else AGENT_WORKFLOW_HTTP_TOKEN); it may act in the console'],
       ['--http-readonly-token-file <file>', 'a second bearer token that may only read (the console refuses its actions: 403 http.forbidden)'],
       ['--http-operators-file <file>', 'named operator tokens, one "<name> <token>" a line: each may act, and its actions (approve, resolve, publish) are recorded as that name'],
+      ['--http-mcp <profiles>', "the MCP gateway on POST /v1/mcp (Streamable HTTP) with these profiles (invoke, author, operator): operator tokens only, each request acting as its token's principal"],
+      ['--mcp-allow-inline, --mcp-allow-deliveries, --mcp-delivery-secrets <list>', 'its policy, as agent-workflow mcp --allow-inline, --allow-deliveries, --delivery-secrets'],
       ['--insecure-no-auth', 'serve the HTTP API without a token: loopback hosts only'],
       ['--no-deliveries', 'do not send result deliveries from this worker'],
       ['--delivery-attempts N', 'attempts of a delivery before it is dead (default 8)'],

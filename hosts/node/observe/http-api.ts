@@ -83,6 +83,11 @@ export interface HttpApiOptions {
   log?: (level: string, message: string) => void;
   /** The trigger pipeline of the hook routes (default: one with the default deployment). */
   triggers?: TriggerPipeline;
+  /**
+   * The MCP gateway on `POST /v1/mcp` (Streamable HTTP; `--http-mcp`): its profiles and policy.
+   * Operator tokens only; each request acts as its token's principal. Absent: 404.
+   */
+  mcp?: import('../mcp/http.js').HttpMcpOptions & { runtime: import('../runtime.js').WorkflowRuntime };
 }
 
 export interface HttpApi {
@@ -232,6 +237,14 @@ export async function startHttpApi(rt: HttpApiHost, options: HttpApiOptions): Pr
     if (access === undefined) throw new HttpError(401, 'http.unauthorized', 'a valid bearer token is required');
     const url = new URL(req.url ?? '/', 'http://localhost');
     const parts = url.pathname.split('/').filter((p) => p !== '');
+    if (parts[0] === 'v1' && parts[1] === 'mcp' && parts.length === 2) {
+      if (!options.mcp) throw new HttpError(404, 'http.not-found', 'this server has no MCP gateway (serve --http-mcp <profiles>)');
+      // A read-only token may not run, approve or publish anything: the gateway is an operator's.
+      if (access.role !== 'operator') throw new HttpError(403, 'http.forbidden', 'a read-only token cannot use the MCP gateway: it needs an operator token');
+      const { handleMcpRequest } = await import('../mcp/http.js');
+      const { runtime, ...policy } = options.mcp;
+      return handleMcpRequest(runtime, req, res, policy, access.principal);
+    }
     if (parts[0] === 'v1' && parts[1] === 'console') {
       if (!options.console) throw new HttpError(404, 'http.not-found', 'this server has no console');
       return consoleRoute(options.console, req, res, parts.slice(2), url, access);
