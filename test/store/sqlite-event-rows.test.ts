@@ -59,7 +59,7 @@ describe('the events of a SQLite store, a commit to a row', () => {
     expect(Buffer.from(tail.checkpoint!).toString()).toBe('{"cp":105}');
     expect(Buffer.from(tail.events).toString()).toBe(lines(106, 2).join('\n'));
     // A checkpoint at seq 70 lies inside the row 65..100 of the first commit.
-    store.db.prepare("UPDATE runs SET checkpoint = '{\"cp\":70}', checkpoint_seq = 70 WHERE run_id = 'r1'").run();
+    store.db.prepare("UPDATE runs SET checkpoint = '{\"cp\":70}', checkpoint_crc = NULL, checkpoint_seq = 70 WHERE run_id = 'r1'").run();
     tail = store.load('r1')!;
     expect(Buffer.from(tail.events).toString()).toBe(lines(71, 37).join('\n'));
     expect(tail.lastSeq).toBe(107);
@@ -84,7 +84,28 @@ describe('the events of a SQLite store, a commit to a row', () => {
   it('names a row whose lines do not match its seq range as corrupt', () => {
     const store = freshStore();
     store.commit([entry('r1', 0, 4)]);
-    store.db.prepare("UPDATE events SET body = ? WHERE run_id = 'r1'").run(Buffer.from(lines(1, 3).join('\n')));
+    // A row without a checksum (as before v12): its line count is still checked.
+    store.db.prepare("UPDATE events SET body = ?, crc = NULL WHERE run_id = 'r1'").run(Buffer.from(lines(1, 3).join('\n')));
     expect(() => store.readEvents('r1', 0, 10)).toThrow(expect.objectContaining({ code: 'store.corrupt', message: 'run r1: the journal row for seq 1..4 holds 3 events' }));
+  });
+
+  it('names a row, a checkpoint or a plan whose bytes no longer match their checksum as corrupt', () => {
+    const store = freshStore();
+    store.commit([entry('r1', 0, 4, { checkpoint: Buffer.from('{"cp":4}') })]);
+    store.commit([entry('r1', 4, 2)]);
+    const row = store.db.prepare("SELECT body FROM events WHERE run_id = 'r1' AND seq = 6").get() as { body: Buffer };
+    const changed = Buffer.from(row.body);
+    changed[changed.length - 3] ^= 0x01; // one bit, inside a JSON string: still valid JSON, still 2 lines
+    store.db.prepare("UPDATE events SET body = ? WHERE run_id = 'r1' AND seq = 6").run(changed);
+    const corrupt = expect.objectContaining({ code: 'store.corrupt', message: expect.stringContaining('run r1: the journal row for seq 5..6 does not match the checksum it was stored with') });
+    expect(() => store.readEvents('r1', 0, 10)).toThrow(corrupt);
+    expect(() => store.load('r1')).toThrow(corrupt);
+    store.db.prepare("UPDATE events SET body = ? WHERE run_id = 'r1' AND seq = 6").run(row.body);
+    expect(store.readEvents('r1', 0, 10).events).toHaveLength(6);
+
+    store.db.prepare("UPDATE runs SET checkpoint = '{\"cp\":5}' WHERE run_id = 'r1'").run();
+    expect(() => store.load('r1')).toThrow(expect.objectContaining({ code: 'store.corrupt', message: expect.stringContaining('run r1: its checkpoint does not match') }));
+    store.db.prepare("UPDATE runs SET checkpoint = '{\"cp\":4}', plan = CAST('{\"planHash\":\"x\"}' AS BLOB) WHERE run_id = 'r1'").run();
+    expect(() => store.load('r1')).toThrow(expect.objectContaining({ code: 'store.corrupt', message: expect.stringContaining('run r1: its plan does not match') }));
   });
 });

@@ -261,6 +261,14 @@ export const pgMigrations: readonly PgMigration[] = [
       );
       CREATE INDEX trigger_signatures_expiry ON ${s}.trigger_signatures (expires_at);`,
   },
+  {
+    version: 12,
+    // The SQLite store's v12 adds checksums to its values. PostgreSQL checks its own pages (data
+    // checksums, `initdb --data-checksums`) and its replication does; nothing changes here, and the
+    // version is kept so both stores count their schema alike.
+    description: 'checksums of journal rows, checkpoints and plans (SQLite); none needed here',
+    up: () => 'SELECT 1',
+  },
 ];
 
 export const pgSchemaVersion = pgMigrations[pgMigrations.length - 1].version;

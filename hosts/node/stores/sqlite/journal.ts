@@ -2,6 +2,7 @@
 // one transaction, however many activations it holds (group commit); each entry is guarded by a
 // compare-and-set on the run's last seq.
 import { sha256Digest } from '../../../shared/digest.js';
+import { checksum, verified } from './checksum.js';
 import { accessSync, closeSync, constants as fsConstants, copyFileSync, existsSync, mkdirSync, openSync, readSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
@@ -190,11 +191,11 @@ function migrate(db: Database, file: string, existed: boolean): void {
  * because SQLite rewrites the entry of every index on a column named there, changed or not (the
  * lease index `runs_by_lease` was written at every commit of a leased run, `runs_by_status` at
  * every commit: one WAL frame of ~10 per commit each).
- * Parameters: [status,] last_seq, updated_at, outcome, wake_at, [checkpoint, checkpoint_seq,] run_id;
+ * Parameters: [status,] last_seq, updated_at, outcome, wake_at, [checkpoint, checkpoint_crc, checkpoint_seq,] run_id;
  * `checkpoint` is NULL when the checkpoint goes into `checkpoints` (schema v10).
  */
 function updateRunStatements(db: Database): Statement[] {
-  const checkpoint = ', checkpoint = ?, checkpoint_seq = ?';
+  const checkpoint = ', checkpoint = ?, checkpoint_crc = ?, checkpoint_seq = ?';
   const release = ', lease_owner = NULL, lease_expires_at = NULL';
   return Array.from({ length: 8 }, (_, n) => db.prepare(`UPDATE runs SET ${n & 4 ? 'status = ?, ' : ''}last_seq = ?, updated_at = ?, outcome = ?, wake_at = ?${n & 1 ? checkpoint : ''}${n & 2 ? release : ''} WHERE run_id = ?`));
 }
@@ -208,11 +209,17 @@ function updateRunStatements(db: Database): Statement[] {
  */
 export const eventsPerRow = 64;
 
-/** A row of `events`: the events `first_seq`..`seq`; a row written before v9 holds one (`first_seq` NULL). */
+/** A row of `events`: the events `first_seq`..`seq`; a row written before v9 holds one (`first_seq` NULL), before v12 no `crc`. */
 interface EventRow {
   first_seq: number | null;
   seq: number;
   body: Buffer;
+  crc: number | null;
+}
+
+/** A journal row's body, checked against its checksum. */
+function bodyOf(runId: string, row: EventRow): Buffer {
+  return verified(row.body, row.crc, () => `run ${runId}: the journal row for seq ${row.first_seq ?? row.seq}..${row.seq}`);
 }
 
 /** The span of `lines[from..to]` in the commit's buffer they were cut from (no copy). */
@@ -224,7 +231,7 @@ function spanOf(lines: readonly Buffer[], from: number, to: number): Buffer {
 
 /** The events of a row, one buffer each; a row whose line count does not match its seq range is corrupt. */
 function linesOf(runId: string, row: EventRow): Buffer[] {
-  const lines = splitEvents(row.body);
+  const lines = splitEvents(bodyOf(runId, row));
   const first = row.first_seq ?? row.seq;
   if (lines.length !== row.seq - first + 1) {
     throw new StoreError('store.corrupt', `run ${runId}: the journal row for seq ${first}..${row.seq} holds ${lines.length} events`);
@@ -283,14 +290,16 @@ export class SqliteJournalStore implements SyncJournalStore {
     this.stmt = {
       runHead: db.prepare('SELECT status, last_seq, lease_owner, lease_epoch, lease_expires_at FROM runs WHERE run_id = ?'),
       insertRun: db.prepare(
-        'INSERT INTO runs (run_id, status, last_seq, checkpoint_seq, checkpoint, plan, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+        'INSERT INTO runs (run_id, status, last_seq, checkpoint_seq, checkpoint, checkpoint_crc, plan, plan_crc, created_at, updated_at, outcome, wake_at, lease_owner, lease_epoch, lease_expires_at, delivery_target, delivery_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       updateRun: updateRunStatements(db),
-      putCheckpoint: db.prepare('INSERT INTO checkpoints (run_id, seq, body) VALUES (?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, body = excluded.body'),
+      putCheckpoint: db.prepare('INSERT INTO checkpoints (run_id, seq, body, crc) VALUES (?, ?, ?, ?) ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, body = excluded.body, crc = excluded.crc'),
       dropCheckpoint: db.prepare('DELETE FROM checkpoints WHERE run_id = ?'),
-      insertEvents: db.prepare('INSERT INTO events (run_id, first_seq, seq, body) VALUES (?, ?, ?, ?)'),
-      loadRun: db.prepare('SELECT r.plan, r.checkpoint_seq, r.last_seq, r.checkpoint AS inline, c.seq AS stored_seq, c.body AS stored FROM runs r LEFT JOIN checkpoints c ON c.run_id = r.run_id WHERE r.run_id = ?'),
-      eventsAfter: db.prepare('SELECT first_seq, seq, body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
+      insertEvents: db.prepare('INSERT INTO events (run_id, first_seq, seq, body, crc) VALUES (?, ?, ?, ?, ?)'),
+      loadRun: db.prepare(
+        'SELECT r.plan, r.plan_crc, r.checkpoint_seq, r.last_seq, r.checkpoint AS inline, r.checkpoint_crc AS inline_crc, c.seq AS stored_seq, c.body AS stored, c.crc AS stored_crc FROM runs r LEFT JOIN checkpoints c ON c.run_id = r.run_id WHERE r.run_id = ?',
+      ),
+      eventsAfter: db.prepare('SELECT first_seq, seq, body, crc FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?'),
       getRun: db.prepare(`SELECT ${runColumns} FROM runs WHERE run_id = ?`),
       markApplied: db.prepare("UPDATE run_inbox SET state = 'applied', applied_at = ?, applied_by = ? WHERE id = ? AND run_id = ? AND state = 'pending'"),
       keepProjection: db.prepare('UPDATE runs SET outcome = ?, wake_at = ? WHERE run_id = ? AND last_seq = ? AND outcome IS NULL'),
@@ -329,21 +338,22 @@ export class SqliteJournalStore implements SyncJournalStore {
         if (head === undefined) {
           assertPortableId(e.runId, 'run id');
           const owner = e.lease && !release ? e.lease.owner : null;
-          this.stmt.insertRun.run(e.runId, e.status, e.lastSeq, e.checkpoint ? e.lastSeq : 0, inline, e.plan, now, now, outcome, wakeAt, owner, e.lease?.epoch ?? 0, owner ? (e.lease?.expiresAt ?? now) : null, e.delivery ? JSON.stringify(e.delivery.target) : null, e.delivery?.digest ?? null);
+          this.stmt.insertRun.run(e.runId, e.status, e.lastSeq, e.checkpoint ? e.lastSeq : 0, inline, inline ? checksum(inline) : null, e.plan, e.plan ? checksum(e.plan) : null, now, now, outcome, wakeAt, owner, e.lease?.epoch ?? 0, owner ? (e.lease?.expiresAt ?? now) : null, e.delivery ? JSON.stringify(e.delivery.target) : null, e.delivery?.digest ?? null);
         } else {
           const statusChanges = head.status !== e.status;
           const update = this.stmt.updateRun[(e.checkpoint ? 1 : 0) + (release ? 2 : 0) + (statusChanges ? 4 : 0)];
           const params: unknown[] = statusChanges ? [e.status, e.lastSeq, now, outcome, wakeAt] : [e.lastSeq, now, outcome, wakeAt];
-          if (e.checkpoint) params.push(inline, e.lastSeq);
+          if (e.checkpoint) params.push(inline, inline ? checksum(inline) : null, e.lastSeq);
           params.push(e.runId);
           update.run(params);
           // A small checkpoint after a large one: the large one goes (a probe of the index when there is none).
           if (inline) this.stmt.dropCheckpoint.run(e.runId);
         }
-        if (e.checkpoint && !inline) this.stmt.putCheckpoint.run(e.runId, e.lastSeq, e.checkpoint);
+        if (e.checkpoint && !inline) this.stmt.putCheckpoint.run(e.runId, e.lastSeq, e.checkpoint, checksum(e.checkpoint));
         for (let i = 0; i < lines.length; i += eventsPerRow) {
           const last = Math.min(i + eventsPerRow, lines.length) - 1;
-          this.stmt.insertEvents.run(e.runId, e.expectedSeq + 1 + i, e.expectedSeq + 1 + last, spanOf(lines, i, last));
+          const body = spanOf(lines, i, last);
+          this.stmt.insertEvents.run(e.runId, e.expectedSeq + 1 + i, e.expectedSeq + 1 + last, body, checksum(body));
         }
         for (const id of e.appliedCommands ?? []) this.stmt.markApplied.run(now, e.lease?.owner ?? null, id, e.runId);
       }
@@ -366,11 +376,14 @@ export class SqliteJournalStore implements SyncJournalStore {
   }
 
   load(runId: string): RunTail | undefined {
-    const row = this.stmt.loadRun.get(runId) as { plan: Buffer; checkpoint_seq: number; last_seq: number; inline: Buffer | null; stored_seq: number | null; stored: Buffer | null } | undefined;
+    const row = this.stmt.loadRun.get(runId) as
+      | { plan: Buffer; plan_crc: number | null; checkpoint_seq: number; last_seq: number; inline: Buffer | null; inline_crc: number | null; stored_seq: number | null; stored: Buffer | null; stored_crc: number | null }
+      | undefined;
     // A queued run that never started has no journal yet.
     if (!row || row.last_seq === 0) return undefined;
     const after = row.checkpoint_seq;
-    const checkpoint = checkpointOf(runId, after, row.inline, row.stored_seq, row.stored);
+    verified(row.plan, row.plan_crc, () => `run ${runId}: its plan`);
+    const checkpoint = checkpointOf(runId, after, verified(row.inline, row.inline_crc, () => `run ${runId}: its checkpoint`), row.stored_seq, verified(row.stored, row.stored_crc, () => `run ${runId}: its checkpoint`));
     const rows = this.stmt.eventsAfter.all(runId, after, -1) as EventRow[];
     const parts: Buffer[] = [];
     for (const r of rows) {
@@ -378,7 +391,7 @@ export class SqliteJournalStore implements SyncJournalStore {
       // A checkpoint is taken at the end of a commit, so a row starts after it; a row that does
       // not (a checkpoint inside a long commit's rows) gives only its events after it.
       const first = r.first_seq ?? r.seq;
-      parts.push(first > after ? r.body : spanOf(linesOf(runId, r), after + 1 - first, r.seq - first));
+      parts.push(first > after ? bodyOf(runId, r) : spanOf(linesOf(runId, r), after + 1 - first, r.seq - first));
     }
     return { plan: row.plan, checkpoint, events: Buffer.concat(parts), lastSeq: row.last_seq };
   }

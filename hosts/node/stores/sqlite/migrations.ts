@@ -318,6 +318,22 @@ export const migrations: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 12,
+    description: 'checksums: a CRC-32 of every journal row, checkpoint and plan, checked when read (docs/durability.md, "Damaged SQLite files")',
+    destructive: false,
+    up(db) {
+      // SQLite's own checks see a damaged page structure, not a changed byte inside a value: the
+      // journal's rows carry their own checksum. Rows written before this version have none
+      // (NULL): they are read as before, and `agent-workflow doctor` counts them.
+      db.exec(`
+        ALTER TABLE events ADD COLUMN crc INTEGER;
+        ALTER TABLE checkpoints ADD COLUMN crc INTEGER;
+        ALTER TABLE runs ADD COLUMN checkpoint_crc INTEGER;
+        ALTER TABLE runs ADD COLUMN plan_crc INTEGER;
+      `);
+    },
+  },
 ];
 
 /**

@@ -9,6 +9,7 @@ import { assertPortableId, StoreError, type RunRecord } from '../../../core/stor
 import { terminalStatuses } from '../../../core/types.js';
 import { activeStatusSql, commandResultOf, leaseDecision, postedAfterEnd, type InboxResultRow, type LeaseRow } from '../lease-rules.js';
 import { ownerIsDead } from '../owner-id.js';
+import { checksum, verified } from './checksum.js';
 
 export interface RunRow {
   run_id: string;
@@ -59,9 +60,9 @@ export class SqliteOwnership implements RunOwnership {
       refuse: db.prepare("UPDATE run_inbox SET state = 'refused', error = ?, applied_at = ?, applied_by = ? WHERE id = ? AND state = 'pending'"),
       result: db.prepare('SELECT id, run_id, state, applied_at, applied_by, error FROM run_inbox WHERE id = ?'),
       byIdempotencyKey: db.prepare('SELECT run_id FROM run_queue WHERE idempotency_key = ?').pluck(),
-      insertQueuedRun: db.prepare("INSERT INTO runs (run_id, status, last_seq, plan, created_at, updated_at, concurrency_key, queued_at, delivery_target, delivery_digest) VALUES (?, 'queued', 0, ?, ?, ?, ?, ?, ?, ?)"),
+      insertQueuedRun: db.prepare("INSERT INTO runs (run_id, status, last_seq, plan, plan_crc, created_at, updated_at, concurrency_key, queued_at, delivery_target, delivery_digest) VALUES (?, 'queued', 0, ?, ?, ?, ?, ?, ?, ?, ?)"),
       insertQueue: db.prepare('INSERT INTO run_queue (run_id, launch, concurrency_limit, idempotency_key) VALUES (?, ?, ?, ?)'),
-      queued: db.prepare('SELECT r.plan, q.launch, q.concurrency_limit FROM runs r JOIN run_queue q USING (run_id) WHERE r.run_id = ?'),
+      queued: db.prepare('SELECT r.plan, r.plan_crc, q.launch, q.concurrency_limit FROM runs r JOIN run_queue q USING (run_id) WHERE r.run_id = ?'),
       liveOwners: db.prepare('SELECT DISTINCT lease_owner FROM runs WHERE lease_owner IS NOT NULL AND lease_expires_at >= ?').pluck(),
       takeoverCandidates: db.prepare(
         `SELECT run_id, last_seq, lease_epoch, lease_owner, lease_expires_at FROM runs
@@ -220,7 +221,7 @@ export class SqliteOwnership implements RunOwnership {
       }
       if (this.stmt.status.get(launch.runId) !== undefined) return { runId: launch.runId, created: false };
       const { plan, concurrencyLimit, idempotencyKey, delivery, ...request } = launch;
-      this.stmt.insertQueuedRun.run(launch.runId, plan, now, now, launch.concurrencyKey ?? null, now, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null);
+      this.stmt.insertQueuedRun.run(launch.runId, plan, checksum(plan), now, now, launch.concurrencyKey ?? null, now, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null);
       this.stmt.insertQueue.run(launch.runId, JSON.stringify(request), concurrencyLimit ?? 1, idempotencyKey ?? null);
       return { runId: launch.runId, created: true };
     });
@@ -229,9 +230,9 @@ export class SqliteOwnership implements RunOwnership {
   }
 
   queuedLaunch(runId: string): QueuedLaunch | undefined {
-    const row = this.stmt.queued.get(runId) as { plan: Buffer; launch: Buffer | string; concurrency_limit: number } | undefined;
+    const row = this.stmt.queued.get(runId) as { plan: Buffer; plan_crc: number | null; launch: Buffer | string; concurrency_limit: number } | undefined;
     if (!row) return undefined;
-    return { ...JSON.parse(row.launch.toString()), plan: row.plan, concurrencyLimit: row.concurrency_limit };
+    return { ...JSON.parse(row.launch.toString()), plan: verified(row.plan, row.plan_crc, () => `run ${runId}: its plan`), concurrencyLimit: row.concurrency_limit };
   }
 
   claim(owner: string, limit: number, ttlMs: number, now: number): ClaimedRun[] {
