@@ -54,7 +54,7 @@ export function exitCodeForError(code: string, message = ''): number {
   // A host module that still declares the cron `triggers` serve no longer fires (docs/triggers.md, "Migrating host module triggers").
   if (code === 'host.triggers-removed') return exitCodes.usage;
   // Artifact keys or retention missing or malformed: a wrong configuration (docs/durability.md).
-  if (code === 'artifact.bad-key' || code === 'artifact.no-keys' || code === 'gc.no-retention') return exitCodes.usage;
+  if (code === 'artifact.bad-key' || code === 'artifact.no-keys' || code === 'gc.no-retention' || code === 'doctor.unsupported-store') return exitCodes.usage;
   // A sealed artifact this host cannot open (its key is not here, or the bytes are damaged).
   if (code === 'artifact.key-missing' || code === 'artifact.open-failed' || code === 'artifact.sealed-invalid') return exitCodes.storeUnusable;
   if (code.startsWith('template.') || code.startsWith('run.input') || code === 'cli.bad-json' || code === 'workflow.dependency-missing' || code === 'binding.invalid') return exitCodes.invalid;

@@ -43,6 +43,15 @@ export async function openRuntime(args: ParsedArgs): Promise<WorkflowRuntime> {
   return WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}), ...(delivery ? { delivery } : {}), ...(otlpUrl ? { telemetry: { ...(host as { telemetry?: object }).telemetry, otlpUrl } } : {}) });
 }
 
+/** Where the command's store is, as `openRuntime` would open it: a PostgreSQL URL or a SQLite file. */
+export async function storeLocationOf(args: ParsedArgs): Promise<string> {
+  const host = await loadHostModule(optionString(args, 'config'));
+  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
+  if (store !== undefined) return store;
+  const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : '.agent-workflow');
+  return resolve(dir, 'workflow.db');
+}
+
 /** Runs `fn` on the command's runtime and closes it, whatever `fn` does. */
 export async function withRuntime<T>(args: ParsedArgs, fn: (rt: WorkflowRuntime) => Promise<T> | T): Promise<T> {
   const rt = await openRuntime(args);

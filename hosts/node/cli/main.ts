@@ -14,7 +14,7 @@ import { printQueued } from './queued.js';
 
 import { CliError as WorkflowError, type CliCommand } from './command.js';
 import { integerOption, parseArgs, optionString, UsageError, type ParsedArgs } from './args.js';
-import { artifactLimits, cliLimits } from '../limits.js';
+import { cliLimits } from '../limits.js';
 import { exitCodeForError, exitCodes } from './exit-codes.js';
 import { loadHostModule, withRuntime } from './host-module.js';
 import { packageVersion } from '../version.js';
@@ -180,27 +180,6 @@ const commands: Record<string, CliCommand> = {
       const limit = integerOption(args, 'limit', { min: 1, max: cliLimits.runsListMax }) ?? cliLimits.runsListDefault;
       return withRuntime(args, async (rt) => {
         print('RunList', { runs: await rt.listRuns({ statuses: status ? status.split(',') : undefined, limit }) });
-        return exitCodes.ok;
-      });
-    },
-  },
-  gc: {
-    flags: ['dry-run'],
-    async run(args) {
-      const retentionDays = integerOption(args, 'retention-days', { min: 1, max: artifactLimits.retentionDaysMax });
-      return withRuntime(args, async (rt) => {
-        if (retentionDays === undefined && rt.retentionDays === undefined) throw new UsageError("gc needs a retention time: --retention-days N, or capture.retentionDays in the host module");
-        print('GcReport', { ...(await rt.collectArtifacts({ ...(retentionDays !== undefined ? { retentionDays } : {}), dryRun: args.options.has('dry-run') })) });
-        return exitCodes.ok;
-      });
-    },
-  },
-  artifacts: {
-    flags: ['dry-run'],
-    async run(args) {
-      if (args.positional[0] !== 'rotate') throw new UsageError('usage: agent-workflow artifacts rotate [--dry-run]');
-      return withRuntime(args, async (rt) => {
-        print('RotationReport', { ...(await rt.rotateArtifactKeys({ dryRun: args.options.has('dry-run') })) });
         return exitCodes.ok;
       });
     },

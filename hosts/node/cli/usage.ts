@@ -91,6 +91,10 @@ export const usageTable: Record<string, CommandUsage> = {
       ['--deployment <name>', 'the deployment in every trigger dedupe key (else AGENT_WORKFLOW_DEPLOYMENT, default "default")'],
     ],
   },
+  doctor: {
+    synopsis: ['[--dir <dir> | --store <file>]'],
+    summary: "examine a SQLite store without changing it: SQLite's integrity_check, then every journal row, checkpoint and plan against its checksum and every plain artifact against its digest; exit 0 when sound, 9 when damaged",
+  },
   artifacts: {
     synopsis: ['rotate [--dry-run]'],
     summary: "re-wrap artifacts sealed under an older key under the current one (the first of ADW_ARTIFACT_KEYS, or the host module's artifactKeys), and seal plain ones when capture.encryptArtifacts is on",

@@ -67,6 +67,7 @@ function openStore(options: RuntimeOptions, artifactCodec: ArtifactCodec | undef
   return openStoreBundle(location, {
     ...(options.durability ? { durability: options.durability } : {}),
     ...(options.sqliteCacheKiB !== undefined ? { sqliteCacheKiB: options.sqliteCacheKiB } : {}),
+    ...(options.sqliteQuickCheckBytesMax !== undefined ? { sqliteQuickCheckBytesMax: options.sqliteQuickCheckBytesMax } : {}),
     ...(options.now ? { now: options.now } : {}),
     ...(artifactCodec ? { artifactCodec } : {}),
   });

@@ -39,6 +39,12 @@ export interface RuntimeOptions extends GatewayRegistry {
   dispatchBeforeCommit?: boolean;
   /** SQLite's page cache in KiB (default 2048; ignored on PostgreSQL). See docs/hosts.md, "Memory of the Node host". */
   sqliteCacheKiB?: number;
+  /**
+   * A SQLite store file (with its WAL) up to this size gets `PRAGMA quick_check` when the runtime
+   * opens it, and a damaged one is refused (`store.corrupt`); default 32 MiB, 0: never. See
+   * docs/durability.md, "Damaged SQLite files".
+   */
+  sqliteQuickCheckBytesMax?: number;
   /** Who may do what; consulted at launch and again on every resume. Default: everything. */
   authorities?: AuthorityResolver | Authority;
   log?: HostLog;

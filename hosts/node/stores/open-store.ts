@@ -8,7 +8,7 @@ import type { PostgresStoreOptions } from './pg/journal.js';
 
 export type { NodeJournalStore, StoreBundle };
 
-export type StoreOptions = PostgresStoreOptions & { durability?: 'full' | 'normal'; sqliteCacheKiB?: number };
+export type StoreOptions = PostgresStoreOptions & { durability?: 'full' | 'normal'; sqliteCacheKiB?: number; sqliteQuickCheckBytesMax?: number };
 
 
 /** True for `postgres://` and `postgresql://` URLs. */
@@ -21,7 +21,7 @@ export async function openStoreBundle(location: string, options: StoreOptions = 
   if (isPostgresLocation(location)) {
     // Loaded on demand: a SQLite deployment never loads the PostgreSQL client.
     const { openBundle } = await import('./pg/bundle.js');
-    const { durability: _, sqliteCacheKiB: _cache, ...pgOptions } = options;
+    const { durability: _, sqliteCacheKiB: _cache, sqliteQuickCheckBytesMax: _check, ...pgOptions } = options;
     // `?schema=<name>` picks the PostgreSQL schema of the store (several stores in one database).
     const url = new URL(location);
     const schema = url.searchParams.get('schema');
@@ -34,6 +34,7 @@ export async function openStoreBundle(location: string, options: StoreOptions = 
     ...(options.now ? { now: options.now } : {}),
     ...(options.durability ? { durability: options.durability } : {}),
     ...(options.sqliteCacheKiB !== undefined ? { cacheKiB: options.sqliteCacheKiB } : {}),
+    ...(options.sqliteQuickCheckBytesMax !== undefined ? { quickCheckBytesMax: options.sqliteQuickCheckBytesMax } : {}),
     ...(options.artifactCodec ? { artifactCodec: options.artifactCodec } : {}),
   });
 }

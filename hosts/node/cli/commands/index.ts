@@ -9,6 +9,7 @@ const browser = async (): Promise<Table> => (await import('./browser.js')).brows
 const deliveries = async (): Promise<Table> => (await import('./deliveries.js')).deliveriesCommands;
 const triggers = async (): Promise<Table> => (await import('./triggers.js')).triggerCommands;
 const router = async (): Promise<Table> => (await import('./router.js')).routerCommands;
+const store = async (): Promise<Table> => (await import('./store.js')).storeCommands;
 
 const modules: Record<string, () => Promise<Table>> = {
   draft: catalog,
@@ -22,6 +23,9 @@ const modules: Record<string, () => Promise<Table>> = {
   binding: triggers,
   ingress: triggers,
   router,
+  doctor: store,
+  gc: store,
+  artifacts: store,
 };
 
 /** The names of the commands this folder holds. */

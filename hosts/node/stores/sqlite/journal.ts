@@ -27,6 +27,8 @@ export interface SqliteStoreOptions {
    * then keeps; the journal appends and reads recent pages, which the OS page cache serves.
    */
   cacheKiB?: number;
+  /** A file (with its WAL) up to this size gets `PRAGMA quick_check` at open (default 32 MiB; 0: never). */
+  quickCheckBytesMax?: number;
   now?: () => number;
   /** Seals artifacts at rest and opens sealed ones (hosts/node/artifacts/codec.ts). */
   artifactCodec?: ArtifactCodec;
@@ -147,8 +149,9 @@ export function openDatabase(file: string, options: SqliteStoreOptions = {}): Da
     throw storeOpenError(err, file);
   }
   try {
-    // Before any pragma that writes: a foreign database is refused unchanged.
+    // Before any pragma that writes: a foreign database is refused unchanged, a damaged one too.
     if (existed) checkSchemaOwner(db, file);
+    if (existed) checkIntegrityAtOpen(db, file, options.quickCheckBytesMax ?? sqliteLimits.quickCheckBytesMaxDefault);
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${options.durability === 'normal' ? 'NORMAL' : 'FULL'}`);
     db.pragma('foreign_keys = ON');
@@ -160,6 +163,19 @@ export function openDatabase(file: string, options: SqliteStoreOptions = {}): Da
     db.close();
     throw storeOpenError(err, file);
   }
+}
+
+/**
+ * `PRAGMA quick_check` of a store file no larger than `bytesMax` (with its WAL): a damaged page
+ * structure is refused at open (`store.corrupt`) instead of surfacing in the middle of a run. A
+ * changed byte inside a value is not what quick_check sees: the values' checksums are (checksum.ts).
+ */
+function checkIntegrityAtOpen(db: Database, file: string, bytesMax: number): void {
+  if (bytesMax <= 0) return;
+  const size = statSync(file).size + (existsSync(`${file}-wal`) ? statSync(`${file}-wal`).size : 0);
+  if (size > bytesMax) return;
+  const problems = (db.pragma('quick_check(5)') as { quick_check: string }[]).map((r) => r.quick_check).filter((r) => r !== 'ok');
+  if (problems.length > 0) throw new StoreError('store.corrupt', `the store ${file} is damaged (quick_check: ${problems.join('; ')}); run \`agent-workflow doctor\` and restore it from a backup`);
 }
 
 function migrate(db: Database, file: string, existed: boolean): void {

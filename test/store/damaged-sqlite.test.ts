@@ -1,0 +1,95 @@
+// A damaged SQLite store file, as the CLI meets it (real processes on a real file): a byte changed
+// inside a journal row is found when the row is read (`trace`, `export`, `resume`: exit 9,
+// `store.corrupt` naming the run and seqs) and by `doctor`; a damaged page is refused when the
+// store opens (quick_check); a sound store passes `doctor`, an old one says what it could not check.
+import BetterSqlite3 from 'better-sqlite3';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCli } from '../helpers/cli.js';
+import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
+
+const marker = 'PAYLOADMARKERabcdefghijklmnopqrstuvwxyz';
+const echo = chain('echo-once', [{ id: 'say', uses: 'tool.call@1', config: { tool: 'echo' }, inputs: { text: { source: 'input', path: '/text' } } }], { requires: ['tool:echo'] });
+
+/** A store with two finished runs, its WAL folded into the file; the id of the run that carries the marker. */
+async function storeWithRuns(): Promise<{ dir: string; file: string; marked: string; other: string }> {
+  const dir = tempDir('adw-damaged-');
+  const rt = await openRuntime({ dir, tools: { echo: { execute: (input: { text: string }) => ({ text: input.text }) } } });
+  const marked = (await (await rt.launch({ type: 'inline', template: echo }, { input: { text: marker } })).settled()).runId;
+  const other = (await (await rt.launch({ type: 'inline', template: echo }, { input: { text: 'plain' } })).settled()).runId;
+  await rt.close();
+  const file = join(dir, 'workflow.db');
+  const db = new BetterSqlite3(file);
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  return { dir, file, marked, other };
+}
+
+const cli = (dir: string, ...args: string[]) => runCli([...args, '--dir', dir]);
+const errorOf = (r: { out: any[] }) => r.out.find((l) => l.kind === 'Error')?.error;
+
+describe('a damaged SQLite store', () => {
+  it('a byte changed inside a journal row: the commands that read it exit 9 naming the run, doctor lists it', async () => {
+    const { dir, file, marked, other } = await storeWithRuns();
+    expect((await cli(dir, 'doctor')).code).toBe(0);
+
+    // Every copy of the input in the file (journal rows, the checkpoint): one letter each, so the
+    // JSON stays valid and every length the same.
+    const bytes = readFileSync(file);
+    let copies = 0;
+    for (let at = bytes.indexOf(marker); at >= 0; at = bytes.indexOf(marker, at + 1), copies++) bytes[at + 20] = 'Z'.charCodeAt(0);
+    expect(copies).toBeGreaterThan(1);
+    writeFileSync(file, bytes);
+
+    for (const command of [['trace', marked], ['export', marked]]) {
+      const r = await cli(dir, ...command);
+      expect([command[0], r.code]).toEqual([command[0], 9]);
+      expect(errorOf(r)).toMatchObject({ code: 'store.corrupt', message: expect.stringMatching(new RegExp(`^run ${marked}: (the journal row for seq \\d+\\.\\.\\d+|its checkpoint) does not match the checksum`)) });
+    }
+    // The other run's rows are sound and read as before; the run list reads no journal row.
+    expect((await cli(dir, 'trace', other)).code).toBe(0);
+    expect((await cli(dir, 'runs')).code).toBe(0);
+
+    const doctor = await cli(dir, 'doctor');
+    expect(doctor.code).toBe(9);
+    const report = doctor.out.find((l) => l.kind === 'DoctorReport');
+    expect(report).toMatchObject({ healthy: false, schemaVersion: 12, integrity: ['ok'], journalRows: { unchecked: 0 }, checkpoints: { damagedCount: 1, damaged: [`run ${marked}: checkpoint in its row`] } });
+    expect(report.journalRows.damagedCount).toBeGreaterThan(0);
+    expect(report.journalRows.damaged.every((d: string) => new RegExp(`^run ${marked}: journal row seq \\d+\\.\\.\\d+$`).test(d))).toBe(true);
+    expect(report.journalRows.checked).toBeGreaterThan(2);
+    expect(report.plans).toMatchObject({ checked: 2, damagedCount: 0 });
+    expect(doctor.stderr).toContain(`damaged: run ${marked}`);
+  }, 60_000);
+
+  it('a damaged page: the store is refused when it opens (quick_check), and doctor says what SQLite found', async () => {
+    const { dir, file } = await storeWithRuns();
+    const bytes = readFileSync(file);
+    const pageSize = bytes.readUInt16BE(16);
+    // The type byte of page 2's b-tree header: no page type is 0.
+    bytes[pageSize] = 0;
+    writeFileSync(file, bytes);
+    const runs = await cli(dir, 'runs');
+    expect(runs.code).toBe(9);
+    expect(errorOf(runs)?.code).toBe('store.corrupt');
+    const doctor = await cli(dir, 'doctor');
+    expect(doctor.code).toBe(9);
+    const report = doctor.out.find((l) => l.kind === 'DoctorReport');
+    expect(report.healthy).toBe(false);
+    expect(report.integrity.join(' ')).not.toBe('ok');
+  }, 60_000);
+
+  it('an old store (schema v11) passes doctor with its values counted as unchecked; a missing one is not found', async () => {
+    const dir = tempDir('adw-damaged-');
+    copyFileSync(new URL('../fixtures/stores/v11.db', import.meta.url), join(dir, 'workflow.db'));
+    const doctor = await cli(dir, 'doctor');
+    expect(doctor.code).toBe(0);
+    const report = doctor.out.find((l) => l.kind === 'DoctorReport');
+    expect(report).toMatchObject({ healthy: true, schemaVersion: 11, integrity: ['ok'], journalRows: { checked: 0, damagedCount: 0 } });
+    expect(report.journalRows.unchecked).toBeGreaterThan(0);
+    expect(doctor.stderr).toContain('carry no checksum');
+    expect((await cli(tempDir('adw-damaged-'), 'doctor')).code).toBe(6);
+    const pg = await runCli(['doctor', '--store', 'postgres://127.0.0.1/test']);
+    expect([pg.code, errorOf(pg)?.code]).toEqual([2, 'doctor.unsupported-store']);
+  }, 60_000);
+});
