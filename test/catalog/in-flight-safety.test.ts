@@ -1,6 +1,7 @@
 // A stored run whose plan flags or checkpoint schema this engine does not support is refused
 // (needs_attention, with the run id), never guessed at; a changed node-definition set is reported.
 import BetterSqlite3 from 'better-sqlite3';
+import { crc32 } from 'node:zlib';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CatalogError, RunNeedsAttentionError, canonicalDigest } from '../../dist/hosts/node/catalog/catalog.js';
@@ -25,7 +26,9 @@ function rewrite(dir: string, runId: string, column: 'plan' | 'checkpoint', edit
   try {
     const value = JSON.parse((db.prepare(`SELECT ${column} FROM runs WHERE run_id = ?`).pluck().get(runId) as Buffer).toString('utf8'));
     edit(value);
-    db.prepare(`UPDATE runs SET ${column} = ? WHERE run_id = ?`).run(Buffer.from(JSON.stringify(value)), runId);
+    // Written as a store writes it (another program's plan or checkpoint), its checksum with it.
+    const bytes = Buffer.from(JSON.stringify(value));
+    db.prepare(`UPDATE runs SET ${column} = ?, ${column}_crc = ? WHERE run_id = ?`).run(bytes, crc32(bytes), runId);
   } finally {
     db.close();
   }
