@@ -170,11 +170,13 @@ describe('scale-out: four workers on one PostgreSQL schema, killed at random', (
           const ran = charged.has(e.payload.invocationId);
           pending.add(key);
           try {
+            // Each resolution names the unknown it was decided on (its needs-attention event): a
+            // node whose retried charge became unknown again is resolved for that second unknown.
             if (ran) {
-              await rt.resolve(runId, e.node.id, { succeeded: { charged: 1 }, by: 'operator' });
+              await rt.resolve(runId, e.node.id, { succeeded: { charged: 1 }, by: 'operator', attentionSeq: e.seq });
               resolutions.succeeded += 1;
             } else {
-              await rt.resolve(runId, e.node.id, { retry: true, by: 'operator' });
+              await rt.resolve(runId, e.node.id, { retry: true, by: 'operator', attentionSeq: e.seq });
               resolutions.retry += 1;
             }
             settled.add(key);
