@@ -105,32 +105,27 @@ export class HttpApiConfigError extends CodedError {
   }
 }
 
+/** Reads a token file or an operators file; a missing, unreadable, empty or oversized one is a wrong configuration, said as one. */
+function readCredentialFile<T>(file: string, what: string, read: (file: string) => T): T {
+  try {
+    return read(file);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'ENOENT') throw new HttpApiConfigError('http.token-file-not-found', `${what} ${file} does not exist`);
+    throw new HttpApiConfigError('http.bad-token-file', `${what} ${file}: ${e.code ? `${e.code}: ` : ''}${e.message}`);
+  }
+}
+
 /** The token of `--http-token-file`, else of the environment; `undefined` when neither has one. */
 export function httpToken(tokenFile: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
-  if (tokenFile !== undefined) {
-    // A missing, unreadable, empty or oversized token file is a wrong configuration, said as one.
-    try {
-      return readTokenFile(tokenFile);
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      if (e.code === 'ENOENT') throw new HttpApiConfigError('http.token-file-not-found', `token file ${tokenFile} does not exist`);
-      throw new HttpApiConfigError('http.bad-token-file', `token file ${tokenFile}: ${e.code ? `${e.code}: ` : ''}${e.message}`);
-    }
-  }
+  if (tokenFile !== undefined) return readCredentialFile(tokenFile, 'token file', readTokenFile);
   const fromEnv = env[httpTokenEnvVar]?.trim();
   return fromEnv ? fromEnv : undefined;
 }
 
-/** `--http-operators-file`, read with the same typed errors as a token file. */
+/** The named operator tokens of `--http-operators-file`, with the same typed errors as a token file. */
 export function httpOperators(file: string | undefined): Record<string, string> | undefined {
-  if (file === undefined) return undefined;
-  try {
-    return readOperatorsFile(file);
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === 'ENOENT') throw new HttpApiConfigError('http.token-file-not-found', `operators file ${file} does not exist`);
-    throw new HttpApiConfigError('http.bad-token-file', `operators file ${file}: ${e.code ? `${e.code}: ` : ''}${e.message}`);
-  }
+  return file === undefined ? undefined : readCredentialFile(file, 'operators file', readOperatorsFile);
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
