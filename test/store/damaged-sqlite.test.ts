@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { examplePath, runCli } from '../helpers/cli.js';
 import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
+import { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
 
 const marker = 'PAYLOADMARKERabcdefghijklmnopqrstuvwxyz';
 const echo = chain('echo-once', [{ id: 'say', uses: 'tool.call@1', config: { tool: 'echo' }, inputs: { text: { source: 'input', path: '/text' } } }], { requires: ['tool:echo'] });
@@ -83,6 +84,19 @@ describe('a damaged SQLite store', () => {
     const report = doctor.out.find((l) => l.kind === 'DoctorReport');
     expect(report.healthy).toBe(false);
     expect(report.integrity.join(' ')).not.toBe('ok');
+
+    // The bound: a file larger than it is opened without the check (the damage is met, if at all,
+    // when SQLite reads the page); a bound that is not a byte count is refused.
+    const size = readFileSync(file).length;
+    expect(() => SqliteJournalStore.open(file)).toThrow(expect.objectContaining({ code: 'store.corrupt' }));
+    SqliteJournalStore.open(file, { quickCheckBytesMax: size - 1 }).close();
+    SqliteJournalStore.open(file, { quickCheckBytesMax: 0 }).close();
+    expect(() => SqliteJournalStore.open(file, { quickCheckBytesMax: size })).toThrow(expect.objectContaining({ code: 'store.corrupt' }));
+    for (const bad of [-1, 1.5, Number.NaN]) expect(() => SqliteJournalStore.open(file, { quickCheckBytesMax: bad })).toThrow(expect.objectContaining({ code: 'store.bad-option' }));
+    const config = join(dir, 'bound.config.mjs');
+    writeFileSync(config, `export default { dir: '.', sqliteQuickCheckBytesMax: -1 };\n`);
+    const badBound = await runCli(['runs', '--config', config]);
+    expect([badBound.code, errorOf(badBound)?.code]).toEqual([2, 'store.bad-option']);
   }, 60_000);
 
   it('an old store (schema v11) passes doctor with its values counted as unchecked; a missing one is not found', async () => {
