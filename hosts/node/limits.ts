@@ -154,6 +154,8 @@ export const sqliteLimits = {
    * 0.4), so at most ~25 ms at open; a larger file is checked by `agent-workflow doctor` only.
    */
   quickCheckBytesMaxDefault: 32 * 1024 * 1024,
+  /** The largest bound a store may be given (1 TiB: more is "always"); 0 turns the check off. */
+  quickCheckBytesMaxLimit: 2 ** 40,
   /** Problems `doctor` lists (each kind); the counts are whole. */
   doctorProblemsMax: 100,
 } as const;

@@ -1,13 +1,15 @@
 // A damaged SQLite store file, as the CLI meets it (real processes on a real file): a byte changed
-// inside a journal row is found when the row is read (`trace`, `export`, `resume`: exit 9,
-// `store.corrupt` naming the run and seqs) and by `doctor`; a damaged page is refused when the
-// store opens (quick_check); a sound store passes `doctor`, an old one says what it could not check.
+// inside a journal row is found when the row is read (`trace`, `export`: exit 9, `store.corrupt`
+// naming the run and seqs) and by `doctor`, while `runs` and a new `run` do not read it; a damaged
+// page is refused when the store opens (quick_check: `runs`, `trace`, `export`, `run` exit 9); a
+// sound store passes `doctor`, an old one is migrated and says what it could not check.
 import BetterSqlite3 from 'better-sqlite3';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { examplePath, runCli } from '../helpers/cli.js';
 import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
+import { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
 
 const marker = 'PAYLOADMARKERabcdefghijklmnopqrstuvwxyz';
 const echo = chain('echo-once', [{ id: 'say', uses: 'tool.call@1', config: { tool: 'echo' }, inputs: { text: { source: 'input', path: '/text' } } }], { requires: ['tool:echo'] });
@@ -27,6 +29,7 @@ async function storeWithRuns(): Promise<{ dir: string; file: string; marked: str
 }
 
 const cli = (dir: string, ...args: string[]) => runCli([...args, '--dir', dir]);
+const echoCli = [examplePath('echo/echo.json'), '--config', examplePath('echo/agent-workflow.config.mjs')];
 const errorOf = (r: { out: any[] }) => r.out.find((l) => l.kind === 'Error')?.error;
 
 describe('a damaged SQLite store', () => {
@@ -47,36 +50,53 @@ describe('a damaged SQLite store', () => {
       expect([command[0], r.code]).toEqual([command[0], 9]);
       expect(errorOf(r)).toMatchObject({ code: 'store.corrupt', message: expect.stringMatching(new RegExp(`^run ${marked}: (the journal row for seq \\d+\\.\\.\\d+|its checkpoint) does not match the checksum`)) });
     }
-    // The other run's rows are sound and read as before; the run list reads no journal row.
+    // The other run's rows are sound and read as before; the run list, and a new run, read no
+    // journal row of the damaged run (doctor is what finds it).
     expect((await cli(dir, 'trace', other)).code).toBe(0);
     expect((await cli(dir, 'runs')).code).toBe(0);
+    const fresh = await cli(dir, 'run', ...echoCli, '--input', '{"text":"after"}');
+    expect(fresh.code).toBe(0);
 
-    const doctor = await cli(dir, 'doctor');
+    const doctor = await runCli(['doctor', '--store', file]);
     expect(doctor.code).toBe(9);
     const report = doctor.out.find((l) => l.kind === 'DoctorReport');
     expect(report).toMatchObject({ healthy: false, schemaVersion: 12, integrity: ['ok'], journalRows: { unchecked: 0 }, checkpoints: { damagedCount: 1, damaged: [`run ${marked}: checkpoint in its row`] } });
     expect(report.journalRows.damagedCount).toBeGreaterThan(0);
     expect(report.journalRows.damaged.every((d: string) => new RegExp(`^run ${marked}: journal row seq \\d+\\.\\.\\d+$`).test(d))).toBe(true);
     expect(report.journalRows.checked).toBeGreaterThan(2);
-    expect(report.plans).toMatchObject({ checked: 2, damagedCount: 0 });
+    expect(report.plans).toMatchObject({ checked: 3, damagedCount: 0 });
     expect(doctor.stderr).toContain(`damaged: run ${marked}`);
   }, 60_000);
 
   it('a damaged page: the store is refused when it opens (quick_check), and doctor says what SQLite found', async () => {
-    const { dir, file } = await storeWithRuns();
+    const { dir, file, marked } = await storeWithRuns();
     const bytes = readFileSync(file);
     const pageSize = bytes.readUInt16BE(16);
     // The type byte of page 2's b-tree header: no page type is 0.
     bytes[pageSize] = 0;
     writeFileSync(file, bytes);
-    const runs = await cli(dir, 'runs');
-    expect(runs.code).toBe(9);
-    expect(errorOf(runs)?.code).toBe('store.corrupt');
+    for (const command of [['runs'], ['trace', marked], ['export', marked], ['run', ...echoCli, '--input', '{"text":"after"}']]) {
+      const r = await cli(dir, ...command);
+      expect([command[0], r.code, errorOf(r)?.code]).toEqual([command[0], 9, 'store.corrupt']);
+    }
     const doctor = await cli(dir, 'doctor');
     expect(doctor.code).toBe(9);
     const report = doctor.out.find((l) => l.kind === 'DoctorReport');
     expect(report.healthy).toBe(false);
     expect(report.integrity.join(' ')).not.toBe('ok');
+
+    // The bound: a file larger than it is opened without the check (the damage is met, if at all,
+    // when SQLite reads the page); a bound that is not a byte count is refused.
+    const size = readFileSync(file).length;
+    expect(() => SqliteJournalStore.open(file)).toThrow(expect.objectContaining({ code: 'store.corrupt' }));
+    SqliteJournalStore.open(file, { quickCheckBytesMax: size - 1 }).close();
+    SqliteJournalStore.open(file, { quickCheckBytesMax: 0 }).close();
+    expect(() => SqliteJournalStore.open(file, { quickCheckBytesMax: size })).toThrow(expect.objectContaining({ code: 'store.corrupt' }));
+    for (const bad of [-1, 1.5, Number.NaN]) expect(() => SqliteJournalStore.open(file, { quickCheckBytesMax: bad })).toThrow(expect.objectContaining({ code: 'store.bad-option' }));
+    const config = join(dir, 'bound.config.mjs');
+    writeFileSync(config, `export default { dir: '.', sqliteQuickCheckBytesMax: -1 };\n`);
+    const badBound = await runCli(['runs', '--config', config]);
+    expect([badBound.code, errorOf(badBound)?.code]).toEqual([2, 'store.bad-option']);
   }, 60_000);
 
   it('an old store (schema v11) passes doctor with its values counted as unchecked; a missing one is not found', async () => {
@@ -89,6 +109,16 @@ describe('a damaged SQLite store', () => {
     expect(report.journalRows.unchecked).toBeGreaterThan(0);
     expect(doctor.stderr).toContain('carry no checksum');
     expect((await cli(tempDir('adw-damaged-'), 'doctor')).code).toBe(6);
+
+    // Opened by a command, the old store is migrated to v12: its old rows still read (unchecked),
+    // a new run's rows carry their checksum.
+    const before = (await cli(dir, 'runs')).out.filter((l) => l.kind !== 'Error');
+    expect(before.length).toBeGreaterThan(0);
+    expect((await cli(dir, 'run', ...echoCli, '--input', '{"text":"new"}')).code).toBe(0);
+    const migrated = (await cli(dir, 'doctor')).out.find((l) => l.kind === 'DoctorReport');
+    expect(migrated).toMatchObject({ healthy: true, schemaVersion: 12, journalRows: { unchecked: report.journalRows.unchecked, damagedCount: 0 } });
+    expect(migrated.journalRows.checked).toBeGreaterThan(0);
+
     const pg = await runCli(['doctor', '--store', 'postgres://127.0.0.1/test']);
     expect([pg.code, errorOf(pg)?.code]).toEqual([2, 'doctor.unsupported-store']);
   }, 60_000);

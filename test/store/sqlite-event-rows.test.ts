@@ -6,7 +6,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { crc32 } from 'node:zlib';
 import { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
+import { crc32Portable } from '../../dist/hosts/node/stores/sqlite/checksum.js';
 import type { CommitEntry } from '../../hosts/core/store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sqlite-event-rows-'));
@@ -107,5 +109,12 @@ describe('the events of a SQLite store, a commit to a row', () => {
     expect(() => store.load('r1')).toThrow(expect.objectContaining({ code: 'store.corrupt', message: expect.stringContaining('run r1: its checkpoint does not match') }));
     store.db.prepare("UPDATE runs SET checkpoint = '{\"cp\":4}', plan = CAST('{\"planHash\":\"x\"}' AS BLOB) WHERE run_id = 'r1'").run();
     expect(() => store.load('r1')).toThrow(expect.objectContaining({ code: 'store.corrupt', message: expect.stringContaining('run r1: its plan does not match') }));
+  });
+
+  it('computes, on a Node without zlib.crc32, the same checksums zlib does', () => {
+    expect(crc32Portable(Buffer.from('123456789'))).toBe(0xcbf43926);
+    expect(crc32Portable(Buffer.alloc(0))).toBe(0);
+    const bytes = Buffer.from(Array.from({ length: 5000 }, (_, i) => (i * 131 + 7) & 0xff));
+    for (const len of [1, 63, 64, 1000, 5000]) expect(crc32Portable(bytes.subarray(0, len))).toBe(crc32(bytes.subarray(0, len)));
   });
 });

@@ -29,7 +29,7 @@ export const exitCodeLines: readonly string[] = [
   '6   not found (run, file, revision)',
   '7   replay diverged',
   '8   conflict: someone else changed it first (compare-and-set, run ownership)',
-  '9   the store is unusable: corrupt, not a store, a newer schema, or this clock too far from its own',
+  '9   the store is unusable: corrupt (a damaged page, a value that fails its checksum, doctor found damage), not a store, a newer schema, or this clock too far from its own',
   '10  permission denied: on the state directory or its database, or an approver the node does not allow',
   '11  storage full',
   '12  the run is queued and has not started: it waits for a worker (`agent-workflow serve`)',

@@ -5,7 +5,7 @@
 // artifact's content (opened only with its key), and a row removed whole.
 import BetterSqlite3 from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { crc32 } from 'node:zlib';
+import { checksum } from './checksum.js';
 import { StoreError } from '../../../core/store.js';
 import { isSealed } from '../../../core/sealed-artifact.js';
 import { sha256Digest } from '../../../shared/digest.js';
@@ -39,7 +39,7 @@ function tally(check: ValueCheck, bytes: Uint8Array | null, crc: number | null, 
   if (bytes === null) return;
   if (crc === null) return void check.unchecked++;
   check.checked++;
-  if (crc32(bytes) === crc) return;
+  if (checksum(bytes) === crc) return;
   check.damagedCount++;
   if (check.damaged.length < sqliteLimits.doctorProblemsMax) check.damaged.push(name());
 }

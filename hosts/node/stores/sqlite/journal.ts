@@ -138,8 +138,17 @@ function cacheKiBOf(options: SqliteStoreOptions): number {
   return kib;
 }
 
+function quickCheckBytesMaxOf(options: SqliteStoreOptions): number {
+  const bytes = options.quickCheckBytesMax ?? sqliteLimits.quickCheckBytesMaxDefault;
+  if (!Number.isInteger(bytes) || bytes < 0 || bytes > sqliteLimits.quickCheckBytesMaxLimit) {
+    throw new StoreFileError('store.bad-option', `quickCheckBytesMax must be an integer from 0 to ${sqliteLimits.quickCheckBytesMaxLimit} (bytes; 0: never), not ${String(bytes)}`);
+  }
+  return bytes;
+}
+
 export function openDatabase(file: string, options: SqliteStoreOptions = {}): Database {
   const cacheKiB = cacheKiBOf(options);
+  const quickCheckBytesMax = quickCheckBytesMaxOf(options);
   if (file !== ':memory:') checkStoreFile(file);
   const existed = file !== ':memory:' && existsSync(file);
   let db: Database;
@@ -151,7 +160,7 @@ export function openDatabase(file: string, options: SqliteStoreOptions = {}): Da
   try {
     // Before any pragma that writes: a foreign database is refused unchanged, a damaged one too.
     if (existed) checkSchemaOwner(db, file);
-    if (existed) checkIntegrityAtOpen(db, file, options.quickCheckBytesMax ?? sqliteLimits.quickCheckBytesMaxDefault);
+    if (existed) checkIntegrityAtOpen(db, file, quickCheckBytesMax);
     db.pragma('journal_mode = WAL');
     db.pragma(`synchronous = ${options.durability === 'normal' ? 'NORMAL' : 'FULL'}`);
     db.pragma('foreign_keys = ON');
