@@ -231,7 +231,16 @@ export class Kernel {
     const by = c.type === 'late-outcome' || c.type === 'resume' ? c.by : `operator:${c.by}`;
     const facts: Fact[] = [];
     if (c.type !== 'late-outcome') {
-      const plan = await this.planOf(runId);
+      let plan: ExecutionPlan;
+      try {
+        plan = await this.planOf(runId);
+      } catch (err) {
+        // A run whose stored journal is damaged never takes a command: it is refused with the
+        // store's error (its poster is told), not read again at every poll of the inbox.
+        const e = err as { code?: string; message?: string };
+        if (e.code === 'store.corrupt') await this.leases?.refuse([{ id: command.id, error: { code: e.code, message: e.message ?? String(err) } }]);
+        throw err;
+      }
       const authority = this.options.authority({ runId, workflowId: plan.templates[plan.root].template.metadata.id, resuming: true });
       facts.push(this.resumeFact(runId, by, authority));
     }

@@ -68,6 +68,28 @@ describe('a damaged SQLite store', () => {
     expect(doctor.stderr).toContain(`damaged: run ${marked}`);
   }, 60_000);
 
+  it('an approval for a paused run whose journal is damaged is refused with store.corrupt (exit 9), once, not retried forever', async () => {
+    const dir = tempDir('adw-damaged-');
+    const gated = chain('gated-damaged', [{ id: 'gate', uses: 'human.approval@1' }], { requires: ['approval'] });
+    const rt = await openRuntime({ dir });
+    const paused = await (await rt.launch({ type: 'inline', template: gated }, { input: { note: marker } })).settled();
+    expect(paused.status).toBe('paused');
+    await rt.close();
+    const file = join(dir, 'workflow.db');
+    const db = new BetterSqlite3(file);
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.close();
+    const bytes = readFileSync(file);
+    for (let at = bytes.indexOf(marker); at >= 0; at = bytes.indexOf(marker, at + 1)) bytes[at + 20] = 'Z'.charCodeAt(0);
+    writeFileSync(file, bytes);
+    const approve = await cli(dir, 'approve', paused.runId, 'gate', '--by', 'alice');
+    expect([approve.code, errorOf(approve)?.code]).toEqual([9, 'store.corrupt']);
+    expect(errorOf(approve)?.message).toContain(`run ${paused.runId}:`);
+    // The refusal is recorded: the run still waits, and nothing of it was committed.
+    const runs = await cli(dir, 'runs');
+    expect(runs.out[0].runs.find((r: { runId: string }) => r.runId === paused.runId)).toMatchObject({ status: 'paused' });
+  }, 60_000);
+
   it('a damaged page: the store is refused when it opens (quick_check), and doctor says what SQLite found', async () => {
     const { dir, file, marked } = await storeWithRuns();
     const bytes = readFileSync(file);
