@@ -50,4 +50,11 @@ export interface ActivationRequest<J = Json> {
   /** Who caused this activation (`host`, `operator:<name>`, ...). */
   actor?: string;
   correlation?: J;
+  /**
+   * The most bytes (UTF-8) of events one commit of this activation may hold. A completed call
+   * whose output would take the commit past it is recorded as failed with `run.commit-too-large`;
+   * an activation whose events exceed it all the same is refused with that code. No bound when
+   * absent (the Node host sends its `commitBytesMax`).
+   */
+  commitBytesMax?: number;
 }

@@ -51,6 +51,11 @@ export interface KernelOptions {
    */
   flushMode?: 'immediate' | 'manual';
   /**
+   * The most bytes (UTF-8) of events one activation may commit (see `ActivationRequest.commitBytesMax`);
+   * no bound when absent.
+   */
+  commitBytesMax?: number;
+  /**
    * Told around each activation: `run` before the engine is called, then `undefined` once it has
    * returned (or thrown). A host that must survive a run that kills its process (the router's
    * crash marker) records it outside the journal; nothing else may happen in it.
@@ -145,6 +150,7 @@ export class Kernel {
         now: this.now,
         ...(this.leases ? { leases: this.leases } : {}),
         manual: options.flushMode === 'manual',
+        ...(options.commitBytesMax !== undefined ? { commitBytesMax: options.commitBytesMax } : {}),
         ...(options.activating ? { activating: options.activating } : {}),
         ...(options.queued ? { queued: options.queued } : {}),
       },
