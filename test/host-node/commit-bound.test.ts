@@ -43,6 +43,17 @@ describe('commitBytesMax', () => {
     }
   });
 
+  it('refuses an activation whose events pass the bound all the same (a script output), writing nothing', async () => {
+    const rt = await openRuntime({ commitBytesMax: 65_536 });
+    try {
+      const launched = rt.launch(chain('commit-bound-script', [{ id: 's', uses: 'core.script@1', config: { source: "return 'y'.repeat(70000)" } }]), { runId: 'run-too-large' });
+      await expect(launched).rejects.toMatchObject({ code: 'run.commit-too-large', message: expect.stringContaining('(at most 65536, commitBytesMax)') });
+      await expect(rt.getRun('run-too-large')).rejects.toMatchObject({ code: 'run.not-found' });
+    } finally {
+      await rt.close();
+    }
+  });
+
   it('refuses a bound below the smallest one at open', async () => {
     await expect(openRuntime({ commitBytesMax: 1000 })).rejects.toMatchObject({ code: 'host.bad-option' });
   });
