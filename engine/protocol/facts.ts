@@ -25,6 +25,8 @@ export type Fact<J = Json> =
       timeoutMs?: number;
       /** The deployment's capture mode, narrowed by the plan's templates (`capture-v2`). */
       capture?: CaptureMode;
+      /** When the host queued the run for a worker (ms since the epoch): journaled as `run.queued`. */
+      queuedAt?: number;
     }
   | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: J; error?: CapabilityError; artifact?: ArtifactRef }
   | { type: 'cancel-requested'; reason?: string; by?: string }

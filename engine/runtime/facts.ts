@@ -80,6 +80,7 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
     nodeIds: a.graph.order,
     capture: metadata ? 'metadata' : undefined,
   });
+  if (typeof fact.queuedAt === 'number' && Number.isFinite(fact.queuedAt)) a.emit('run.queued', { queuedAt: new Date(fact.queuedAt).toISOString() });
   a.emit('run.started', {});
 }
 
