@@ -159,6 +159,16 @@ export class EngineCore {
       activation.emit('checkpoint.committed', { checkpointVersion: checkpointSchemaVersion });
       if (this.options.checkpointTexts !== false) checkpoint = JSON.stringify(activation.run.capture === 'metadata' ? checkpointWithoutPayloads(activation.run) : activation.run);
     }
+    const bound = request.commitBytesMax;
+    if (bound !== undefined && 3 * activation.eventChars > bound) {
+      const size = activation.commitBytes();
+      if (size > bound) {
+        // Nothing is written: the run stays as its journal has it.
+        this.hot.delete(request.runId);
+        this.lastState = undefined;
+        throw new EngineError('run.commit-too-large', `the commit of run ${request.runId} would hold ${size} bytes of events (at most ${bound}, commitBytesMax)`);
+      }
+    }
     summary.seq = activation.run.seq;
     summary.events = activation.eventCount;
     this.host.commit({

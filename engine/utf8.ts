@@ -32,3 +32,19 @@ export function utf8Encode(text: string): Uint8Array {
   }
   return Uint8Array.from(out);
 }
+
+/** The UTF-8 length of `text` in bytes (a lone surrogate counts as U+FFFD, as `utf8Encode` writes it). */
+export function utf8Length(text: string): number {
+  const n = text.length;
+  let bytes = n;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) continue;
+    if (c < 0x800) bytes += 1;
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < n && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 2;
+      i++;
+    } else bytes += 2;
+  }
+  return bytes;
+}

@@ -90,6 +90,8 @@ export interface EventPayloads {
     nodeIds: string[];
     capture?: 'metadata';
   };
+  /** A background run: when its host queued it for a worker (right after `run.accepted`). */
+  'run.queued': { queuedAt: string };
   'run.started': Record<string, never>;
   'run.paused': { reason: PausedReason };
   /** `by` is set when a person or a host asked for it (a fact); `reason` when the engine decided it. */

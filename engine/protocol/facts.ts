@@ -25,6 +25,8 @@ export type Fact<J = Json> =
       timeoutMs?: number;
       /** The deployment's capture mode, narrowed by the plan's templates (`capture-v2`). */
       capture?: CaptureMode;
+      /** When the host queued the run for a worker (ms since the epoch): journaled as `run.queued`. */
+      queuedAt?: number;
     }
   | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: J; error?: CapabilityError; artifact?: ArtifactRef }
   | { type: 'cancel-requested'; reason?: string; by?: string }
@@ -50,4 +52,11 @@ export interface ActivationRequest<J = Json> {
   /** Who caused this activation (`host`, `operator:<name>`, ...). */
   actor?: string;
   correlation?: J;
+  /**
+   * The most bytes (UTF-8) of events one commit of this activation may hold. A completed call
+   * whose output would take the commit past it is recorded as failed with `run.commit-too-large`;
+   * an activation whose events exceed it all the same is refused with that code. No bound when
+   * absent (the Node host sends its `commitBytesMax`).
+   */
+  commitBytesMax?: number;
 }

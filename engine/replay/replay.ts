@@ -81,8 +81,8 @@ interface Journal {
   text(i: number): string | undefined;
 }
 
-/** The event types whose recorded payload is a fact a recorded replay feeds back (see `factsOf`). */
-const factTypes = new Set<string>(['run.accepted', 'capability.completed', 'capability.late', 'run.cancel-requested', 'run.resumed', 'node.resolved']);
+/** The event types whose recorded payload is a fact a recorded replay feeds back (see `factsOf`; `run.queued` completes the `run-requested` of its `run.accepted`). */
+const factTypes = new Set<string>(['run.accepted', 'run.queued', 'capability.completed', 'capability.late', 'run.cancel-requested', 'run.resumed', 'node.resolved']);
 
 const layoutHead = '{"schemaVersion":';
 const typeKey = ',"type":"';
@@ -178,6 +178,11 @@ function factsOf(group: EventEnvelope[], artifacts: Record<string, string>): Fac
           ...(p.parentRunId !== undefined ? { parentRunId: p.parentRunId } : {}),
           ...(p.deadlineAt !== undefined ? { timeoutMs: p.deadlineAt - Date.parse(e.occurredAt) } : {}),
         });
+        break;
+      }
+      case 'run.queued': {
+        const requested = facts[facts.length - 1];
+        if (requested?.type === 'run-requested') requested.queuedAt = Date.parse(e.payload.queuedAt);
         break;
       }
       case 'capability.completed':

@@ -12,7 +12,7 @@ import type { ExecutionPlan } from '../protocol/plan.js';
 import { reduce } from '../state/reduce.js';
 import type { RunState } from '../state/types.js';
 import type { NodeSettlement } from '../nodes/kind.js';
-import { utf8Encode } from '../utf8.js';
+import { utf8Encode, utf8Length } from '../utf8.js';
 import { eventSchemaVersion, type EngineFlag } from '../version.js';
 
 export type ScriptOutcome = { ok: true; output: string; fuelUsed: number } | { ok: false; error: { code: string; message: string; line?: number } };
@@ -101,6 +101,15 @@ export class Activation {
 
   /** The JSON of each event, built as it is emitted (the journal stores exactly this text). */
   readonly eventTexts: string[] = [];
+  /** Characters (UTF-16 code units) of `eventTexts`: a UTF-8 byte is at most 3 of them apart. */
+  eventChars = 0;
+
+  /** UTF-8 bytes of the events emitted so far. */
+  commitBytes(): number {
+    let bytes = 0;
+    for (const text of this.eventTexts) bytes += utf8Length(text);
+    return bytes;
+  }
   private envelope?: { occurredAt: string; workflow: EnvelopeFields['workflow']; workflowJson: string; origin: EnvelopeFields['origin']; originJson: string; runIdJson: string; correlationJson: string };
 
   private envelopeParts() {
@@ -163,6 +172,7 @@ export class Activation {
     this.eventTexts.push(
       `{"schemaVersion":${eventSchemaVersion},"eventId":"${event.eventId}","runId":${parts.runIdJson},"seq":${seq},"type":"${type}","occurredAt":"${parts.occurredAt}","workflow":${parts.workflowJson}${nodeJson}${parts.correlationJson},"origin":${parts.originJson},"payload":${JSON.stringify(journaled)}}`,
     );
+    this.eventChars += this.eventTexts[this.eventTexts.length - 1].length;
     // One member of the union (TypeScript does not narrow a generic `T` to it by itself).
     const emitted = event as unknown as EventEnvelope;
     this.state = reduce(this.state, emitted);

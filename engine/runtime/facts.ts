@@ -6,7 +6,8 @@ import { limits } from '../limits.js';
 import { grantedCapability, normaliseError, requestFor, stageRequest } from '../nodes/call.js';
 import { resolveUnknownItem, retryUnknownItems, settleItemAndContinue } from '../nodes/foreach.js';
 import { kindOf } from '../nodes/index.js';
-import type { CapabilityResult } from '../protocol/events.js';
+import type { CapabilityResult, ErrorInfo } from '../protocol/events.js';
+import { utf8Length } from '../utf8.js';
 import type { NodeSpec } from '../protocol/template.js';
 import type { Invocation } from '../state/types.js';
 import type { Activation, Fact } from './activation.js';
@@ -79,6 +80,7 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
     nodeIds: a.graph.order,
     capture: metadata ? 'metadata' : undefined,
   });
+  if (typeof fact.queuedAt === 'number' && Number.isFinite(fact.queuedAt)) a.emit('run.queued', { queuedAt: new Date(fact.queuedAt).toISOString() });
   a.emit('run.started', {});
 }
 
@@ -110,9 +112,35 @@ function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capabili
     return;
   }
   const ref = { id: inv.nodeId, attempt: inv.attempt, invocationId: inv.invocationId, item: inv.item };
+  const tooLarge = outcome.ok && outcome.output !== undefined ? commitOverflow(a, outcome.output) : undefined;
+  if (tooLarge) {
+    // Recorded as the call's result: a replay reads the same failure from the journal.
+    const failed = { type: 'capability-completed' as const, invocationId: fact.invocationId, ok: false as const, error: tooLarge };
+    a.emit('capability.completed', { invocationId: inv.invocationId, ok: false, error: tooLarge }, ref);
+    const spec = a.graph.nodes.get(inv.nodeId)!;
+    kindOf(spec.uses).complete!(a, spec, inv, failed);
+    return;
+  }
   a.emit('capability.completed', { invocationId: inv.invocationId, ...outcome }, ref);
   const spec = a.graph.nodes.get(inv.nodeId)!;
   kindOf(spec.uses).complete!(a, spec, inv, fact);
+}
+
+/**
+ * `run.commit-too-large` when journaling `output` would take this activation's commit past the
+ * host's `commitBytesMax`: the output is written twice (`capability.completed` and
+ * `node.output-committed`), so it may take at most half of what the commit has left. Under
+ * capture `metadata` the journal holds its digest only and it never overflows.
+ */
+function commitOverflow(a: Activation, output: Json): ErrorInfo | undefined {
+  const bound = a.request.commitBytesMax;
+  if (bound === undefined || !a.keepsPayloads) return undefined;
+  const text = JSON.stringify(output) ?? 'null';
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: count exactly only near the bound.
+  if (3 * (a.eventChars + 2 * text.length) <= bound) return undefined;
+  const size = a.commitBytes() + 2 * utf8Length(text);
+  if (size <= bound) return undefined;
+  return { code: 'run.commit-too-large', message: `the commit would hold ${size} bytes of events with this output (at most ${bound}, commitBytesMax)`, retryable: false };
 }
 
 function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>): void {

@@ -6,6 +6,7 @@ import type { NodeStatus, RunStatus } from '../protocol/statuses.js';
 /** Run event type -> statuses it may arrive in -> status after it (`same` keeps the status). */
 export const runTransitions: Record<RunEventType, { from: readonly (RunStatus | 'new')[]; to: RunStatus | 'same' }> = {
   'run.accepted': { from: ['new'], to: 'queued' },
+  'run.queued': { from: ['queued'], to: 'same' },
   'run.started': { from: ['queued'], to: 'running' },
   'run.paused': { from: ['running', 'paused'], to: 'paused' },
   'run.resumed': { from: ['paused', 'running'], to: 'running' },

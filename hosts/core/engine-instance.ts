@@ -61,6 +61,7 @@ export interface ActivationInput {
   correlation?: unknown;
   plan?: ExecutionPlan;
   templateKey?: string;
+  commitBytesMax?: number;
 }
 
 /** What one activation of `activateBatch` came to: as `activate` would have returned or thrown. */

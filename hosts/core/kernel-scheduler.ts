@@ -90,6 +90,8 @@ export interface SchedulerOptions {
   now(): number;
   leases?: LeaseKeeper;
   manual: boolean;
+  /** See `KernelOptions.commitBytesMax`. */
+  commitBytesMax?: number;
   /** See `KernelOptions.activating`. */
   activating?: (runId: string | undefined) => void;
   /** See `KernelOptions.queued`. */
@@ -272,6 +274,7 @@ export class Scheduler {
       facts: groups.flatMap((g) => g.facts),
       ...(groups[groups.length - 1].actor ? { actor: groups[groups.length - 1].actor } : {}),
       ...(pending.newRun ? { plan: pending.newRun.plan, templateKey: pending.newRun.templateKey } : {}),
+      ...(this.host.commitBytesMax !== undefined ? { commitBytesMax: this.host.commitBytesMax } : {}),
     };
   }
 

@@ -51,6 +51,11 @@ export interface KernelOptions {
    */
   flushMode?: 'immediate' | 'manual';
   /**
+   * The most bytes (UTF-8) of events one activation may commit (see `ActivationRequest.commitBytesMax`);
+   * no bound when absent.
+   */
+  commitBytesMax?: number;
+  /**
    * Told around each activation: `run` before the engine is called, then `undefined` once it has
    * returned (or thrown). A host that must survive a run that kills its process (the router's
    * crash marker) records it outside the journal; nothing else may happen in it.
@@ -145,6 +150,7 @@ export class Kernel {
         now: this.now,
         ...(this.leases ? { leases: this.leases } : {}),
         manual: options.flushMode === 'manual',
+        ...(options.commitBytesMax !== undefined ? { commitBytesMax: options.commitBytesMax } : {}),
         ...(options.activating ? { activating: options.activating } : {}),
         ...(options.queued ? { queued: options.queued } : {}),
       },
@@ -192,7 +198,7 @@ export class Kernel {
   }
 
   /** Starts a new run; resolves when `run.accepted` is durable. */
-  launch(args: { runId: string; plan: ExecutionPlan; templateKey?: string; input: unknown; authority: Authority; parentRunId?: string; correlation?: unknown; timeoutMs?: number; actor?: string; /** The lease a worker claimed the queued run with. */ epoch?: number; /** Where the run's results are delivered (kept by a store with an outbox). */ delivery?: CommitEntry['delivery']; /** The run id was drawn at random by this process just now (see `Pending.newRun.fresh`). */ fresh?: boolean }): Promise<ActivationSummary> {
+  launch(args: { runId: string; plan: ExecutionPlan; templateKey?: string; input: unknown; authority: Authority; parentRunId?: string; correlation?: unknown; timeoutMs?: number; actor?: string; /** The lease a worker claimed the queued run with. */ epoch?: number; /** Where the run's results are delivered (kept by a store with an outbox). */ delivery?: CommitEntry['delivery']; /** The run id was drawn at random by this process just now (see `Pending.newRun.fresh`). */ fresh?: boolean; /** When the run was queued for a worker (ms): journaled as `run.queued`. */ queuedAt?: number }): Promise<ActivationSummary> {
     const fact: Fact = {
       type: 'run-requested',
       input: args.input,
@@ -200,6 +206,7 @@ export class Kernel {
       ...(args.parentRunId ? { parentRunId: args.parentRunId } : {}),
       ...(args.correlation !== undefined ? { correlation: args.correlation } : {}),
       ...(args.timeoutMs !== undefined ? { timeoutMs: args.timeoutMs } : {}),
+      ...(args.queuedAt !== undefined ? { queuedAt: args.queuedAt } : {}),
     };
     // The engine must know a `metadata` run from its first event on (plans with `capture-v2`).
     if (captureModeOf(args.plan, this.options.capture ?? defaultCapture) === 'metadata' && fact.type === 'run-requested') fact.capture = 'metadata';

@@ -70,6 +70,8 @@ export interface QueuedLaunch {
   correlation?: unknown;
   actor?: string;
   concurrencyKey?: string;
+  /** When the store queued it (ms since the epoch; set by the store, journaled as `run.queued`). */
+  queuedAt?: number;
   /** At most this many runs of `concurrencyKey` are active at once (default 1). */
   concurrencyLimit?: number;
   /** Deduplicates launches: a second launch with the same key returns the first run's id. */

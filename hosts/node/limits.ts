@@ -14,6 +14,14 @@ export const liveLimits = {
   notifiedPollMs: 5000,
 } as const;
 
+/** Bounds of what the Node host journals. */
+export const journalLimits = {
+  /** `commitBytesMax` when the runtime options give none: bytes (UTF-8) of one commit's events. */
+  commitBytesMaxDefault: 16 * 1024 * 1024,
+  /** The smallest `commitBytesMax` a runtime accepts (a run's first commit must fit). */
+  commitBytesMin: 65_536,
+} as const;
+
 export const httpLimits = {
   /** Events of one `GET /v1/runs/:id/events` page when `limit` is not given. */
   eventsPageDefault: 500,

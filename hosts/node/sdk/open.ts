@@ -10,6 +10,7 @@ import { defaultCapture, Kernel, type CapturePolicy } from '../../core/kernel.js
 import { ArtifactCodec, artifactKeysEnvVar, artifactKeysFromEnv } from '../artifacts/codec.js';
 import { addAllowedTargets } from '../delivery/address.js';
 import { leaseDefaults } from '../../core/leases.js';
+import { journalLimits } from '../limits.js';
 import type { HostLog } from '../../core/types.js';
 import { sha256Digest, sha256Hex } from '../../shared/digest.js';
 import { LazyScriptImports } from '../../shared/sandbox.js';
@@ -59,6 +60,15 @@ function artifactCodecOf(options: RuntimeOptions): ArtifactCodec | undefined {
   const sealing = options.capture?.encryptArtifacts === true;
   if (sealing && !keys) throw new WorkflowError('policy.unsupported', `capture.encryptArtifacts needs artifact keys: artifactKeys in the runtime options or the host module, or ${artifactKeysEnvVar}`);
   return keys ? new ArtifactCodec(keys, sealing) : undefined;
+}
+
+/** The bound on one commit's events: `commitBytesMax`, else the documented default. */
+function commitBytesMaxOf(options: RuntimeOptions): number {
+  const bound = options.commitBytesMax ?? journalLimits.commitBytesMaxDefault;
+  if (!Number.isSafeInteger(bound) || bound < journalLimits.commitBytesMin) {
+    throw new WorkflowError('host.bad-option', `commitBytesMax must be an integer of at least ${journalLimits.commitBytesMin} bytes, not ${JSON.stringify(bound)}`);
+  }
+  return bound;
 }
 
 /** Where a runtime's store lives. */
@@ -140,6 +150,7 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
       sha256: sha256Digest,
       leases: { owner: ownerId, ttlMs: options.leaseTtlMs, pollMs },
       ...(options.dispatchBeforeCommit === false ? { dispatchBeforeCommit: false } : {}),
+      commitBytesMax: commitBytesMaxOf(options),
     });
     // On a store that machines share, this process's clock is checked against the store's now
     // and every few seconds (leases are compared across machines' clocks; docs/postgres.md).

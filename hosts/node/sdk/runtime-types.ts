@@ -45,6 +45,12 @@ export interface RuntimeOptions extends GatewayRegistry {
    * docs/durability.md, "Damaged SQLite files".
    */
   sqliteQuickCheckBytesMax?: number;
+  /**
+   * The most bytes (UTF-8) of events one activation of a run may commit; default 16 MiB. A call
+   * whose output would take a commit past it fails its node with `run.commit-too-large` (naming
+   * the bound and the size). See docs/durability.md, "The size of a commit".
+   */
+  commitBytesMax?: number;
   /** Who may do what; consulted at launch and again on every resume. Default: everything. */
   authorities?: AuthorityResolver | Authority;
   log?: HostLog;

@@ -181,6 +181,7 @@ export class Worker {
           ...(c.launch.correlation !== undefined ? { correlation: c.launch.correlation } : {}),
           actor: c.launch.actor ?? 'worker',
           epoch: c.epoch,
+          ...(typeof c.launch.queuedAt === 'number' ? { queuedAt: c.launch.queuedAt } : {}),
         });
       } else {
         this.stats.takenOver += 1;

@@ -322,7 +322,7 @@ export class PgOwnership implements RunOwnership {
                SELECT pg_notify($10::text, 'queue:' || run_id) FROM queued
              )
              SELECT run_id, (SELECT count(*) FROM notified)::int AS notified FROM queued`,
-      values: [launch.runId, Buffer.from(plan), now, launch.concurrencyKey ?? null, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null, JSON.stringify(request), concurrencyLimit ?? 1, idempotencyKey ?? null, this.channel],
+      values: [launch.runId, Buffer.from(plan), now, launch.concurrencyKey ?? null, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null, JSON.stringify({ ...request, queuedAt: now }), concurrencyLimit ?? 1, idempotencyKey ?? null, this.channel],
     };
   }
 

@@ -222,7 +222,7 @@ export class SqliteOwnership implements RunOwnership {
       if (this.stmt.status.get(launch.runId) !== undefined) return { runId: launch.runId, created: false };
       const { plan, concurrencyLimit, idempotencyKey, delivery, ...request } = launch;
       this.stmt.insertQueuedRun.run(launch.runId, plan, checksum(plan), now, now, launch.concurrencyKey ?? null, now, delivery ? JSON.stringify(delivery.target) : null, delivery?.digest ?? null);
-      this.stmt.insertQueue.run(launch.runId, JSON.stringify(request), concurrencyLimit ?? 1, idempotencyKey ?? null);
+      this.stmt.insertQueue.run(launch.runId, JSON.stringify({ ...request, queuedAt: now }), concurrencyLimit ?? 1, idempotencyKey ?? null);
       return { runId: launch.runId, created: true };
     });
     if (queued.created) this.signal('queue');
