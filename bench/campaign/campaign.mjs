@@ -100,6 +100,7 @@ function runCli(args) {
 }
 
 const workers = [];
+const incarnations = [];
 function startWorker(slot) {
   const appName = `${schema}_w${slot}`;
   const child = spawn(process.execPath, [cli, 'serve', '--store', store, '--config', hostModule, '--max-runs', String(cfg.maxRuns)], { cwd: dir, env: { ...childEnv, PGAPPNAME: appName }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -108,7 +109,8 @@ function startWorker(slot) {
     w.out += d;
     if (w.out.includes('"Serving"')) w.serving = true;
   });
-  child.stderr.on('data', (d) => (w.err = (w.err + d).slice(-20_000)));
+  child.stderr.on('data', (d) => (w.err += d));
+  incarnations.push(w);
   w.done = new Promise((r) => child.on('close', (code, signal) => {
     w.exited = true;
     r({ code, signal });
@@ -302,6 +304,7 @@ for (const row of ev.rows) {
   if (e.type === 'capability.completed' && e.payload?.invocationId) completedInvocations.set(e.payload.invocationId, (completedInvocations.get(e.payload.invocationId) ?? 0) + 1);
 }
 const inbox = await q(`SELECT state, count(*)::int AS n FROM S.run_inbox GROUP BY state`);
+const lateInbox = await q(`SELECT state, count(*)::int AS n FROM S.run_inbox WHERE command->>'type' = 'late-outcome' GROUP BY state`);
 
 const lines = oracleLines();
 const doneBy = (tool) => {
@@ -347,7 +350,7 @@ const exits = await Promise.all(workers.map((w) => w.done));
 for (const [i, x] of exits.entries()) if (x.code !== 0) unexpected.push(`worker ${i} stopped with ${x.code ?? x.signal}: ${workers[i].err.slice(-500)}`);
 await runtime.close();
 load.end = loadavg();
-const warnLines = workers.map((w) => w.err).join('');
+const warnLines = incarnations.map((w) => w.err).join('');
 
 const summary = {
   schema,
@@ -373,11 +376,11 @@ const summary = {
     idempotentNotifyRepeats: notifyRepeats,
     invocationsCompletedTwiceInJournal: [...completedInvocations.values()].filter((n) => n > 1).length,
   },
-  lateOutcomes: { events: late.length, runs: new Set(late).size },
+  lateOutcomes: { events: late.length, runs: new Set(late).size, inbox: Object.fromEntries(lateInbox.rows.map((r) => [r.state, r.n])) },
   needsAttention: { events: needsAttention.length, runs: new Set(needsAttention.map((k) => k.split('/')[0])).size, resolutions },
   inbox: Object.fromEntries(inbox.rows.map((r) => [r.state, r.n])),
   replay: { sampled: sample.length, identical, diverged },
-  workersLog: { connectionLost: (warnLines.match(/wake-up connection to the store lost/g) ?? []).length, connectionRestored: (warnLines.match(/wake-up connection to the store restored/g) ?? []).length },
+  workersLog: { incarnations: incarnations.length, connectionLost: (warnLines.match(/wake-up connection to the store lost/g) ?? []).length, connectionRestored: (warnLines.match(/wake-up connection to the store restored/g) ?? []).length },
   problems: unexpected.slice(0, 30),
 };
 
@@ -393,6 +396,7 @@ const rows = [
   ['completed runs without a charge', summary.effects.completedWithoutCharge],
   ['idempotent notify executed again', notifyRepeats],
   ['late outcomes (capability.late)', `${late.length} in ${summary.lateOutcomes.runs} runs`],
+  ['late outcomes posted to the inbox', Object.entries(summary.lateOutcomes.inbox).map(([k, v]) => `${v} ${k}`).join(', ') || '0'],
   ['needs_attention (events / runs)', `${needsAttention.length} / ${summary.needsAttention.runs}`],
   ['resolutions succeeded / retry / refused', `${resolutions.succeeded} / ${resolutions.retry} / ${resolutions.refused}`],
   ['recorded replay identical', `${identical}/${sample.length}`],
