@@ -4,9 +4,13 @@
 // token's principal (a named operator token's name, or `operator`); a `by` in the body is refused.
 //
 //   GET  /v1/console/session                 { role, principal }: what this token may do, as whom
-//   GET  /v1/console/runs?status=&from=&to=&q=&cursor=&limit=
+//   GET  /v1/console/runs?status=&from=&to=&template=&origin=&wait=&q=&cursor=&limit=
 //                                            a page of runs, newest first, and `nextCursor` when
-//                                            there are more (the cursor is the last run's place)
+//                                            there are more (the cursor is the last run's place);
+//                                            `template` is <id> or <id>@<revision>, `origin` is
+//                                            trigger, direct or binding:<id>[@<revision>], `wait` is
+//                                            approval or needs_attention, `q` a run id prefix or
+//                                            the source event id that launched the run
 //   GET  /v1/console/counts                  { counts: { <status>: n } }: runs by status
 //   GET  /v1/console/inbox                   runs waiting for a person: approvals and
 //                                            needs_attention nodes, each with its CLI command
@@ -72,6 +76,15 @@ function timeParam(value: string | null, name: string): number | undefined {
   return t;
 }
 
+/** `trigger`, `direct`, or a binding: `binding:<id>` or `binding:<id>@<revision>`. */
+function originParam(value: string | undefined): RunListFilter['origin'] {
+  if (!value) return undefined;
+  if (value === 'trigger' || value === 'direct') return value;
+  const m = /^binding:([^@]+)(?:@([1-9][0-9]{0,8}))?$/.exec(value);
+  if (!m) throw new HttpError(400, 'http.bad-request', 'origin is trigger, direct, binding:<id> or binding:<id>@<revision>');
+  return { bindingId: m[1], ...(m[2] !== undefined ? { bindingRevision: Number(m[2]) } : {}) };
+}
+
 async function listPage(rt: ConsoleHost, url: URL) {
   const q = url.searchParams;
   const limit = intParam(q.get('limit'), 'limit', httpLimits.consolePageDefault, httpLimits.consolePageMax) || httpLimits.consolePageDefault;
@@ -80,12 +93,19 @@ async function listPage(rt: ConsoleHost, url: URL) {
   const from = timeParam(q.get('from'), 'from');
   const to = timeParam(q.get('to'), 'to');
   const search = q.get('q')?.trim();
+  const template = q.get('template')?.trim();
+  const origin = originParam(q.get('origin')?.trim());
+  const wait = q.get('wait');
+  if (wait && wait !== 'approval' && wait !== 'needs_attention') throw new HttpError(400, 'http.bad-request', 'wait is approval or needs_attention');
   const filter: RunListFilter = {
     ...(status ? { statuses: status.split(',') } : {}),
     ...(cursor ? { before: parseCursor(cursor) } : {}),
     ...(from !== undefined ? { createdFrom: from } : {}),
     ...(to !== undefined ? { createdTo: to } : {}),
-    ...(search ? { runIdPrefix: search } : {}),
+    ...(search ? { search } : {}),
+    ...(template ? { template } : {}),
+    ...(origin ? { origin } : {}),
+    ...(wait ? { pausedReason: wait as 'approval' | 'needs_attention' } : {}),
     // One more than the page tells whether there is a next page without counting.
     limit: limit + 1,
   };
