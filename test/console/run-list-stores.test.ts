@@ -52,7 +52,7 @@ describe.each(stores)('run list paging in %s', (_name, where) => {
       // A run paused for an approval, of another template: the template, origin and wait filters.
       const waiting = await rt.launch(gate, { input: {} });
       const gated = waiting.runId;
-      for (let i = 0; i < 100 && (await rt.getRun(gated))?.outcome?.pausedReason !== 'approval'; i++) await new Promise((r) => setTimeout(r, 50));
+      for (let i = 0; i < 100 && (await rt.getRun(gated))?.pausedReason !== 'approval'; i++) await new Promise((r) => setTimeout(r, 50));
       const ids = async (filter: Parameters<typeof rt.listRuns>[0]) => (await rt.listRuns(filter)).map((r) => r.runId);
       expect(await ids({ pausedReason: 'approval' })).toEqual([gated]);
       expect(await ids({ pausedReason: 'needs_attention' })).toEqual([]);

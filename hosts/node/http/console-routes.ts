@@ -16,6 +16,9 @@
 //                                            needs_attention nodes, each with its CLI command
 //   GET  /v1/console/bindings|ingress|deliveries, POST /v1/console/deliveries/:id/retry
 //                                            triggers and deliveries (console-triggers.ts)
+//   GET  /v1/console/node-types              { nodeTypes: [{ uses, label, configSchema, ports?, … }] }:
+//                                            the engine's node kinds and the host's definitions,
+//                                            for the draft editor's node forms
 //   /v1/console/catalog…, POST /v1/console/validate
 //                                            the catalog and the draft editor (console-catalog.ts)
 //   POST /v1/console/runs/:id/approve        { nodeId, approved, comment? }
@@ -33,7 +36,7 @@ import { listBindings, listDeliveries, listIngress, retryDelivery } from './cons
 import { catalogDiff, catalogEntry, catalogList, draftTemplate, expectedRevision } from './console-catalog.js';
 
 /** What the console's routes use of the runtime: its operator verbs, catalog, bindings, ingress journal and deliveries. */
-export type ConsoleHost = Pick<WorkflowRuntime, 'listRuns' | 'countRuns' | 'getRun' | 'readEvents' | 'approve' | 'resolve' | 'validate' | 'catalog' | 'bindings' | 'triggerStorage' | 'deliveries'>;
+export type ConsoleHost = Pick<WorkflowRuntime, 'listRuns' | 'countRuns' | 'getRun' | 'readEvents' | 'approve' | 'resolve' | 'validate' | 'catalog' | 'bindings' | 'triggerStorage' | 'deliveries' | 'nodeTypes'>;
 
 /** dist/console, next to this file's dist/hosts/node/http. */
 export const defaultConsoleDir = fileURLToPath(new URL('../../../console/', import.meta.url));
@@ -168,6 +171,7 @@ export async function consoleRoute(rt: ConsoleHost, req: IncomingMessage, res: S
   if (isRead && parts.length === 1 && parts[0] === 'bindings') return send(res, 200, await listBindings(rt));
   if (isRead && parts.length === 1 && parts[0] === 'ingress') return send(res, 200, await listIngress(rt, url));
   if (isRead && parts.length === 1 && parts[0] === 'deliveries') return send(res, 200, await listDeliveries(rt, url));
+  if (isRead && parts.length === 1 && parts[0] === 'node-types') return send(res, 200, { nodeTypes: rt.nodeTypes() });
   if (isRead && parts.length === 1 && parts[0] === 'catalog') return send(res, 200, await catalogList(rt, url));
   if (isRead && parts.length === 2 && parts[0] === 'catalog') return send(res, 200, await catalogEntry(rt, segment(parts[1], 'workflow id')));
   if (isRead && parts.length === 3 && parts[0] === 'catalog' && parts[2] === 'diff') return send(res, 200, await catalogDiff(rt, segment(parts[1], 'workflow id'), url));
