@@ -2,6 +2,7 @@
 // and its draft in a JSON editor validated live by the engine (its errors at their JSON pointers),
 // saved with compare-and-set on the draft revision and published (operator token only).
 import { ApiError, api, el, setStatus, time } from './api.js';
+import { nodeForm } from './node-form.js';
 
 interface Hit {
   id: string;
@@ -123,10 +124,12 @@ async function showWorkflow(root: HTMLElement, id: string, role: string): Promis
   });
   publish.addEventListener('click', () => void act(`v1/console/catalog/${encodeURIComponent(id)}/publish`, { expectedDraftRevision: draftRevision }, (answer) => `published ${id}@${answer.outcome.revision}`));
 
+  // A form edit changes the editor's text, then validates it as typing does.
+  const form = await nodeForm(editor, () => editor.dispatchEvent(new Event('input')));
   root.replaceChildren(
     el('section', { class: 'card' }, el('h2', {}, `Workflow ${id}`), el('table', { id: 'revisions' }, el('thead', {}, el('tr', {}, ...['Revision', 'Semantic hash', 'From', 'Published', 'By'].map((h) => el('th', {}, h)))), el('tbody', {}, ...revisionRows))),
     el('section', { class: 'card' }, el('h2', {}, 'Semantic diff'), el('div', { class: 'row' }, a, b, compare), diffOut),
-    el('section', { class: 'card' }, el('h2', {}, 'Draft'), el('div', { class: 'row' }, save, publish, draftInfo), editor, validation, actionResult),
+    el('section', { class: 'card' }, el('h2', {}, 'Draft'), el('div', { class: 'row' }, save, publish, draftInfo), editor, form, validation, actionResult),
   );
   setStatus(`${entry.revisions.length} revisions${entry.draft ? ` · draft revision ${entry.draft.draftRevision}` : ''}`, 'ok');
   if (editor.value) await validate();

@@ -1,5 +1,7 @@
-// The runs list: filters (status, created from/to, run id prefix) and pages read from the server
-// with a cursor, so the page holds one page of rows however many runs the store has.
+// The runs list: filters (status, what a paused run waits for, template, origin, created from/to)
+// and a search (run id prefix, or the source event id of the trigger event that started a run),
+// all answered by the server a page at a time with a cursor, so the page holds one page of rows
+// however many runs the store has.
 import { api, downloadExport, el, runPageUrl, setStatus, time } from './api.js';
 
 interface RunRow {
@@ -18,6 +20,8 @@ interface RunRow {
 const countsEveryMs = 5000;
 
 const statuses = ['', 'running', 'paused', 'queued', 'completed', 'failed', 'cancelled'];
+const waits: [string, string][] = [['', 'anything'], ['approval', 'an approval'], ['needs_attention', 'attention']];
+const origins: [string, string][] = [['', 'any'], ['trigger', 'a trigger'], ['direct', 'not a trigger']];
 
 function localToMs(value: string): string | undefined {
   if (!value) return undefined;
@@ -29,11 +33,19 @@ export function showRuns(root: HTMLElement): void {
   const status = el('select', { id: 'f-status', name: 'status' }, ...statuses.map((s) => el('option', { value: s }, s || 'any')));
   const from = el('input', { id: 'f-from', type: 'datetime-local' });
   const to = el('input', { id: 'f-to', type: 'datetime-local' });
-  const search = el('input', { id: 'f-search', type: 'search', placeholder: 'run id (prefix)' });
+  const search = el('input', { id: 'f-search', type: 'search', placeholder: 'run id (prefix) or event id' });
+  const wait = el('select', { id: 'f-wait', name: 'wait' }, ...waits.map(([v, text]) => el('option', { value: v }, text)));
+  const template = el('input', { id: 'f-template', type: 'text', placeholder: 'id or id@revision' });
+  const origin = el('select', { id: 'f-origin', name: 'origin' }, ...origins.map(([v, text]) => el('option', { value: v }, text)));
+  const binding = el('input', { id: 'f-binding', type: 'text', placeholder: 'binding id or id@revision' });
   const form = el(
     'form',
     { class: 'filters card', id: 'filters' },
     el('label', {}, 'Status', status),
+    el('label', {}, 'Waiting for', wait),
+    el('label', {}, 'Template', template),
+    el('label', {}, 'Origin', origin),
+    el('label', {}, 'Binding', binding),
     el('label', {}, 'Created from', from),
     el('label', {}, 'Created before', to),
     el('label', {}, 'Search', search),
@@ -68,6 +80,11 @@ export function showRuns(root: HTMLElement): void {
     const t = localToMs(to.value);
     if (f) q.set('from', f);
     if (t) q.set('to', t);
+    if (wait.value) q.set('wait', wait.value);
+    if (template.value.trim()) q.set('template', template.value.trim());
+    // A binding names the origin; otherwise the origin select's choice.
+    if (binding.value.trim()) q.set('origin', `binding:${binding.value.trim()}`);
+    else if (origin.value) q.set('origin', origin.value);
     if (search.value.trim()) q.set('q', search.value.trim());
     if (at) q.set('cursor', at);
     document.body.dataset.ready = 'loading';

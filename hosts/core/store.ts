@@ -81,6 +81,23 @@ export interface RunListFilter {
   /** Created before (ms since the epoch). */
   createdTo?: number;
   runIdPrefix?: string;
+  /**
+   * The root template the run was planned from: `<id>@<revision>` (`<id>@inline` for a template
+   * given inline) exactly, or `<id>` for any revision of it (the plan's `root`).
+   */
+  template?: string;
+  /**
+   * Where the run came from: `trigger` (launched by a binding's event), `direct` (any other
+   * launch), or the binding that launched it, `{ bindingId, bindingRevision? }`.
+   */
+  origin?: 'trigger' | 'direct' | { bindingId: string; bindingRevision?: number };
+  /** Paused runs waiting for a person: an approval or a node that needs attention. */
+  pausedReason?: 'approval' | 'needs_attention';
+  /**
+   * A run id prefix, or the source event id (a webhook's event id, a cron slot) of the trigger
+   * event that launched the run: runs matching either.
+   */
+  search?: string;
 }
 
 export interface RunRecord {

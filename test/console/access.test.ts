@@ -35,10 +35,18 @@ describe('console access: read-only and operator tokens', () => {
     expect(await call('/v1/console/session', operatorToken)).toEqual({ status: 200, body: { role: 'operator', principal: 'operator' } });
     expect(await call('/v1/console/session', aliceToken)).toEqual({ status: 200, body: { role: 'operator', principal: 'alice' } });
     for (const token of [undefined, 'wrong']) {
-      for (const path of ['/v1/console/session', '/v1/console/runs', '/v1/console/inbox', `/v1/runs/${runId}`]) {
+      for (const path of ['/v1/console/session', '/v1/console/runs', '/v1/console/inbox', '/v1/console/node-types', `/v1/runs/${runId}`]) {
         expect(await call(path, token)).toEqual({ status: 401, body: { error: { code: 'http.unauthorized', message: 'a valid bearer token is required' } } });
       }
     }
+
+    // The node types the draft editor builds its forms from: each with its config schema.
+    const types = await call('/v1/console/node-types', readonlyToken);
+    expect(types.status).toBe(200);
+    const approval = types.body.nodeTypes.find((t: { uses: string }) => t.uses === 'human.approval@1');
+    expect(approval).toMatchObject({ uses: 'human.approval@1', configSchema: { type: 'object' } });
+    expect(Object.keys(approval.configSchema.properties)).toContain('prompt');
+    expect(types.body.nodeTypes.map((t: { uses: string }) => t.uses)).toContain('tool.call@1');
 
     const inbox = await call('/v1/console/inbox', readonlyToken);
     expect(inbox.status).toBe(200);

@@ -42,7 +42,7 @@ async function post(path: string, token: string, body: unknown) {
 }
 
 describe('the catalog and the draft editor', () => {
-  it('diffs revisions, validates a draft live, saves it with compare-and-set, publishes it, and the revision runs', async () => {
+  it('diffs revisions, validates a draft live, edits a node in its form, saves it with compare-and-set, publishes it, and the revision runs', async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 1100 } });
     const problems = watchPage(page);
     try {
@@ -72,7 +72,16 @@ describe('the catalog and the draft editor', () => {
 
       const fixed = structuredClone(second);
       fixed.spec.nodes[1].timeoutMs = 6000;
-      await page.fill('#draft-json', JSON.stringify(fixed, null, 2));
+      // The node form: generated from tool.call@1's config schema; its edit changes only that
+      // value's bytes in the JSON, and the engine validates the result live.
+      const other = structuredClone(fixed);
+      other.spec.nodes[1].config.tool = 'undeclared';
+      await page.fill('#draft-json', JSON.stringify(other, null, 2));
+      await page.waitForSelector('#validation[data-state=invalid]', { timeout: 30_000 });
+      await page.selectOption('#node-pick', 'say');
+      await page.fill('#node-fields input[data-key=tool]', 'echo');
+      await page.dispatchEvent('#node-fields input[data-key=tool]', 'change');
+      expect(await page.inputValue('#draft-json')).toBe(JSON.stringify(fixed, null, 2));
       await page.waitForSelector('#validation[data-state=valid]', { timeout: 30_000 });
       await page.click('#save');
       await page.waitForSelector('#draft-result[data-kind=ok]', { timeout: 30_000 });

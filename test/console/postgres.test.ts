@@ -29,6 +29,18 @@ describe('the console over PostgreSQL', () => {
       expect([rest.runs.map((r: { runId: string }) => r.runId), rest.nextCursor]).toEqual([all.slice(3), undefined]);
       expect((await get('/v1/console/runs?status=paused')).runs.map((r: { runId: string }) => r.runId)).toEqual([runId]);
       expect(await get('/v1/console/counts')).toEqual({ counts: { completed: 3, paused: 1 } });
+      // The filters are answered by the store: template, what a run waits for, origin, search.
+      const ids = async (query: string) => (await get(`/v1/console/runs?${query}`)).runs.map((r: { runId: string }) => r.runId);
+      expect(await ids('template=gated')).toEqual([runId]);
+      expect(await ids('template=quick')).toEqual(all.slice(1));
+      expect(await ids('wait=approval')).toEqual([runId]);
+      expect(await ids('wait=needs_attention')).toEqual([]);
+      expect(await ids('origin=direct')).toEqual(all);
+      expect(await ids('origin=trigger')).toEqual([]);
+      expect(await ids('origin=binding:hook@1')).toEqual([]);
+      expect(await ids(`q=${runId}`)).toEqual([runId]);
+      expect((await get('/v1/console/runs?wait=later')).error.code).toBe('http.bad-request');
+      expect((await get('/v1/console/runs?origin=somewhere')).error.code).toBe('http.bad-request');
       expect((await get('/v1/console/inbox')).items.map((i: { kind: string; runId: string; nodeId: string }) => [i.kind, i.runId, i.nodeId])).toEqual([['approval', runId, 'gate']]);
 
       const approve = (token: string) => fetch(`${served.base}/v1/console/runs/${runId}/approve`, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: JSON.stringify({ nodeId: 'gate', approved: true }) });

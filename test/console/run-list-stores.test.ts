@@ -1,6 +1,7 @@
 // The run list's paging and filters in both stores (SQLite on a file, PostgreSQL on the real
 // server): pages after a cursor put together are the whole list in order, ties of created_at
-// broken by run id; time bounds and the run id prefix select exactly the runs they say.
+// broken by run id; time bounds, the run id prefix, the template, the origin and what a paused
+// run waits for select exactly the runs they say.
 import { describe, expect, it } from 'vitest';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 import { chain, tempDir } from '../helpers/node-host.js';
@@ -14,9 +15,11 @@ const stores: [string, () => Record<string, unknown>][] = [
 
 const say = chain('say', [{ id: 'say', uses: 'tool.call@1', config: { tool: 'echo' } }]);
 say.spec.requires = ['tool:echo'];
+const gate = chain('gate', [{ id: 'gate', uses: 'human.approval@1', config: { prompt: 'Go?' } }]);
+gate.spec.requires = ['approval'];
 
 describe.each(stores)('run list paging in %s', (_name, where) => {
-  it('pages with a cursor and filters by status, time and run id prefix', async () => {
+  it('pages with a cursor and filters by status, time, run id prefix, template, origin and wait', async () => {
     // A coarse clock (50 ms steps, close to the real one, which PostgreSQL's lease check needs), so
     // that runs share a created_at and ties are paged through too.
     const now = () => Date.now() - (Date.now() % 50);
@@ -45,6 +48,24 @@ describe.each(stores)('run list paging in %s', (_name, where) => {
       expect((await rt.listRuns({ runIdPrefix: all[2].runId })).map((r) => r.runId)).toEqual([all[2].runId]);
       expect(await rt.listRuns({ statuses: ['failed'], createdFrom: 0 })).toEqual([]);
       expect((await rt.listRuns({ statuses: ['completed'], before: { createdAt: all[4].createdAt, runId: all[4].runId } })).map((r) => r.runId)).toEqual(all.slice(5).map((r) => r.runId));
+
+      // A run paused for an approval, of another template: the template, origin and wait filters.
+      const waiting = await rt.launch(gate, { input: {} });
+      const gated = waiting.runId;
+      for (let i = 0; i < 100 && (await rt.getRun(gated))?.pausedReason !== 'approval'; i++) await new Promise((r) => setTimeout(r, 50));
+      const ids = async (filter: Parameters<typeof rt.listRuns>[0]) => (await rt.listRuns(filter)).map((r) => r.runId);
+      expect(await ids({ pausedReason: 'approval' })).toEqual([gated]);
+      expect(await ids({ pausedReason: 'needs_attention' })).toEqual([]);
+      expect(await ids({ template: 'gate' })).toEqual([gated]);
+      expect(await ids({ template: 'gate@inline' })).toEqual([gated]);
+      expect(await ids({ template: 'gat' })).toEqual([]);
+      expect(await ids({ template: 'say', limit: 100 })).toEqual(all.map((r) => r.runId));
+      expect(await ids({ origin: 'direct', limit: 100 })).toEqual(await ids({ limit: 100 }));
+      expect(await ids({ limit: 100 })).toHaveLength(8);
+      expect(await ids({ origin: 'trigger' })).toEqual([]);
+      expect(await ids({ origin: { bindingId: 'hook' } })).toEqual([]);
+      expect(await ids({ search: gated })).toEqual([gated]);
+      expect(await ids({ search: 'no-such-event' })).toEqual([]);
     } finally {
       await rt.close();
     }

@@ -1,6 +1,7 @@
 // Triggers and deliveries in the console, in Chromium against a real `serve --http` over SQLite: a
 // webhook event is followed from its ingress record to the run it started (its duplicate names
-// the same run, a badly signed one is rejected with its reason), and a delivery that its target
+// the same run, a badly signed one is rejected with its reason), the runs list finds that run by
+// the event's id, its binding and its template, and a delivery that its target
 // refuses is dead, listed with its error, and retried by the operator (a read-only token is
 // refused by the server).
 import { createHash } from 'node:crypto';
@@ -94,6 +95,21 @@ describe('triggers and deliveries in the console', () => {
       await page.waitForFunction(() => document.querySelector('#run-status')?.textContent === 'completed' && document.body.dataset.ready === '1', undefined, { timeout: 30_000 });
       expect(new URL(page.url()).searchParams.get('run')).toBe(runId);
       expect(await page.textContent('#run-id')).toContain(runId);
+
+      // The runs list finds the run by the event's id, and by its binding and template.
+      await page.goto(`${server.url}/console/`);
+      await page.waitForFunction(() => document.body.dataset.ready === 'idle', undefined, { timeout: 30_000 });
+      const listed = async (fill: Record<string, string>, info: string) => {
+        for (const [sel, value] of Object.entries(fill)) await (sel === '#f-origin' ? page.selectOption(sel, value) : page.fill(sel, value));
+        await page.click('#filters button[type=submit]');
+        await page.waitForFunction((text) => document.querySelector('#page-info')?.textContent === text && document.body.dataset.ready === 'idle', info, { timeout: 30_000 });
+        return page.$$eval('#runs tbody tr', (trs) => trs.map((tr) => tr.getAttribute('data-run')));
+      };
+      expect(await listed({ '#f-search': event }, 'page 1 · 1 runs · last page')).toEqual([runId]);
+      expect(await listed({ '#f-search': '', '#f-binding': 'hook@1', '#f-template': 'echo@1' }, 'page 1 · 1 runs · last page')).toEqual([runId]);
+      expect(await listed({ '#f-binding': 'hook@2' }, 'no runs match')).toEqual([]);
+      expect(await listed({ '#f-binding': '', '#f-template': '', '#f-origin': 'direct' }, 'no runs match')).toEqual([]);
+      expect(await listed({ '#f-origin': 'trigger' }, 'page 1 · 1 runs · last page')).toEqual([runId]);
       expect(problems.filter((p) => !/^requestfailed: \S+\/events net::ERR_ABORTED$/.test(p))).toEqual([]);
     } finally {
       await page.close();

@@ -4,14 +4,21 @@
 // token's principal (a named operator token's name, or `operator`); a `by` in the body is refused.
 //
 //   GET  /v1/console/session                 { role, principal }: what this token may do, as whom
-//   GET  /v1/console/runs?status=&from=&to=&q=&cursor=&limit=
+//   GET  /v1/console/runs?status=&from=&to=&template=&origin=&wait=&q=&cursor=&limit=
 //                                            a page of runs, newest first, and `nextCursor` when
-//                                            there are more (the cursor is the last run's place)
+//                                            there are more (the cursor is the last run's place);
+//                                            `template` is <id> or <id>@<revision>, `origin` is
+//                                            trigger, direct or binding:<id>[@<revision>], `wait` is
+//                                            approval or needs_attention, `q` a run id prefix or
+//                                            the source event id that launched the run
 //   GET  /v1/console/counts                  { counts: { <status>: n } }: runs by status
 //   GET  /v1/console/inbox                   runs waiting for a person: approvals and
 //                                            needs_attention nodes, each with its CLI command
 //   GET  /v1/console/bindings|ingress|deliveries, POST /v1/console/deliveries/:id/retry
 //                                            triggers and deliveries (console-triggers.ts)
+//   GET  /v1/console/node-types              { nodeTypes: [{ uses, label, configSchema, ports?, … }] }:
+//                                            the engine's node kinds and the host's definitions,
+//                                            for the draft editor's node forms
 //   /v1/console/catalog…, POST /v1/console/validate
 //                                            the catalog and the draft editor (console-catalog.ts)
 //   POST /v1/console/runs/:id/approve        { nodeId, approved, comment? }
@@ -29,7 +36,7 @@ import { listBindings, listDeliveries, listIngress, retryDelivery } from './cons
 import { catalogDiff, catalogEntry, catalogList, draftTemplate, expectedRevision } from './console-catalog.js';
 
 /** What the console's routes use of the runtime: its operator verbs, catalog, bindings, ingress journal and deliveries. */
-export type ConsoleHost = Pick<WorkflowRuntime, 'listRuns' | 'countRuns' | 'getRun' | 'readEvents' | 'approve' | 'resolve' | 'validate' | 'catalog' | 'bindings' | 'triggerStorage' | 'deliveries'>;
+export type ConsoleHost = Pick<WorkflowRuntime, 'listRuns' | 'countRuns' | 'getRun' | 'readEvents' | 'approve' | 'resolve' | 'validate' | 'catalog' | 'bindings' | 'triggerStorage' | 'deliveries' | 'nodeTypes'>;
 
 /** dist/console, next to this file's dist/hosts/node/http. */
 export const defaultConsoleDir = fileURLToPath(new URL('../../../console/', import.meta.url));
@@ -72,6 +79,15 @@ function timeParam(value: string | null, name: string): number | undefined {
   return t;
 }
 
+/** `trigger`, `direct`, or a binding: `binding:<id>` or `binding:<id>@<revision>`. */
+function originParam(value: string | undefined): RunListFilter['origin'] {
+  if (!value) return undefined;
+  if (value === 'trigger' || value === 'direct') return value;
+  const m = /^binding:([^@]+)(?:@([1-9][0-9]{0,8}))?$/.exec(value);
+  if (!m) throw new HttpError(400, 'http.bad-request', 'origin is trigger, direct, binding:<id> or binding:<id>@<revision>');
+  return { bindingId: m[1], ...(m[2] !== undefined ? { bindingRevision: Number(m[2]) } : {}) };
+}
+
 async function listPage(rt: ConsoleHost, url: URL) {
   const q = url.searchParams;
   const limit = intParam(q.get('limit'), 'limit', httpLimits.consolePageDefault, httpLimits.consolePageMax) || httpLimits.consolePageDefault;
@@ -80,12 +96,19 @@ async function listPage(rt: ConsoleHost, url: URL) {
   const from = timeParam(q.get('from'), 'from');
   const to = timeParam(q.get('to'), 'to');
   const search = q.get('q')?.trim();
+  const template = q.get('template')?.trim();
+  const origin = originParam(q.get('origin')?.trim());
+  const wait = q.get('wait');
+  if (wait && wait !== 'approval' && wait !== 'needs_attention') throw new HttpError(400, 'http.bad-request', 'wait is approval or needs_attention');
   const filter: RunListFilter = {
     ...(status ? { statuses: status.split(',') } : {}),
     ...(cursor ? { before: parseCursor(cursor) } : {}),
     ...(from !== undefined ? { createdFrom: from } : {}),
     ...(to !== undefined ? { createdTo: to } : {}),
-    ...(search ? { runIdPrefix: search } : {}),
+    ...(search ? { search } : {}),
+    ...(template ? { template } : {}),
+    ...(origin ? { origin } : {}),
+    ...(wait ? { pausedReason: wait as 'approval' | 'needs_attention' } : {}),
     // One more than the page tells whether there is a next page without counting.
     limit: limit + 1,
   };
@@ -148,6 +171,7 @@ export async function consoleRoute(rt: ConsoleHost, req: IncomingMessage, res: S
   if (isRead && parts.length === 1 && parts[0] === 'bindings') return send(res, 200, await listBindings(rt));
   if (isRead && parts.length === 1 && parts[0] === 'ingress') return send(res, 200, await listIngress(rt, url));
   if (isRead && parts.length === 1 && parts[0] === 'deliveries') return send(res, 200, await listDeliveries(rt, url));
+  if (isRead && parts.length === 1 && parts[0] === 'node-types') return send(res, 200, { nodeTypes: rt.nodeTypes() });
   if (isRead && parts.length === 1 && parts[0] === 'catalog') return send(res, 200, await catalogList(rt, url));
   if (isRead && parts.length === 2 && parts[0] === 'catalog') return send(res, 200, await catalogEntry(rt, segment(parts[1], 'workflow id')));
   if (isRead && parts.length === 3 && parts[0] === 'catalog' && parts[2] === 'diff') return send(res, 200, await catalogDiff(rt, segment(parts[1], 'workflow id'), url));

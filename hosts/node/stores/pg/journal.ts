@@ -529,8 +529,33 @@ export class PostgresJournalStore implements JournalStore {
                 AND ($6::bigint IS NULL OR r.created_at >= $6)
                 AND ($7::bigint IS NULL OR r.created_at < $7)
                 AND ($8::text IS NULL OR left(r.run_id, length($8::text)) = $8::text)
+                AND ($9::text IS NULL OR (CASE WHEN strpos($9::text, '@') > 0 THEN convert_from(r.plan, 'UTF8')::json ->> 'root' = $9::text
+                                               ELSE left(convert_from(r.plan, 'UTF8')::json ->> 'root', length($9::text) + 1) = $9::text || '@' END))
+                AND ($10::text IS NULL
+                     OR ($10::text = 'trigger' AND r.run_id IN (SELECT i.run_id FROM ${this.s}.ingress_events i WHERE i.run_id IS NOT NULL AND i.status = 'launched'))
+                     OR ($10::text = 'direct' AND r.run_id NOT IN (SELECT i.run_id FROM ${this.s}.ingress_events i WHERE i.run_id IS NOT NULL AND i.status = 'launched'))
+                     OR ($10::text = 'binding' AND r.run_id IN (SELECT i.run_id FROM ${this.s}.ingress_events i
+                                                                WHERE i.binding_id = $11::text AND i.status = 'launched' AND ($12::int IS NULL OR i.binding_revision = $12::int))))
+                AND ($13::text IS NULL OR (r.status = 'paused' AND r.outcome ->> 'pausedReason' = $13::text))
+                AND ($14::text IS NULL OR left(r.run_id, length($14::text)) = $14::text
+                     OR r.run_id IN (SELECT i.run_id FROM ${this.s}.ingress_events i WHERE i.source_event_id = $14::text AND i.status = 'launched'))
               ORDER BY r.created_at DESC, r.run_id DESC LIMIT $3`,
-      values: [now, statuses, filter.limit ?? 100, filter.before?.createdAt ?? null, filter.before?.runId ?? null, filter.createdFrom ?? null, filter.createdTo ?? null, filter.runIdPrefix || null],
+      values: [
+        now,
+        statuses,
+        filter.limit ?? 100,
+        filter.before?.createdAt ?? null,
+        filter.before?.runId ?? null,
+        filter.createdFrom ?? null,
+        filter.createdTo ?? null,
+        filter.runIdPrefix || null,
+        filter.template || null,
+        typeof filter.origin === 'object' ? 'binding' : (filter.origin ?? null),
+        typeof filter.origin === 'object' ? filter.origin.bindingId : null,
+        typeof filter.origin === 'object' ? (filter.origin.bindingRevision ?? null) : null,
+        filter.pausedReason ?? null,
+        filter.search || null,
+      ],
     });
     return found.map((row) => pgRunRecordOf(row, now));
   }

@@ -460,6 +460,24 @@ export class SqliteJournalStore implements SyncJournalStore {
     if (filter.createdFrom !== undefined) where.push('created_at >= ?'), params.push(filter.createdFrom);
     if (filter.createdTo !== undefined) where.push('created_at < ?'), params.push(filter.createdTo);
     if (filter.runIdPrefix) where.push('substr(run_id, 1, ?) = ?'), params.push(filter.runIdPrefix.length, filter.runIdPrefix);
+    // The plan is the JSON text the run was pinned to; its `root` names the template.
+    if (filter.template) {
+      const exact = filter.template.includes('@');
+      where.push(exact ? "json_extract(CAST(plan AS TEXT), '$.root') = ?" : "substr(json_extract(CAST(plan AS TEXT), '$.root'), 1, ?) = ?");
+      params.push(...(exact ? [filter.template] : [filter.template.length + 1, `${filter.template}@`]));
+    }
+    // A trigger's run has the `launched` record of its event (ingress_by_binding, ingress_by_run).
+    const origin = filter.origin;
+    if (origin === 'trigger' || origin === 'direct') where.push(`run_id ${origin === 'direct' ? 'NOT ' : ''}IN (SELECT run_id FROM ingress_events WHERE run_id IS NOT NULL AND status = 'launched')`);
+    else if (origin) {
+      where.push(`run_id IN (SELECT run_id FROM ingress_events WHERE binding_id = ? AND status = 'launched'${origin.bindingRevision !== undefined ? ' AND binding_revision = ?' : ''})`);
+      params.push(origin.bindingId, ...(origin.bindingRevision !== undefined ? [origin.bindingRevision] : []));
+    }
+    if (filter.pausedReason) where.push("status = 'paused' AND json_extract(CAST(outcome AS TEXT), '$.pausedReason') = ?"), params.push(filter.pausedReason);
+    if (filter.search) {
+      where.push("(substr(run_id, 1, ?) = ? OR run_id IN (SELECT run_id FROM ingress_events WHERE source_event_id = ? AND status = 'launched'))");
+      params.push(filter.search.length, filter.search, filter.search);
+    }
     const sql = `SELECT ${runColumns} FROM runs ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, run_id DESC LIMIT ?`;
     const rows = this.db.prepare(sql).all(...params, limit) as RunRow[];
     return rows.map((row) => this.ownership.withWaitReason(runRecordOf(row)));
