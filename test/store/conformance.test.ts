@@ -356,6 +356,8 @@ describe.each(harnesses)('store conformance: $name', (harness) => {
     const queued = await own.queuedLaunch('q1');
     expect({ ...queued, plan: Buffer.from(queued!.plan).toString() }).toEqual({
       runId: 'q1', plan: plan.toString(), templateKey: 'wf@1', input: { n: 'q1' }, authority: {}, concurrencyKey: 'ck', concurrencyLimit: 2,
+      // When it was queued (the store's now at enqueue): the run's `run.queued` event says it.
+      queuedAt: now,
     });
     expect(await own.queuedLaunch('missing')).toBeUndefined();
     expect(await store.getRun('q1')).toMatchObject({ runId: 'q1', status: 'queued', lastSeq: 0, concurrencyKey: 'ck', waitReason: 'waiting for a worker (agent-workflow serve)' });
