@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { examplePath, runCli } from '../helpers/cli.js';
 import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
+import { schemaVersion } from '../../dist/hosts/node/stores/sqlite/migrations.js';
 import { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
 
 const marker = 'PAYLOADMARKERabcdefghijklmnopqrstuvwxyz';
@@ -60,7 +61,7 @@ describe('a damaged SQLite store', () => {
     const doctor = await runCli(['doctor', '--store', file]);
     expect(doctor.code).toBe(9);
     const report = doctor.out.find((l) => l.kind === 'DoctorReport');
-    expect(report).toMatchObject({ healthy: false, schemaVersion: 12, integrity: ['ok'], journalRows: { unchecked: 0 }, checkpoints: { damagedCount: 1, damaged: [`run ${marked}: checkpoint in its row`] } });
+    expect(report).toMatchObject({ healthy: false, schemaVersion: schemaVersion, integrity: ['ok'], journalRows: { unchecked: 0 }, checkpoints: { damagedCount: 1, damaged: [`run ${marked}: checkpoint in its row`] } });
     expect(report.journalRows.damagedCount).toBeGreaterThan(0);
     expect(report.journalRows.damaged.every((d: string) => new RegExp(`^run ${marked}: journal row seq \\d+\\.\\.\\d+$`).test(d))).toBe(true);
     expect(report.journalRows.checked).toBeGreaterThan(2);
@@ -132,13 +133,13 @@ describe('a damaged SQLite store', () => {
     expect(doctor.stderr).toContain('carry no checksum');
     expect((await cli(tempDir('adw-damaged-'), 'doctor')).code).toBe(6);
 
-    // Opened by a command, the old store is migrated to v12: its old rows still read (unchecked),
+    // Opened by a command, the old store is migrated to the current version: its old rows still read (unchecked),
     // a new run's rows carry their checksum.
     const before = (await cli(dir, 'runs')).out.filter((l) => l.kind !== 'Error');
     expect(before.length).toBeGreaterThan(0);
     expect((await cli(dir, 'run', ...echoCli, '--input', '{"text":"new"}')).code).toBe(0);
     const migrated = (await cli(dir, 'doctor')).out.find((l) => l.kind === 'DoctorReport');
-    expect(migrated).toMatchObject({ healthy: true, schemaVersion: 12, journalRows: { unchecked: report.journalRows.unchecked, damagedCount: 0 } });
+    expect(migrated).toMatchObject({ healthy: true, schemaVersion: schemaVersion, journalRows: { unchecked: report.journalRows.unchecked, damagedCount: 0 } });
     expect(migrated.journalRows.checked).toBeGreaterThan(0);
 
     const pg = await runCli(['doctor', '--store', 'postgres://127.0.0.1/test']);

@@ -269,6 +269,13 @@ export const pgMigrations: readonly PgMigration[] = [
     description: 'checksums of journal rows, checkpoints and plans (SQLite); none needed here',
     up: () => 'SELECT 1',
   },
+  {
+    version: 13,
+    description: "the console's runs list: runs by creation (its order and cursor), launched runs by their source event id (its search)",
+    up: (s) => `
+      CREATE INDEX runs_by_created ON ${s}.runs (created_at, run_id);
+      CREATE INDEX ingress_launched_by_event ON ${s}.ingress_events (source_event_id) WHERE status = 'launched';`,
+  },
 ];
 
 export const pgSchemaVersion = pgMigrations[pgMigrations.length - 1].version;

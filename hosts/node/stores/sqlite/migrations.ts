@@ -334,6 +334,20 @@ export const migrations: readonly Migration[] = [
       `);
     },
   },
+  {
+    version: 13,
+    description: "the console's runs list: runs by creation (its order and cursor), launched runs by their source event id (its search)",
+    destructive: false,
+    up(db) {
+      // The list pages newest first after a (created_at, run_id) cursor: read backwards along this
+      // index instead of sorting every run for each page. A run's row is updated at every commit,
+      // but these columns never change, so commits do not touch the index.
+      db.exec(`
+        CREATE INDEX runs_by_created ON runs (created_at, run_id);
+        CREATE INDEX ingress_launched_by_event ON ingress_events (source_event_id) WHERE status = 'launched';
+      `);
+    },
+  },
 ];
 
 /**
