@@ -3,6 +3,7 @@
 // saved with compare-and-set on the draft revision and published (operator token only).
 import { ApiError, api, el, setStatus, time } from './api.js';
 import { nodeForm } from './node-form.js';
+import { edgeGraph } from './edge-graph.js';
 
 interface Hit {
   id: string;
@@ -126,10 +127,12 @@ async function showWorkflow(root: HTMLElement, id: string, role: string): Promis
 
   // A form edit changes the editor's text, then validates it as typing does.
   const form = await nodeForm(editor, () => editor.dispatchEvent(new Event('input')));
+  // The graph of the draft, where edges are drawn and removed (the same text edits).
+  const graph = edgeGraph(editor, () => editor.dispatchEvent(new Event('input')));
   root.replaceChildren(
     el('section', { class: 'card' }, el('h2', {}, `Workflow ${id}`), el('table', { id: 'revisions' }, el('thead', {}, el('tr', {}, ...['Revision', 'Semantic hash', 'From', 'Published', 'By'].map((h) => el('th', {}, h)))), el('tbody', {}, ...revisionRows))),
     el('section', { class: 'card' }, el('h2', {}, 'Semantic diff'), el('div', { class: 'row' }, a, b, compare), diffOut),
-    el('section', { class: 'card' }, el('h2', {}, 'Draft'), el('div', { class: 'row' }, save, publish, draftInfo), editor, form, validation, actionResult),
+    el('section', { class: 'card' }, el('h2', {}, 'Draft'), el('div', { class: 'row' }, save, publish, draftInfo), graph, editor, form, validation, actionResult),
   );
   setStatus(`${entry.revisions.length} revisions${entry.draft ? ` · draft revision ${entry.draft.draftRevision}` : ''}`, 'ok');
   if (editor.value) await validate();

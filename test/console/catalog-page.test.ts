@@ -83,6 +83,22 @@ describe('the catalog and the draft editor', () => {
       await page.dispatchEvent('#node-fields input[data-key=tool]', 'change');
       expect(await page.inputValue('#draft-json')).toBe(JSON.stringify(fixed, null, 2));
       await page.waitForSelector('#validation[data-state=valid]', { timeout: 30_000 });
+
+      // Edges on the graph: clicking an edge takes its bytes out of the JSON (the engine then
+      // finds the end unreachable); clicking one node, then another, draws it back.
+      const unlinked = structuredClone(fixed);
+      unlinked.spec.edges = unlinked.spec.edges.filter((e: { from: string; to: string }) => !(e.from === 'say' && e.to === 'end'));
+      await page.click('#draft-graph .edge[data-from=say][data-to=end]');
+      expect(await page.inputValue('#draft-json')).toBe(JSON.stringify(unlinked, null, 2));
+      await page.waitForSelector('#validation[data-state=invalid]', { timeout: 30_000 });
+      await page.click('#draft-graph g[data-node=say]');
+      await page.click('#draft-graph g[data-node=end]');
+      const drawn = await page.inputValue('#draft-json');
+      expect(JSON.parse(drawn)).toEqual(fixed);
+      // Every other byte where it was: the new edge is one inserted line after the last one.
+      expect(drawn.replace(',\n      {"from":"say","to":"end"}', '')).toBe(JSON.stringify(unlinked, null, 2));
+      expect(await page.$$eval('#draft-graph .edge', (ls) => ls.map((l) => `${l.getAttribute('data-from')}>${l.getAttribute('data-to')}`))).toEqual(['start>say', 'say>end']);
+      await page.waitForSelector('#validation[data-state=valid]', { timeout: 30_000 });
       await page.click('#save');
       await page.waitForSelector('#draft-result[data-kind=ok]', { timeout: 30_000 });
       expect(await page.textContent('#draft-result')).toBe('saved as draft revision 3');
