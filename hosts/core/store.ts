@@ -94,8 +94,9 @@ export interface RunListFilter {
   /** Paused runs waiting for a person: an approval or a node that needs attention. */
   pausedReason?: 'approval' | 'needs_attention';
   /**
-   * A run id prefix, or the source event id (a webhook's event id, a cron slot) of the trigger
-   * event that launched the run: runs matching either.
+   * A run id prefix, the source event id (a webhook's event id, a cron slot) of the trigger event
+   * that launched the run, or (three characters or more) text in the correlation the launch
+   * recorded (its origin, delivery, traceparent): runs matching any.
    */
   search?: string;
 }

@@ -66,6 +66,14 @@ describe.each(stores)('run list paging in %s', (_name, where) => {
       expect(await ids({ origin: { bindingId: 'hook' } })).toEqual([]);
       expect(await ids({ search: gated })).toEqual([gated]);
       expect(await ids({ search: 'no-such-event' })).toEqual([]);
+      // Text in the correlation a launch recorded (its origin): the channel message it came from.
+      const fromSlack = (await rt.launch(say, { input: { i: 1 }, origin: { channel: 'slack', message: 'msg-7731' } })).runId;
+      await rt.follow(fromSlack).settled();
+      // The same text in a run's input is not its correlation.
+      await (await rt.launch(say, { input: { i: 'msg-7731 slack' } })).result;
+      expect(await ids({ search: 'msg-7731' })).toEqual([fromSlack]);
+      expect(await ids({ search: 'slack' })).toEqual([fromSlack]);
+      expect(await ids({ search: 'msg-9999' })).toEqual([]);
     } finally {
       await rt.close();
     }

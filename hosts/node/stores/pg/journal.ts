@@ -538,7 +538,9 @@ export class PostgresJournalStore implements JournalStore {
                                                                 WHERE i.binding_id = $11::text AND i.status = 'launched' AND ($12::int IS NULL OR i.binding_revision = $12::int))))
                 AND ($13::text IS NULL OR (r.status = 'paused' AND r.outcome ->> 'pausedReason' = $13::text))
                 AND ($14::text IS NULL OR left(r.run_id, length($14::text)) = $14::text
-                     OR r.run_id IN (SELECT i.run_id FROM ${this.s}.ingress_events i WHERE i.source_event_id = $14::text AND i.status = 'launched'))
+                     OR r.run_id IN (SELECT i.run_id FROM ${this.s}.ingress_events i WHERE i.source_event_id = $14::text AND i.status = 'launched')
+                     OR (length($14::text) >= 3 AND EXISTS (SELECT 1 FROM ${this.s}.events e WHERE e.run_id = r.run_id AND e.seq = 1
+                                                            AND strpos((convert_from(e.body, 'UTF8')::json -> 'correlation')::text, $14::text) > 0)))
               ORDER BY r.created_at DESC, r.run_id DESC LIMIT $3`,
       values: [
         now,

@@ -475,8 +475,15 @@ export class SqliteJournalStore implements SyncJournalStore {
     }
     if (filter.pausedReason) where.push("status = 'paused' AND json_extract(CAST(outcome AS TEXT), '$.pausedReason') = ?"), params.push(filter.pausedReason);
     if (filter.search) {
-      where.push("(substr(run_id, 1, ?) = ? OR run_id IN (SELECT run_id FROM ingress_events WHERE source_event_id = ? AND status = 'launched'))");
-      params.push(filter.search.length, filter.search, filter.search);
+      // A run id prefix, the source event id of the trigger event that launched it, or (three
+      // characters or more) text in the correlation its launch recorded (`run.accepted`, the first
+      // line of the run's first journal row): read from the rows the other filters leave, no index.
+      const inCorrelation =
+        filter.search.length >= 3
+          ? " OR EXISTS (SELECT 1 FROM events e WHERE e.run_id = runs.run_id AND coalesce(e.first_seq, e.seq) = 1 AND instr(CAST(json_extract(substr(CAST(e.body AS TEXT), 1, CASE instr(CAST(e.body AS TEXT), char(10)) WHEN 0 THEN length(CAST(e.body AS TEXT)) ELSE instr(CAST(e.body AS TEXT), char(10)) - 1 END), '$.correlation') AS TEXT), ?) > 0)"
+          : '';
+      where.push(`(substr(run_id, 1, ?) = ? OR run_id IN (SELECT run_id FROM ingress_events WHERE source_event_id = ? AND status = 'launched')${inCorrelation})`);
+      params.push(filter.search.length, filter.search, filter.search, ...(inCorrelation ? [filter.search] : []));
     }
     const sql = `SELECT ${runColumns} FROM runs ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY created_at DESC, run_id DESC LIMIT ?`;
     const rows = this.db.prepare(sql).all(...params, limit) as RunRow[];
