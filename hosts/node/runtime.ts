@@ -28,8 +28,7 @@ import { runtimeDeliveries } from './delivery/outbox.js';
 import { NodeDefinitionRegistry, RunNeedsAttentionError, runCompatibility, WorkflowCatalog, type RunCompatibility } from './catalog/catalog.js';
 import type { TriggerStorage } from './stores/trigger-storage.js';
 import { BindingCatalog } from './triggers/bindings.js';
-import { collectArtifacts, type CollectReport } from './artifacts/retention.js';
-import { rotateArtifacts, type RotationReport } from './artifacts/rotate.js';
+import { runtimeArtifacts, type CollectReport, type RotationReport, type RuntimeArtifacts } from './artifacts/index.js';
 import type { LiveItem, LiveOptions } from './observe/live.js';
 import type { TelemetryStats } from './observe/telemetry.js';
 import type { Worker, WorkerOptions } from './worker/worker.js';
@@ -39,7 +38,7 @@ export type { DeliveryOptions, DrainReport } from './delivery/deliverer.js';
 export type { DeliveryRecord, DeliveryState } from '../core/delivery-outbox.js';
 export type { DeliveryTarget } from './delivery/target.js';
 export type { TelemetryOptions } from './observe/telemetry.js';
-export type { CollectReport, RotationReport };
+export type { CollectReport, RotationReport, RuntimeArtifacts };
 export type { CommandOutcome, LaunchOptions, NodeType, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle };
 export { WorkflowError, idempotentRunId };
 
@@ -71,6 +70,7 @@ export class WorkflowRuntime implements Operator {
   }
 
   private deliveriesFacade?: RuntimeDeliveries;
+  private artifactsFacade?: RuntimeArtifacts;
 
   /** The outbox of result deliveries (see docs/triggers.md, "Result delivery"). */
   get deliveries(): RuntimeDeliveries {
@@ -198,32 +198,10 @@ export class WorkflowRuntime implements Operator {
    * The node types a template may use with this runtime: the engine's built-in kinds, then the
    * definitions this host registers, each with its `config` schema.
    */
-  /** The deployment's artifact TTL in days (`capture.retentionDays`), if it has one. */
-  get retentionDays(): number | undefined {
-    return this.parts.retentionDays;
-  }
-
-  /**
-   * Deletes the captured artifacts last stored more than `retentionDays` ago (default: the
-   * runtime's `capture.retentionDays`) that no unfinished run names; `dryRun` only counts them.
-   * Journals are kept. See docs/durability.md, "Artifact retention".
-   */
-  async collectArtifacts(options: { retentionDays?: number; dryRun?: boolean } = {}): Promise<CollectReport> {
-    const retentionDays = options.retentionDays ?? this.parts.retentionDays;
-    if (retentionDays === undefined) throw new WorkflowError('gc.no-retention', 'no retention time: set capture.retentionDays in the runtime options (or the host module), or give retentionDays');
-    if (typeof retentionDays !== 'number' || !Number.isFinite(retentionDays) || retentionDays <= 0) throw new WorkflowError('gc.no-retention', `retentionDays must be a positive number of days, not ${JSON.stringify(retentionDays)}`);
-    return collectArtifacts(this.store, { retentionDays, dryRun: options.dryRun === true, now: this.kernel.now() });
-  }
-
-  /**
-   * Re-wraps every artifact sealed under an older key under the current one, and seals plain
-   * ones when `capture.encryptArtifacts` is on; `dryRun` only counts. Needs artifact keys
-   * (`artifact.no-keys`). See docs/durability.md, "Artifact encryption".
-   */
-  async rotateArtifactKeys(options: { dryRun?: boolean } = {}): Promise<RotationReport> {
-    const codec = this.parts.artifactCodec;
-    if (!codec) throw new WorkflowError('artifact.no-keys', 'this runtime has no artifact keys: give artifactKeys (runtime options or host module) or set ADW_ARTIFACT_KEYS');
-    return rotateArtifacts(this.store, codec, options);
+  /** The store's artifacts: retention by the deployment's TTL and key rotation (artifacts/index.ts). */
+  get artifacts(): RuntimeArtifacts {
+    this.artifactsFacade ??= runtimeArtifacts(this.store, { retentionDays: this.parts.retentionDays, codec: this.parts.artifactCodec, now: () => this.kernel.now() });
+    return this.artifactsFacade;
   }
 
   nodeTypes(): NodeType[] {

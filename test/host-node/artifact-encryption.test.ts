@@ -88,9 +88,9 @@ describe('artifact encryption', () => {
       // Rotation: k2 is current, k1 still readable; afterwards k2 alone reads everything.
       const rotating = await open(where, { artifactKeys: artifactKeys({ current: 'k2', keys: { k2, k1 } }), capture: { encryptArtifacts: true } });
       try {
-        expect(await rotating.rotateArtifactKeys({ dryRun: true })).toMatchObject({ dryRun: true, currentKey: 'k2', examined: 1, rewrapped: 1 });
-        expect(await rotating.rotateArtifactKeys()).toMatchObject({ dryRun: false, examined: 1, rewrapped: 1, raced: 0 });
-        expect(await rotating.rotateArtifactKeys()).toMatchObject({ examined: 1, rewrapped: 0, unchanged: 1 });
+        expect(await rotating.artifacts.rotateKeys({ dryRun: true })).toMatchObject({ dryRun: true, currentKey: 'k2', examined: 1, rewrapped: 1 });
+        expect(await rotating.artifacts.rotateKeys()).toMatchObject({ dryRun: false, examined: 1, rewrapped: 1, raced: 0 });
+        expect(await rotating.artifacts.rotateKeys()).toMatchObject({ examined: 1, rewrapped: 0, unchanged: 1 });
       } finally {
         await rotating.close();
       }

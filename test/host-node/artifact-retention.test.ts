@@ -70,11 +70,11 @@ describe('artifact retention', () => {
         const today = await (await rt.launch({ type: 'inline', template: oneCall }, { input: { tag: 'again' } })).settled();
         expect(await artifactOf(rt, today.runId)).toBe(c);
 
-        const dry = await rt.collectArtifacts({ dryRun: true });
+        const dry = await rt.artifacts.collect({ dryRun: true });
         expect(dry).toMatchObject({ dryRun: true, retentionDays: 30, expired: 2, keptForUnfinishedRuns: 1, deleted: 1, unfinishedRuns: 1 });
         expect((await rt.exportRun(finished.runId)).artifacts[a]).toBeDefined();
 
-        const done = await rt.collectArtifacts();
+        const done = await rt.artifacts.collect();
         expect(done).toMatchObject({ dryRun: false, expired: 2, keptForUnfinishedRuns: 1, deleted: 1 });
         expect(done.deletedBytes).toBeGreaterThan(200);
         // a is gone; its run's journal is whole and still inspects.
@@ -89,8 +89,8 @@ describe('artifact retention', () => {
         expect(await rt.follow(waiting.runId).settled()).toMatchObject({ status: 'completed' });
         expect((await rt.exportRun(again.runId)).artifacts[c]).toBeDefined();
         // Its run finished, b is collected in turn; c stays (stored again today).
-        expect(await rt.collectArtifacts()).toMatchObject({ expired: 1, keptForUnfinishedRuns: 0, deleted: 1 });
-        expect(await rt.collectArtifacts()).toMatchObject({ expired: 0, deleted: 0 });
+        expect(await rt.artifacts.collect()).toMatchObject({ expired: 1, keptForUnfinishedRuns: 0, deleted: 1 });
+        expect(await rt.artifacts.collect()).toMatchObject({ expired: 0, deleted: 0 });
       } finally {
         await rt.close();
       }
@@ -100,8 +100,8 @@ describe('artifact retention', () => {
   it('needs a retention time, given or configured', async () => {
     const rt = await open({ dir: tempDir('adw-retention-') });
     try {
-      await expect(rt.collectArtifacts()).rejects.toMatchObject({ code: 'gc.no-retention' });
-      await expect(rt.collectArtifacts({ retentionDays: -1 })).rejects.toMatchObject({ code: 'gc.no-retention' });
+      await expect(rt.artifacts.collect()).rejects.toMatchObject({ code: 'gc.no-retention' });
+      await expect(rt.artifacts.collect({ retentionDays: -1 })).rejects.toMatchObject({ code: 'gc.no-retention' });
     } finally {
       await rt.close();
     }

@@ -1,5 +1,5 @@
 // Artifact retention: the captured payloads a deployment keeps for `retentionDays`, then deletes
-// (`runtime.collectArtifacts`, `agent-workflow gc`, and `serve` every hour). Run journals are
+// (`runtime.artifacts.collect`, `agent-workflow gc`, and `serve` every hour). Run journals are
 // kept: they are the authoritative record; what goes is the bytes of large payloads, so a run
 // older than the TTL still inspects, and its recorded replay names the artifacts it lacks.
 //

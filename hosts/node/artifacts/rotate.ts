@@ -1,4 +1,4 @@
-// Key rotation of sealed artifacts (`runtime.rotateArtifactKeys`, `agent-workflow artifacts
+// Key rotation of sealed artifacts (`runtime.artifacts.rotateKeys`, `agent-workflow artifacts
 // rotate`): every artifact sealed under an older key gets its data key re-wrapped under the
 // current one (the content is not re-encrypted), and, with `capture.encryptArtifacts` on, every
 // plain artifact is sealed. Each rewrite is a compare-and-set on the bytes read, so a rotation

@@ -45,7 +45,7 @@ function artifactRetention(rt: WorkflowRuntime, log: (level: string, message: st
   const collect = () => {
     running = running.then(async () => {
       try {
-        const r = await rt.collectArtifacts();
+        const r = await rt.artifacts.collect();
         if (r.deleted > 0 || r.keptForUnfinishedRuns > 0) log('info', `artifact retention (${r.retentionDays} days): deleted ${r.deleted} (${r.deletedBytes} bytes), kept ${r.keptForUnfinishedRuns} that unfinished runs name`);
       } catch (err) {
         log('warn', `artifact retention failed: ${(err as Error).message}`);
@@ -95,7 +95,7 @@ export async function serve(args: ParsedArgs): Promise<number> {
     const { CronBindingScheduler } = await import('../triggers/cron-bindings.js');
     const cronBindings = new CronBindingScheduler(rt, triggers, { log });
     await cronBindings.start();
-    const retention = rt.retentionDays !== undefined ? artifactRetention(rt, log) : undefined;
+    const retention = rt.artifacts.retentionDays !== undefined ? artifactRetention(rt, log) : undefined;
     print('Serving', { owner: rt.ownerId, maxRuns: maxRuns ?? 64, memory: { wasmTier: appliedWasmTier() ?? null, youngGen: appliedYoungGen() ?? null }, cronBindings: cronBindings.list(), deployment: triggers.deployment, ...(http ? { http: http.url, page: `${http.url}/page/` } : {}) });
     const signal = await new Promise<string>((done) => {
       process.once('SIGINT', () => done('SIGINT'));

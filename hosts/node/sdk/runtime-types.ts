@@ -58,7 +58,7 @@ export interface RuntimeOptions extends GatewayRegistry {
   /**
    * What is kept of capability payloads (default: replayable, 16 KiB inline, 16 MiB per artifact),
    * and for how long: `retentionDays` is the deployment's artifact TTL, carried out by
-   * `runtime.collectArtifacts()`, `agent-workflow gc` and `serve` (docs/durability.md, "Artifact retention").
+   * `runtime.artifacts.collect()`, `agent-workflow gc` and `serve` (docs/durability.md, "Artifact retention").
    */
   capture?: Partial<CapturePolicy> & {
     retentionDays?: number;

@@ -32,8 +32,8 @@ export const storeCommands: Record<string, CliCommand> = {
     async run(args) {
       const retentionDays = integerOption(args, 'retention-days', { min: 1, max: artifactLimits.retentionDaysMax });
       return withRuntime(args, async (rt) => {
-        if (retentionDays === undefined && rt.retentionDays === undefined) throw new UsageError('gc needs a retention time: --retention-days N, or capture.retentionDays in the host module');
-        print('GcReport', { ...(await rt.collectArtifacts({ ...(retentionDays !== undefined ? { retentionDays } : {}), dryRun: args.options.has('dry-run') })) });
+        if (retentionDays === undefined && rt.artifacts.retentionDays === undefined) throw new UsageError('gc needs a retention time: --retention-days N, or capture.retentionDays in the host module');
+        print('GcReport', { ...(await rt.artifacts.collect({ ...(retentionDays !== undefined ? { retentionDays } : {}), dryRun: args.options.has('dry-run') })) });
         return exitCodes.ok;
       });
     },
@@ -43,7 +43,7 @@ export const storeCommands: Record<string, CliCommand> = {
     async run(args) {
       if (args.positional[0] !== 'rotate') throw new UsageError('usage: agent-workflow artifacts rotate [--dry-run]');
       return withRuntime(args, async (rt) => {
-        print('RotationReport', { ...(await rt.rotateArtifactKeys({ dryRun: args.options.has('dry-run') })) });
+        print('RotationReport', { ...(await rt.artifacts.rotateKeys({ dryRun: args.options.has('dry-run') })) });
         return exitCodes.ok;
       });
     },
