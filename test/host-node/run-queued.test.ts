@@ -1,29 +1,12 @@
 // `run.queued`: a background run's journal says that it was queued and when, right after its
 // `run.accepted`; an inline run has none. A recorded replay and the run's views read it. The same
 // on SQLite and on PostgreSQL (each keeps the queue time with the queued launch).
-import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RuntimeOptions } from '../../dist/hosts/node/index.js';
 import { chain, openRuntime } from '../helpers/node-host.js';
-import { assertPostgresReachable, pgUrl } from '../helpers/postgres.js';
+import { pgUrl, testSchema } from '../helpers/postgres.js';
 
-const schema = `run_queued_${process.pid}`;
-
-async function dropSchema(): Promise<void> {
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  try {
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-  } finally {
-    await client.end();
-  }
-}
-
-beforeAll(async () => {
-  await assertPostgresReachable();
-  await dropSchema();
-});
-afterAll(dropSchema);
+const schema = testSchema('run_queued');
 
 describe.each<[string, RuntimeOptions]>([
   ['SQLite', {}],
