@@ -31,25 +31,27 @@ export async function loadHostModule(configPath: string | undefined): Promise<Ho
  * The runtime a command works on: the host module's options, then `--dir`, `--store` (or
  * AGENT_WORKFLOW_STORE), the delivery options and `--otlp` (or OTEL_EXPORTER_OTLP_ENDPOINT).
  */
+/** The store a command names: `--dir`, `--store` (or AGENT_WORKFLOW_STORE), else the host module's. */
+function storeOptionsOf(args: ParsedArgs, host: HostModule): { dir?: string; store?: string } {
+  const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : undefined);
+  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
+  return { ...(dir ? { dir } : {}), ...(store ? { store } : {}) };
+}
+
 export async function openRuntime(args: ParsedArgs): Promise<WorkflowRuntime> {
   const host = await loadHostModule(optionString(args, 'config'));
-  const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : undefined);
   // Loaded on demand: the router's commands must not load better-sqlite3.
   const { WorkflowRuntime } = await import('../runtime.js');
-  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
   const delivery = deliveryOptionsFromArgs(args, host as { delivery?: DeliveryOptions });
   // Spans of the runs this process commits go to a collector when one is named (see docs/observability.md).
   const otlpUrl = optionString(args, 'otlp') ?? (process.env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined);
-  return WorkflowRuntime.open({ ...host, ...(dir ? { dir } : {}), ...(store ? { store } : {}), ...(delivery ? { delivery } : {}), ...(otlpUrl ? { telemetry: { ...(host as { telemetry?: object }).telemetry, otlpUrl } } : {}) });
+  return WorkflowRuntime.open({ ...host, ...storeOptionsOf(args, host), ...(delivery ? { delivery } : {}), ...(otlpUrl ? { telemetry: { ...(host as { telemetry?: object }).telemetry, otlpUrl } } : {}) });
 }
 
 /** Where the command's store is, as `openRuntime` would open it: a PostgreSQL URL or a SQLite file. */
 export async function storeLocationOf(args: ParsedArgs): Promise<string> {
-  const host = await loadHostModule(optionString(args, 'config'));
-  const store = optionString(args, 'store') ?? process.env.AGENT_WORKFLOW_STORE ?? (typeof host.store === 'string' ? host.store : undefined);
-  if (store !== undefined) return store;
-  const dir = optionString(args, 'dir') ?? (host.dir ? resolve(host.configDir ?? '.', host.dir) : '.agent-workflow');
-  return resolve(dir, 'workflow.db');
+  const { storeLocation } = await import('../stores/location.js');
+  return storeLocation(storeOptionsOf(args, await loadHostModule(optionString(args, 'config'))));
 }
 
 /** Runs `fn` on the command's runtime and closes it, whatever `fn` does. */

@@ -3,12 +3,12 @@
 // the add-ons that watch calls (live progress, trace context), and the add-ons that read the
 // store and follow the kernel's commits (live streams, the OpenTelemetry exporter). Each add-on
 // gets what it reads (the journal) and what it follows (the kernel), never the runtime.
-import { join, resolve as resolvePath } from 'node:path';
 import { EngineInstance } from '../../core/engine-instance.js';
 import { authorityResolver, type AuthorityResolver } from '../../core/host-runtime.js';
 import { defaultCapture, Kernel, type CapturePolicy } from '../../core/kernel.js';
 import { ArtifactCodec, artifactKeysEnvVar, artifactKeysFromEnv } from '../artifacts/codec.js';
 import { addAllowedTargets } from '../delivery/address.js';
+import { storeLocation } from '../stores/location.js';
 import { leaseDefaults } from '../../core/leases.js';
 import { journalLimits } from '../limits.js';
 import type { HostLog } from '../../core/types.js';
@@ -73,8 +73,7 @@ function commitBytesMaxOf(options: RuntimeOptions): number {
 
 /** Where a runtime's store lives. */
 function openStore(options: RuntimeOptions, artifactCodec: ArtifactCodec | undefined): Promise<StoreBundle> {
-  const location = options.store ?? join(resolvePath(options.dir ?? '.agent-workflow'), 'workflow.db');
-  return openStoreBundle(location, {
+  return openStoreBundle(storeLocation(options), {
     ...(options.durability ? { durability: options.durability } : {}),
     ...(options.sqliteCacheKiB !== undefined ? { sqliteCacheKiB: options.sqliteCacheKiB } : {}),
     ...(options.sqliteQuickCheckBytesMax !== undefined ? { sqliteQuickCheckBytesMax: options.sqliteQuickCheckBytesMax } : {}),
