@@ -40,11 +40,31 @@ export function startLoop(a: Activation, spec: NodeSpec, attempt: number, timeou
   requestTurn(a, spec, 1);
 }
 
-/** The whole conversation so far: the node's input, then what the journal folded. */
-function conversation(a: Activation, spec: NodeSpec): AgentMessage[] {
+/**
+ * The canonical JSON of each folded message, kept while the run's state is in memory: a message
+ * never changes once folded, so a turn writes only the messages that are new since the last one
+ * instead of the whole conversation again (RFC 8785 writes an array as its members' canonical
+ * texts joined by commas, so the conversation's text and digest are the same either way).
+ */
+const messageTexts = new WeakMap<AgentMessage, string>();
+
+function messageText(message: AgentMessage): string {
+  let text = messageTexts.get(message);
+  if (text === undefined) {
+    text = canonicalJson(message);
+    messageTexts.set(message, text);
+  }
+  return text;
+}
+
+/** The whole conversation so far, the node's input first, then what the journal folded; and its canonical JSON. */
+function conversation(a: Activation, spec: NodeSpec): { messages: AgentMessage[]; text: string } {
   const input = resolveInputs(spec.inputs, a.run);
   const first: AgentMessage = { role: 'user', content: typeof input === 'string' ? input : canonicalJson(input) };
-  return [first, ...(a.run.nodes[spec.id].agent?.messages ?? [])];
+  const folded = a.run.nodes[spec.id].agent?.messages ?? [];
+  const texts = [canonicalJson(first)];
+  for (const message of folded) texts.push(messageText(message));
+  return { messages: [first, ...folded], text: `[${texts.join(',')}]` };
 }
 
 /** Requests model turn `turn`, unless the node's `maxTurns` is spent. */
@@ -56,8 +76,7 @@ function requestTurn(a: Activation, spec: NodeSpec, turn: number, reissued = fal
     return;
   }
   const node = a.run.nodes[spec.id];
-  const messages = conversation(a, spec);
-  const text = canonicalJson(messages);
+  const { messages, text } = conversation(a, spec);
   if (text.length > limits.agentConversationCharsMax) {
     a.settle.failNode(a, spec.id, { code: 'agent.conversation-too-large', message: `node ${spec.id}: the conversation has ${text.length} characters after ${turn - 1} turns (at most ${limits.agentConversationCharsMax})`, retryable: false });
     return;
