@@ -1,6 +1,13 @@
-// Agent turn overhead: N runs of a two-turn agent (one tool call, then the answer) with the same
-// fake model, on this product (agent.run@1, SQLite store) and on LangGraph's prebuilt ReAct agent
-// with its SQLite checkpointer (from bench/peers, when installed). Prints a table; never fails.
+// Agent turn overhead, with the same fake model (it answers at once) on this product
+// (agent.run@1, SQLite store) and on LangGraph's prebuilt ReAct agent with its SQLite
+// checkpointer (from bench/peers, when installed), in one process, one system after the other:
+//
+//   two-turn   N runs of a two-turn agent (one tool call, then the answer)
+//   ten-turn   N/5 runs of a ten-turn loop with two tool calls a turn (the answer on turn ten)
+//
+// This product is measured as users open it (safe calls start beside their commit, and outcomes
+// that are ready before it is written are folded into it) and with `dispatchBeforeCommit: false`
+// (every call after its commit, one commit per activation). Prints a table; never fails.
 import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
@@ -10,27 +17,46 @@ import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 
 const RUNS = Number(process.env.AGENT_BENCH_RUNS ?? 50);
 const usage = { inputTokens: 1, outputTokens: 1 };
-const template = {
-  apiVersion: 'workflow.gm-hz.dev/v1alpha1',
-  kind: 'WorkflowTemplate',
-  metadata: { id: 'bench-agent' },
-  spec: {
-    nodes: [{ id: 'start', uses: 'core.start@1' }, { id: 'agent', uses: 'agent.run@1', config: { model: 'fake', tools: ['lookup'], maxTurns: 3 } }, { id: 'end', uses: 'core.end@1', inputs: { a: { source: 'output', nodeId: 'agent' } } }],
-    edges: [{ from: 'start', to: 'agent' }, { from: 'agent', to: 'end' }],
-    requires: ['model:fake', 'tool:lookup'],
-  },
-};
+const scenarios = [
+  { name: 'two-turn, 1 tool call', turns: 2, toolsPerTurn: 1, runs: RUNS },
+  { name: 'ten-turn, 2 tool calls a turn', turns: 10, toolsPerTurn: 2, runs: Math.max(1, Math.round(RUNS / 5)) },
+];
 
-async function ours() {
+/** The tool calls of turn `turn` (none on the last turn: the answer). */
+const callsOf = (s, turn) => (turn >= s.turns ? [] : Array.from({ length: s.toolsPerTurn }, (_, i) => ({ id: `c${turn}-${i}`, name: 'lookup', input: { q: `${turn}-${i}` } })));
+
+function templateOf(s) {
+  return {
+    apiVersion: 'workflow.gm-hz.dev/v1alpha1',
+    kind: 'WorkflowTemplate',
+    metadata: { id: `bench-agent-${s.turns}` },
+    spec: {
+      nodes: [{ id: 'start', uses: 'core.start@1' }, { id: 'agent', uses: 'agent.run@1', config: { model: 'fake', tools: ['lookup'], maxTurns: s.turns + 1 } }, { id: 'end', uses: 'core.end@1', inputs: { a: { source: 'output', nodeId: 'agent' } } }],
+      edges: [{ from: 'start', to: 'agent' }, { from: 'agent', to: 'end' }],
+      requires: ['model:fake', 'tool:lookup'],
+    },
+  };
+}
+
+async function ours(s, options = {}) {
   const rt = await WorkflowRuntime.open({
     dir: mkdtempSync(join(tmpdir(), 'bench-agent-')),
     log: () => undefined,
+    ...options,
     tools: { lookup: { readOnly: true, execute: () => ({ value: 42 }) } },
-    models: { fake: { generate: (r) => (r.turn === 1 ? { toolCalls: [{ id: 'c1', name: 'lookup', input: { q: 'x' } }], usage, finishReason: 'tool-calls' } : { text: 'done', toolCalls: [], usage, finishReason: 'stop' }) } },
+    models: {
+      fake: {
+        generate: (r) => {
+          const toolCalls = callsOf(s, r.turn);
+          return toolCalls.length > 0 ? { toolCalls, usage, finishReason: 'tool-calls' } : { text: 'done', toolCalls: [], usage, finishReason: 'stop' };
+        },
+      },
+    },
   });
+  const template = templateOf(s);
   try {
     const start = performance.now();
-    for (let i = 0; i < RUNS; i++) {
+    for (let i = 0; i < s.runs; i++) {
       const outcome = await (await rt.launch({ type: 'inline', template }, { input: `q${i}` })).settled();
       if (outcome.status !== 'completed') throw new Error(`run ${i} ${outcome.status}`);
     }
@@ -40,7 +66,7 @@ async function ours() {
   }
 }
 
-async function langgraph() {
+async function langgraph(s) {
   const require = createRequire(new URL('../peers/package.json', import.meta.url));
   const { createReactAgent } = await import(require.resolve('@langchain/langgraph/prebuilt'));
   const { SqliteSaver } = await import(require.resolve('@langchain/langgraph-checkpoint-sqlite'));
@@ -51,8 +77,9 @@ async function langgraph() {
     _llmType() { return 'fake'; }
     bindTools() { return this; }
     async _generate(messages) {
-      const last = messages[messages.length - 1];
-      const message = last._getType() === 'tool' ? new AIMessage({ content: 'done' }) : new AIMessage({ content: '', tool_calls: [{ id: 'c1', name: 'lookup', args: { q: 'x' } }] });
+      const turn = messages.filter((m) => m._getType() === 'ai').length + 1;
+      const calls = callsOf(s, turn);
+      const message = calls.length === 0 ? new AIMessage({ content: 'done' }) : new AIMessage({ content: '', tool_calls: calls.map((c) => ({ id: c.id, name: c.name, args: c.input })) });
       return { generations: [{ text: String(message.content), message }] };
     }
   }
@@ -60,20 +87,39 @@ async function langgraph() {
   const saver = SqliteSaver.fromConnString(join(mkdtempSync(join(tmpdir(), 'bench-lg-')), 'cp.db'));
   const agent = createReactAgent({ llm: new FakeModel({}), tools: [lookup], checkpointSaver: saver });
   const start = performance.now();
-  for (let i = 0; i < RUNS; i++) await agent.invoke({ messages: [{ role: 'user', content: `q${i}` }] }, { configurable: { thread_id: `t${i}` } });
+  for (let i = 0; i < s.runs; i++) {
+    const result = await agent.invoke({ messages: [{ role: 'user', content: `q${i}` }] }, { configurable: { thread_id: `t${i}` }, recursionLimit: 4 * s.turns + 10 });
+    if (result.messages.length !== 1 + s.turns + (s.turns - 1) * s.toolsPerTurn) throw new Error(`run ${i} ended with ${result.messages.length} messages`);
+  }
   return performance.now() - start;
 }
 
 const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
-const rows = [];
-for (const [name, fn] of [['agent-dag-workflow agent.run@1 (SQLite)', ours], ['LangGraph createReactAgent (SqliteSaver)', langgraph]]) {
-  try {
-    const ms = await fn();
-    rows.push([name, RUNS, ms.toFixed(0), (ms / RUNS).toFixed(2), ((ms / RUNS) / 2).toFixed(2)]);
-  } catch (error) {
-    rows.push([name, RUNS, 'skipped', String(error.message).slice(0, 60), '']);
+const systems = [
+  ['agent-dag-workflow agent.run@1 (SQLite)', (s) => ours(s)],
+  ['agent-dag-workflow, dispatchBeforeCommit: false', (s) => ours(s, { dispatchBeforeCommit: false })],
+  ['LangGraph createReactAgent (SqliteSaver)', langgraph],
+];
+console.log(`agent turn overhead, loadavg at start: ${load()}`);
+console.log('| scenario | system | runs | total ms | ms/run | ms/turn | vs LangGraph |\n|---|---|---|---|---|---|---|');
+for (const s of scenarios) {
+  const rows = [];
+  for (const [name, fn] of systems) {
+    try {
+      rows.push({ name, ms: await fn(s) });
+    } catch (error) {
+      rows.push({ name, error: String(error.message).slice(0, 60) });
+    }
+  }
+  const peer = rows.find((r) => r.name.startsWith('LangGraph'));
+  for (const r of rows) {
+    if (r.error) {
+      console.log(`| ${s.name} | ${r.name} | ${s.runs} | skipped | ${r.error} | | |`);
+      continue;
+    }
+    const perTurn = r.ms / s.runs / s.turns;
+    const ratio = peer?.ms ? `${(r.ms / peer.ms).toFixed(2)}x` : '';
+    console.log(`| ${s.name} | ${r.name} | ${s.runs} | ${r.ms.toFixed(0)} | ${(r.ms / s.runs).toFixed(2)} | ${perTurn.toFixed(2)} | ${ratio} |`);
   }
 }
-console.log(`agent turn overhead, ${RUNS} runs x 2 turns, loadavg at end: ${load()}`);
-console.log('| system | runs | total ms | ms/run | ms/turn |\n|---|---|---|---|---|');
-for (const row of rows) console.log(`| ${row.join(' | ')} |`);
+console.log(`loadavg at end: ${load()}`);

@@ -13,6 +13,8 @@ import type { LeaseKeeper } from './leases.js';
 import type { JournalStore } from './store.js';
 import type { ActivationSummary, CapabilityOutcome, ExecutionPlan, Fact, GatewayRequest, HostLog } from './types.js';
 
+type CompletedFact = Extract<Fact, { type: 'capability-completed' }>;
+
 /**
  * What a deployment keeps of capability payloads. `metadata`: digests and sizes only (recorded
  * replay is refused); `standard`: payloads up to `maxArtifactBytes`, larger ones redacted;
@@ -75,6 +77,12 @@ export class Dispatcher {
   private readonly lateWork = new Set<Promise<unknown>>();
   /** Calls started before their commit landed, by invocation id: `landed` opens (or shuts) their gate. */
   private readonly early = new Map<string, (landed: boolean) => void>();
+  /** Early calls that ended while their commit is still on its way: their outcomes as facts (`readyFacts`). */
+  private readonly ready = new Map<string, CompletedFact>();
+  /** Early calls aborted because the commit of their request did not land. */
+  private readonly uncommitted = new WeakSet<AbortController>();
+  /** Early calls whose outcomes the scheduler folded into their own commit (`take`): not delivered again. */
+  private readonly taken = new Set<string>();
 
   constructor(private readonly host: DispatchHost) {}
 
@@ -157,6 +165,37 @@ export class Dispatcher {
     return true;
   }
 
+  /**
+   * The outcomes of these early calls as facts, when every one of them has ended while the
+   * commit that records their requests is still on its way; else undefined. Nothing changes
+   * until `take`.
+   */
+  readyFacts(invocationIds: readonly string[]): CompletedFact[] | undefined {
+    const facts: CompletedFact[] = [];
+    for (const id of invocationIds) {
+      const fact = this.ready.get(id);
+      if (!fact || !this.early.has(id)) return undefined;
+      facts.push(fact);
+    }
+    return facts;
+  }
+
+  /**
+   * The scheduler folded these early calls' outcomes (`readyFacts`) into an activation whose
+   * commit goes with the one that records their requests: they are not delivered again, and
+   * whether that commit lands is the business of the run's books, not of these calls any more.
+   */
+  take(invocationIds: readonly string[]): void {
+    for (const id of invocationIds) {
+      const open = this.early.get(id);
+      if (!open) continue;
+      this.early.delete(id);
+      this.ready.delete(id);
+      this.taken.add(id);
+      open(true);
+    }
+  }
+
   /** The commit that records these early calls' requests landed, or did not (see `dispatchEarly`). */
   landed(invocationIds: readonly string[], landed: boolean): void {
     for (const id of invocationIds) {
@@ -187,19 +226,34 @@ export class Dispatcher {
     // A commit that did not land: the call was never recorded, so it is aborted and its outcome is
     // not the run's (its next activation, from the journal, decides again and may reissue it).
     const committed = gate?.then((landed) => {
-      if (!landed) controller.abort(new KernelError('capability.cancelled', `the commit that records ${request.invocationId} did not land`));
+      if (!landed) {
+        this.uncommitted.add(controller);
+        controller.abort(new KernelError('capability.cancelled', `the commit that records ${request.invocationId} did not land`));
+      }
       return landed;
     });
     const settle = async (outcome: CapabilityOutcome | undefined) => {
-      if (committed && !(await committed)) outcome = undefined;
+      let fact: CompletedFact | undefined;
+      if (committed) {
+        // An early call that ended before its commit landed: its fact is ready for the
+        // scheduler to fold into that commit (`readyFacts`, `take`), or to deliver once it lands.
+        if (outcome !== undefined && this.early.has(request.invocationId)) {
+          fact = await this.factOf(request, outcome);
+          if (this.early.has(request.invocationId)) this.ready.set(request.invocationId, fact);
+        }
+        if (!(await committed)) outcome = undefined;
+        this.ready.delete(request.invocationId);
+      }
       if (this.controllers.get(request.invocationId) === controller) this.controllers.delete(request.invocationId);
       try {
         if (holdsOwner) count(this.busy, request.runId, -1);
         const cancelled = this.cancelledByEngine.delete(request.invocationId);
+        // Folded into the commit of its request: the run has it already.
+        if (this.taken.delete(request.invocationId)) return;
         // A host that is stopping hands its calls back: their outcomes are unknown to the next owner.
         if (outcome === undefined || this.host.closed() || this.host.stopping()) return;
         if (cancelled && !outcome.ok && outcome.error.code === 'capability.cancelled') return;
-        await this.deliverOutcome(request, outcome);
+        this.send(request, fact ?? (await this.factOf(request, outcome)));
       } finally {
         // After the outcome is queued: a run is not settled while its outcome is on the way.
         count(this.dispatching, request.runId, -1);
@@ -254,7 +308,10 @@ export class Dispatcher {
         reissued: request.reissued === true,
         // What the call really did, when it ends after it was cancelled: evidence, never a wake-up.
         late: (outcome) => {
-          const delivered = outcome.then((o) => (this.host.closed() ? undefined : this.deliverOutcome(request, o)), () => undefined);
+          // A call aborted because the commit of its request did not land is not the run's: no
+          // journal asked for it, so what it did is no evidence of anything there.
+          if (this.uncommitted.has(controller)) return;
+          const delivered = outcome.then(async (o) => (this.host.closed() ? undefined : this.send(request, await this.factOf(request, o))), () => undefined);
           this.lateWork.add(delivered);
           void delivered.finally(() => this.lateWork.delete(delivered));
         },
@@ -268,19 +325,22 @@ export class Dispatcher {
     return tracked;
   }
 
+  /** A call's outcome as the fact its run is told: its output captured as the deployment keeps payloads. */
+  private async factOf(request: GatewayRequest, outcome: CapabilityOutcome): Promise<CompletedFact> {
+    try {
+      return outcome.ok
+        ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output, ...(await this.capture(request.runId, outcome.output)) }
+        : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error };
+    } catch (err) {
+      return { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: { code: 'capability.output-not-json', message: `the result cannot be stored: ${(err as Error).message}`, retryable: false } };
+    }
+  }
+
   /**
    * Delivers a call's outcome to its run. When the run moved to another owner meanwhile, the
    * outcome goes to the run's inbox instead, and that owner records it as `capability.late`.
    */
-  private async deliverOutcome(request: GatewayRequest, outcome: CapabilityOutcome): Promise<void> {
-    let fact: Extract<Fact, { type: 'capability-completed' }>;
-    try {
-      fact = outcome.ok
-        ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output, ...(await this.capture(request.runId, outcome.output)) }
-        : { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: outcome.error };
-    } catch (err) {
-      fact = { type: 'capability-completed', invocationId: request.invocationId, ok: false, error: { code: 'capability.output-not-json', message: `the result cannot be stored: ${(err as Error).message}`, retryable: false } };
-    }
+  private send(request: GatewayRequest, fact: CompletedFact): void {
     const leases = this.host.leases;
     this.host.deliver(request.runId, fact).catch((err) => {
       // The call ran; whichever way the commit that was to hold its outcome lost (fenced, taken

@@ -31,6 +31,9 @@ function stillInFlight(requests: GatewayRequest[], summary: ActivationSummary): 
   return requests.every((r) => inFlight.has(r.invocationId)) ? requests : requests.filter((r) => inFlight.has(r.invocationId));
 }
 
+/** At most this many activations of a run go into one commit (see `Scheduler.fold`). */
+export const foldActivationsMax = 16;
+
 /** Facts of one `deliver` call: applied together, refused together. */
 export interface FactGroup {
   facts: Fact[];
@@ -106,6 +109,10 @@ export interface SchedulerDispatch {
   dispatchEarly(request: GatewayRequest): boolean;
   /** Whether the commit of early calls' requests landed (their outcomes go on) or not (they are aborted). */
   landed(invocationIds: readonly string[], landed: boolean): void;
+  /** The outcomes of these early calls, when all of them ended before their commit was written. */
+  readyFacts(invocationIds: readonly string[]): Fact[] | undefined;
+  /** Those outcomes were folded into their requests' commit: they are not delivered again. */
+  take(invocationIds: readonly string[]): void;
   /** Carries out a request whose commit landed. */
   dispatch(request: GatewayRequest): void;
   /** Stops a call the engine cancelled. */
@@ -418,6 +425,24 @@ export class Scheduler {
         break;
       }
     }
+    const leases = this.host.leases;
+    if (refused.length > 0 && leases) await leases.refuse(refused).catch((err) => this.host.log('warn', `recording refused commands failed: ${(err as Error).message}`));
+    // Read-only and idempotent calls start now, beside the commit (their outcomes wait for it) —
+    // but never beside a run's first commit: until that one is durable the run does not exist,
+    // and a crash would leave an effect of a run no journal holds (a launch acknowledged is a run
+    // that exists).
+    let early = false;
+    for (const r of results) {
+      if (r.commits.length === 0 || r.commits.some((c) => c.expectedSeq === 0)) continue;
+      if (this.startEarly(r)) early = true;
+    }
+    // A call starts a few promise steps after `execute` (credentials, the tool's own awaits): one
+    // turn of the event loop lets it send what it sends before a store whose commit blocks the loop
+    // (SQLite) holds it for the commit's fsync.
+    if (early) {
+      await new Promise<void>((resolve) => nextTurn(resolve));
+      await this.fold(results);
+    }
     const entries: CommitEntry[] = [];
     for (const r of results) {
       // Decided once, when the entry is staged: the lease bookkeeping after the commit follows it.
@@ -434,25 +459,6 @@ export class Scheduler {
         });
       });
     }
-    const leases = this.host.leases;
-    if (refused.length > 0 && leases) await leases.refuse(refused).catch((err) => this.host.log('warn', `recording refused commands failed: ${(err as Error).message}`));
-    // Read-only and idempotent calls start now, beside the commit (their outcomes wait for it) —
-    // but never beside a run's first commit: until that one is durable the run does not exist,
-    // and a crash would leave an effect of a run no journal holds (a launch acknowledged is a run
-    // that exists).
-    let early = false;
-    for (const r of results) {
-      if (r.commits.length === 0 || r.commits.some((c) => c.expectedSeq === 0)) continue;
-      for (const request of r.requests) {
-        if (!this.dispatch.dispatchEarly(request)) continue;
-        (r.early ??= []).push(request.invocationId);
-        early = true;
-      }
-    }
-    // A call starts a few promise steps after `execute` (credentials, the tool's own awaits): one
-    // turn of the event loop lets it send what it sends before a store whose commit blocks the loop
-    // (SQLite) holds it for the commit's fsync.
-    if (early) await new Promise<void>((resolve) => nextTurn(resolve));
     let rejected = new Map<string, string>();
     if (entries.length > 0) {
       try {
@@ -488,6 +494,53 @@ export class Scheduler {
       this.committed({ runId: r.runId, groups: r.groups, summary: r.summary, requests: r.requests, cancels: r.cancels, ...(r.lease ? { lease: r.lease } : {}), rest: r.rest === true, wrote: r.commits.length > 0 });
     }
     return taken;
+  }
+
+  /** Starts the result's read-only and idempotent calls beside its commit; answers whether any started. */
+  private startEarly(r: Result): boolean {
+    for (const request of r.requests) {
+      if (this.dispatch.dispatchEarly(request)) (r.early ??= []).push(request.invocationId);
+    }
+    return r.early !== undefined;
+  }
+
+  /**
+   * Folds outcomes into the commit of their requests: when every call an activation asked for
+   * started early and has already ended (a tool answered from memory, a model that answers at
+   * once), the run is activated again with their outcomes before anything is written, and the
+   * two activations' commits go to the store in one transaction — one commit where there would
+   * have been two. Safe by the calls' effect class, as their early start is: if that transaction
+   * does not land, neither the requests nor their outcomes were ever journaled, the engine's copy
+   * of the run is dropped, and the run goes on from the journal, where these calls are asked for
+   * again when they are asked for at all. At most `foldActivationsMax` activations a run per commit,
+   * each waiting one turn of the event loop for its calls, so a commit is never held for long.
+   */
+  private async fold(results: Result[]): Promise<void> {
+    for (let step = 1; step < foldActivationsMax; step++) {
+      let started = false;
+      for (const r of results) {
+        const ids = r.early;
+        if (!ids || ids.length !== r.requests.length || r.cancels.length > 0 || this.books.closed() || this.host.engine.dead) continue;
+        const facts = this.dispatch.readyFacts(ids);
+        if (!facts) continue;
+        let out: { summary: ActivationSummary } & StagedWork;
+        try {
+          out = this.activateGroups(r.runId, { groups: [] }, [{ facts, resolve: () => undefined, reject: () => undefined }]);
+        } catch {
+          // The engine dropped its copy of the run: the outcomes go to it the usual way, after the commit.
+          continue;
+        }
+        this.dispatch.take(ids);
+        r.commits.push(...out.commits);
+        r.summary = out.summary;
+        r.requests = stillInFlight(out.requests, out.summary);
+        r.cancels = out.cancels;
+        r.early = undefined;
+        if (this.startEarly(r)) started = true;
+      }
+      if (!started) return;
+      await new Promise<void>((resolve) => nextTurn(resolve));
+    }
   }
 
   /**

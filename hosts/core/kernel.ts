@@ -72,7 +72,8 @@ export interface KernelOptions {
   /**
    * Whether a read-only or idempotent tool or agent call may start while the commit that records
    * its request is on its way (default true). Its outcome waits for that commit; a commit that
-   * does not land aborts it. `false`: every call starts only after its commit (docs/durability.md).
+   * does not land aborts it; an outcome ready before the commit is written is folded into it.
+   * `false`: every call starts only after its commit (docs/durability.md).
    */
   dispatchBeforeCommit?: boolean;
 }

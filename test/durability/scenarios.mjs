@@ -124,16 +124,21 @@ export const gatewayIdempotent = new Set(['index']);
  * charge tool is declared idempotent by the gateway (a payment API that dedups on invocationId).
  */
 export function makeTools(effectsLog, { chargeIdempotent = false } = {}) {
-  const tool = (name, extra = {}) => ({
+  const tool = (name, extra = {}, later = false) => ({
     ...extra,
     execute(input, ctx) {
       appendFileSync(effectsLog, `${JSON.stringify({ tool: name, invocationId: ctx.invocationId, runId: ctx.runId, nodeId: ctx.nodeId, item: ctx.item ?? null, reissued: ctx.reissued, pid: process.pid })}\n`);
-      return toolOutput(name, input);
+      if (!later) return toolOutput(name, input);
+      return new Promise((resolve) => setImmediate(() => setImmediate(() => resolve(toolOutput(name, input)))));
     },
   });
   return {
     charge: tool('charge', chargeIdempotent ? { idempotent: true } : {}),
-    lookup: tool('lookup'),
+    // Answers two turns of the event loop later, as a lookup over the network does: still in
+    // flight when the commit that records its request is written (the kernel waits one turn), on
+    // every run alike. The others answer at once, and the outcome of a safe one is folded into
+    // that commit (docs/durability.md, "Outcomes folded into their request's commit").
+    lookup: tool('lookup', {}, true),
     notify: tool('notify'),
     ship: tool('ship'),
     fetch: tool('fetch'),

@@ -16,8 +16,13 @@ interface Start {
   requestDurable: boolean;
 }
 
-/** Tools that record, at their start, whether their request is in the journal on disk. */
-function observingTools(file: string, starts: Start[], aborted: string[] = []) {
+/**
+ * Tools that record, at their start, whether their request is in the journal on disk. Those named
+ * in `later` answer two turns of the event loop after they start: still in flight when the commit
+ * of their request is written (the others answer at once, and a safe one's outcome is folded
+ * into that commit).
+ */
+function observingTools(file: string, starts: Start[], aborted: string[] = [], later: string[] = []) {
   let reader: Database.Database | undefined;
   const requestDurable = (runId: string, invocationId: string): boolean => {
     reader ??= new Database(file, { readonly: true, fileMustExist: true });
@@ -38,6 +43,7 @@ function observingTools(file: string, starts: Start[], aborted: string[] = []) {
     execute: (_input: unknown, ctx: { runId: string; invocationId: string; signal: AbortSignal }) => {
       starts.push({ tool: name, invocationId: ctx.invocationId, requestDurable: requestDurable(ctx.runId, ctx.invocationId) });
       ctx.signal.addEventListener('abort', () => aborted.push(ctx.invocationId));
+      if (later.includes(name)) return new Promise((resolve) => setImmediate(() => setImmediate(() => resolve({ tool: name }))));
       return { tool: name };
     },
   });
@@ -150,7 +156,7 @@ describe('calls started beside their commit', () => {
     const dir = tempDir();
     const starts: Start[] = [];
     const aborted: string[] = [];
-    const tools = observingTools(join(dir, 'workflow.db'), starts, aborted);
+    const tools = observingTools(join(dir, 'workflow.db'), starts, aborted, ['lookup']);
     const rt = await openRuntime({ dir, tools: tools.tools });
     const store = (rt as any).store;
     const commit = store.commit.bind(store);
@@ -173,12 +179,89 @@ describe('calls started beside their commit', () => {
         ['lookup', false],
       ]);
       expect(aborted).toEqual([starts[1].invocationId]);
-      // The aborted call's outcome reached no journal.
+      // The aborted call's outcome reached no journal, not even as late evidence (it answers after its abort).
+      await new Promise((r) => setTimeout(r, 50));
       expect((await journalOf(rt, failing.runId)).filter((e) => e.payload.invocationId === starts[1].invocationId)).toEqual([]);
       const handle = await rt.launch(lookupOnly, { input: {} });
       expect((await handle.result).status).toBe('completed');
       expect(starts).toHaveLength(4);
       expect((await journalOf(rt, handle.runId)).filter((e) => e.type === 'capability.completed')).toHaveLength(2);
+    } finally {
+      tools.close();
+      await rt.close();
+    }
+  });
+  it('folds the outcome of a safe call that answered at once into the commit of its request', async () => {
+    const dir = tempDir();
+    const starts: Start[] = [];
+    const tools = observingTools(join(dir, 'workflow.db'), starts);
+    const rt = await openRuntime({ dir, tools: tools.tools });
+    const store = (rt as any).store;
+    const commit = store.commit.bind(store);
+    // What each store commit held: per entry, its run and the types of its events.
+    const commits: { runId: string; types: string[] }[][] = [];
+    store.commit = (entries: { runId: string; events: Uint8Array }[]) => {
+      commits.push(entries.map((e) => ({ runId: e.runId, types: new TextDecoder().decode(e.events).split('\n').filter(Boolean).map((l) => JSON.parse(l).type) })));
+      return commit(entries);
+    };
+    try {
+      const t = afterFirst('folded', [{ id: 'second', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }, { id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], ['tool:charge']);
+      const handle = await rt.launch(t, { input: {} });
+      expect((await handle.result).status).toBe('completed');
+      const second = starts[1].invocationId;
+      expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
+        ['lookup', true],
+        ['lookup', false],
+        ['charge', true],
+      ]);
+      // The run's first commit; the first call's outcome with the second call's request, folded
+      // with the second call's outcome and the charge's request (effect unknown: the fold ends
+      // there, and the charge starts once that commit is durable); the charge's outcome.
+      expect(commits.map((c) => c.map((e) => e.types.filter((x) => x.startsWith('capability.')).join('+')))).toEqual([
+        ['capability.requested'],
+        ['capability.completed+capability.requested', 'capability.completed+capability.requested'],
+        ['capability.completed'],
+      ]);
+      const events = await journalOf(rt, handle.runId);
+      expect(events.filter((e) => e.payload.invocationId === second).map((e) => e.type)).toEqual(['capability.requested', 'capability.completed']);
+    } finally {
+      tools.close();
+      await rt.close();
+    }
+  });
+
+  it('journals neither request nor outcome of a folded call when that commit fails, and the run goes on from the journal', async () => {
+    const dir = tempDir();
+    const starts: Start[] = [];
+    const tools = observingTools(join(dir, 'workflow.db'), starts);
+    const rt = await openRuntime({ dir, tools: tools.tools });
+    const store = (rt as any).store;
+    const commit = store.commit.bind(store);
+    let failed = 0;
+    // The commit that folds the second call's request and outcome fails once.
+    store.commit = (entries: { runId: string; expectedSeq: number }[]) => {
+      if (failed === 0 && new Set(entries.map((e) => e.runId)).size < entries.length) {
+        failed++;
+        throw Object.assign(new Error('disk full'), { code: 'store.io' });
+      }
+      return commit(entries);
+    };
+    try {
+      const t = afterFirst('folded-fails', [{ id: 'second', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }], []);
+      const failing = await rt.launch(t, { input: {} });
+      for (let i = 0; i < 100 && failed === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(failed).toBe(1);
+      const second = starts[1].invocationId;
+      // Nothing of the folded commit reached the journal: the run is where its first commit left it.
+      const before = await journalOf(rt, failing.runId);
+      expect(before.filter((e) => e.payload.invocationId === second)).toEqual([]);
+      expect(before.map((e) => e.type)).not.toContain('capability.completed');
+      // Resumed, it goes on from the journal: the first call (read-only, in flight there) is asked again.
+      const resumed = await rt.resume(failing.runId);
+      expect((await resumed.result).status).toBe('completed');
+      const after = await journalOf(rt, failing.runId);
+      expect(after.filter((e) => e.type === 'capability.completed')).toHaveLength(2);
+      expect(after.filter((e) => e.type === 'capability.requested' && e.payload.invocationId === second)).toHaveLength(1);
     } finally {
       tools.close();
       await rt.close();

@@ -32,7 +32,8 @@ export interface RuntimeOptions extends GatewayRegistry {
   durability?: 'full' | 'normal';
   /**
    * Whether a read-only or idempotent tool or agent call may start while the commit that records
-   * its request is on its way (default true; its outcome waits for that commit). `false`: every
+   * its request is on its way (default true; its outcome waits for that commit, or is folded
+   * into it when it is ready before the commit is written). `false`: every
    * call starts only once its request is durable. See docs/durability.md, "Calls started beside
    * their commit".
    */
