@@ -7,7 +7,8 @@
 //
 // This product is measured as users open it (safe calls start beside their commit, and outcomes
 // that are ready before it is written are folded into it) and with `dispatchBeforeCommit: false`
-// (every call after its commit, one commit per activation). Prints a table; never fails.
+// (every call after its commit, one commit per activation). Each system gets untimed warm-up
+// runs first. Prints a table; never fails.
 import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
@@ -21,6 +22,9 @@ const scenarios = [
   { name: 'two-turn, 1 tool call', turns: 2, toolsPerTurn: 1, runs: RUNS },
   { name: 'ten-turn, 2 tool calls a turn', turns: 10, toolsPerTurn: 2, runs: Math.max(1, Math.round(RUNS / 5)) },
 ];
+
+/** Untimed runs before the timed ones, on the same runtime or agent: a tenth, at least 5. */
+const warmupOf = (s) => Math.max(5, Math.round(s.runs / 10));
 
 /** The tool calls of turn `turn` (none on the last turn: the answer). */
 const callsOf = (s, turn) => (turn >= s.turns ? [] : Array.from({ length: s.toolsPerTurn }, (_, i) => ({ id: `c${turn}-${i}`, name: 'lookup', input: { q: `${turn}-${i}` } })));
@@ -54,12 +58,14 @@ async function ours(s, options = {}) {
     },
   });
   const template = templateOf(s);
+  const run = async (i) => {
+    const outcome = await (await rt.launch({ type: 'inline', template }, { input: `q${i}` })).settled();
+    if (outcome.status !== 'completed') throw new Error(`run ${i} ${outcome.status}`);
+  };
   try {
+    for (let i = 0; i < warmupOf(s); i++) await run(-1 - i);
     const start = performance.now();
-    for (let i = 0; i < s.runs; i++) {
-      const outcome = await (await rt.launch({ type: 'inline', template }, { input: `q${i}` })).settled();
-      if (outcome.status !== 'completed') throw new Error(`run ${i} ${outcome.status}`);
-    }
+    for (let i = 0; i < s.runs; i++) await run(i);
     return performance.now() - start;
   } finally {
     await rt.close();
@@ -86,11 +92,13 @@ async function langgraph(s) {
   const lookup = tool(async () => JSON.stringify({ value: 42 }), { name: 'lookup', description: 'lookup', schema: { type: 'object', properties: { q: { type: 'string' } } } });
   const saver = SqliteSaver.fromConnString(join(mkdtempSync(join(tmpdir(), 'bench-lg-')), 'cp.db'));
   const agent = createReactAgent({ llm: new FakeModel({}), tools: [lookup], checkpointSaver: saver });
-  const start = performance.now();
-  for (let i = 0; i < s.runs; i++) {
+  const run = async (i) => {
     const result = await agent.invoke({ messages: [{ role: 'user', content: `q${i}` }] }, { configurable: { thread_id: `t${i}` }, recursionLimit: 4 * s.turns + 10 });
     if (result.messages.length !== 1 + s.turns + (s.turns - 1) * s.toolsPerTurn) throw new Error(`run ${i} ended with ${result.messages.length} messages`);
-  }
+  };
+  for (let i = 0; i < warmupOf(s); i++) await run(-1 - i);
+  const start = performance.now();
+  for (let i = 0; i < s.runs; i++) await run(i);
   return performance.now() - start;
 }
 
