@@ -75,6 +75,17 @@ export interface NodeContext extends ToolContext {
 /** Where the gateway finds node definitions: the runtime's registry, which may grow after open. */
 export interface NodeImplementations {
   get(uses: string): NodeImplementation | undefined;
+  /** Every definition, by `uses`. */
+  list(): (NodeImplementation & { uses: string })[];
+}
+
+/** The registry's `nodes` option as `NodeImplementations`. */
+function fixedNodes(nodes: Record<string, NodeImplementation>): NodeImplementations {
+  const map = new Map(Object.entries(nodes));
+  return {
+    get: (uses) => map.get(uses),
+    list: () => [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([uses, d]) => ({ ...d, uses })),
+  };
 }
 
 export interface AgentDefinition {
@@ -153,9 +164,10 @@ function raceAbort(work: () => unknown, context: GatewayContext, errorCode: stri
 
 /** One capability a run may use under an authority (`RegisteredCapabilities.list`). */
 export interface ListedCapability {
-  kind: 'tool' | 'agent' | 'model';
+  kind: 'tool' | 'agent' | 'model' | 'node';
+  /** For a node definition: its `uses`. */
   name: string;
-  /** `tool:<name>`, `agent:<name>` or `model:<name>`: what a template's `requires` names. */
+  /** `tool:<name>`, `agent:<name>`, `model:<name>` or `node:<uses without the version>`: what a template's `requires` names. */
   capability: string;
   effect: 'read-only' | 'idempotent' | 'unknown';
   description?: string;
@@ -185,7 +197,7 @@ export class RegisteredCapabilities {
   ) {
     this.tools = new Map(Object.entries(registry.tools ?? {}).map(([k, v]) => [k, asTool(v)]));
     this.agents = new Map(Object.entries(registry.agents ?? {}).map(([k, v]) => [k, asAgent(v)]));
-    this.nodes = nodes ?? new Map(Object.entries(registry.nodes ?? {}));
+    this.nodes = nodes ?? fixedNodes(registry.nodes ?? {});
   }
 
   /** Whether a tool or agent of this name is registered, or (for approvals) a handler decides them here. */
@@ -223,6 +235,12 @@ export class RegisteredCapabilities {
     for (const [name, t] of this.tools) add('tool', name, { ...(t.description !== undefined ? { description: t.description } : {}), ...(t.inputSchema !== undefined ? { inputSchema: t.inputSchema } : {}) });
     for (const name of this.agents.keys()) add('agent', name, {});
     for (const name of Object.keys(this.registry.models ?? {})) add('model', name, {});
+    // A node definition's capability names its type without the version; its effect is its own.
+    for (const d of this.nodes.list()) {
+      const capability = `node:${d.uses.slice(0, d.uses.lastIndexOf('@'))}`;
+      if (!authority.scopes.some((s) => scopeCovers(s, capability))) continue;
+      out.push({ kind: 'node', name: d.uses, capability, effect: d.effect ?? 'unknown', ...(d.description !== undefined ? { description: d.description } : {}) });
+    }
     return out.sort((a, b) => (a.capability < b.capability ? -1 : a.capability > b.capability ? 1 : 0));
   }
 

@@ -87,6 +87,10 @@ describe('custom node definitions run end to end', () => {
       expect(replay).toMatchObject({ identical: true, firstDivergence: null });
       expect(calls).toHaveLength(1);
 
+      // Listed among what an authority may use, under its capability.
+      expect(rt.capabilities({ id: 'ops', scopes: ['node:*'] })).toEqual([{ kind: 'node', name: 'acme.compensate@1', capability: 'node:acme.compensate', effect: 'idempotent', description: 'refunds a charge' }]);
+      expect(rt.capabilities({ id: 'clerk', scopes: ['tool:*'] }).some((c) => c.kind === 'node')).toBe(false);
+
       // The console's list of node types shows it with its effect.
       expect(rt.nodeTypes().find((t) => t.uses === 'acme.compensate@1')).toEqual({
         uses: 'acme.compensate@1',
