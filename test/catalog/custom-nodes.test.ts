@@ -55,7 +55,8 @@ function compensation(id: string, options: { requires?: string[]; config?: unkno
 describe('custom node definitions run end to end', () => {
   it('validate, publish with a digest, run once through the gateway, replay calling nothing', async () => {
     const calls: Call[] = [];
-    const rt = await openRuntime(tempDir(), { nodes: { 'acme.compensate@1': compensate(calls) } });
+    const dir = tempDir();
+    const rt = await openRuntime(dir, { nodes: { 'acme.compensate@1': compensate(calls) } });
     try {
       expect(await rt.validate(compensation('comp'))).toMatchObject({ ok: true, errors: [] });
       const revision = await publish(rt, compensation('comp'));
@@ -105,6 +106,13 @@ describe('custom node definitions run end to end', () => {
       });
     } finally {
       await rt.close();
+    }
+    // A host without the definition replays the run from its pinned plan alone.
+    const bare = await openRuntime(dir);
+    try {
+      expect(await bare.replay('comp-1', { mode: 'recorded' })).toMatchObject({ identical: true, recordedOutcome: { status: 'completed' } });
+    } finally {
+      await bare.close();
     }
   });
 
