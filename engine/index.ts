@@ -10,6 +10,7 @@ import { sha256 as hostSha256 } from 'gm-hz:workflow/digest@1.0.0';
 import type * as EngineExports from 'gm-hz:workflow/engine@1.0.0';
 import { CompileError, compilePlan, nodeDefinitionSetHash, semanticHash, type CompileRequest } from './compiler/plan.js';
 import { validateTemplate } from './compiler/validate.js';
+import { hostDefinitions } from './nodes/custom.js';
 import { EngineCore, type CoreHost } from './core.js';
 import { EngineError } from './errors.js';
 import type { ActivationRequest, ScriptHost } from './runtime/activation.js';
@@ -132,6 +133,13 @@ function activate(activation: string): string {
   return JSON.stringify(summary);
 }
 
+/** `{template, nodeDefinitions: [...]}` and nothing else: a template has an `apiVersion` and no such members. */
+function isValidateRequest(value: unknown): value is { template: unknown; nodeDefinitions: unknown[] } {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
+  const keys = Object.keys(value);
+  return keys.length === 2 && 'template' in value && Array.isArray((value as { nodeDefinitions?: unknown }).nodeDefinitions);
+}
+
 /**
  * The node types this engine runs, each with its config schema, as JSON text: written once at the
  * module's top level (so the snapshot holds it), spliced into every `describe()`.
@@ -161,8 +169,13 @@ export const engine = {
     return `${head.slice(0, -1)},"nodeTypes":${nodeTypesText}}`;
   },
 
+  /**
+   * `template`: a template's JSON, or a request `{"template": ..., "nodeDefinitions": [...]}`
+   * that carries the host's node definitions as `compile`'s request does.
+   */
   validate(template: string): string {
     try {
+      // A request's definitions are small next to the bound, which is on the text as it comes.
       if (template.length > limits.templateBytesMax) {
         return JSON.stringify({ ok: false, errors: [{ code: 'template.too-large', pointer: '', message: `the template has ${template.length} characters (at most ${limits.templateBytesMax})` }] });
       }
@@ -172,7 +185,13 @@ export const engine = {
       } catch (err) {
         return JSON.stringify({ ok: false, errors: [{ code: 'template.bad-json', pointer: '', message: `not valid JSON: ${err instanceof Error ? err.message : String(err)}` }] });
       }
-      const errors = validateTemplate(value, scripts.checkSyntax);
+      let host = hostDefinitions(undefined);
+      if (isValidateRequest(value)) {
+        host = hostDefinitions(value.nodeDefinitions);
+        if (host.errors.length > 0) return JSON.stringify({ ok: false, errors: host.errors });
+        value = value.template;
+      }
+      const errors = validateTemplate(value, scripts.checkSyntax, host.kinds);
       const report: Record<string, unknown> = { ok: errors.length === 0, errors };
       if (errors.length === 0) report.semanticHash = semanticHash(value);
       return JSON.stringify(report);

@@ -2,7 +2,8 @@
 // execution plan. Resume and replay read only the plan, never "the latest" template.
 import { canonicalDigest, canonicalJson, sha256Hex } from '../hash.js';
 import { nodeDefinitions, nodeKinds } from '../nodes/index.js';
-import type { ExecutionPlan, PlanTemplate } from '../protocol/plan.js';
+import { hostDefinitions, setHashWithHost, pinnedOf, type HostNodeDefinition } from '../nodes/custom.js';
+import type { ExecutionPlan, PinnedNodeDefinition, PlanTemplate } from '../protocol/plan.js';
 import type { ValidationError, WorkflowTemplate } from '../protocol/template.js';
 import { currentFlags, engineVersion } from '../version.js';
 import { validateTemplate, type SyntaxChecker } from './validate.js';
@@ -12,6 +13,11 @@ import { CodedError } from '../protocol/coded-error.js';
 export interface CompileRequest {
   root: { template: unknown; revision?: number };
   dependencies?: { template: unknown; revision: number }[];
+  /**
+   * The host's node definitions (nodes/custom.ts). All of them make the plan's
+   * `nodeDefinitionSetHash`; those the templates use are pinned in its `nodeDefinitions`.
+   */
+  nodeDefinitions?: HostNodeDefinition[];
 }
 
 export class CompileError extends CodedError {
@@ -97,9 +103,11 @@ export function compilePlan(request: CompileRequest, checkSyntax: SyntaxChecker)
     const id = (dep.template as WorkflowTemplate)?.metadata?.id;
     if (typeof id === 'string') available.set(templateKey(id, dep.revision), dep);
   }
+  const host = hostDefinitions(request.nodeDefinitions);
+  if (host.errors.length > 0) throw new CompileError('node.definition-invalid', `the request has ${host.errors.length} invalid node definition(s)`, host.errors);
   const templates: Record<string, PlanTemplate> = {};
   const rootTemplate = request.root.template as WorkflowTemplate;
-  const rootErrors = validateTemplate(rootTemplate, checkSyntax);
+  const rootErrors = validateTemplate(rootTemplate, checkSyntax, host.kinds);
   if (rootErrors.length > 0) throw new CompileError('template.invalid', `the template has ${rootErrors.length} error(s)`, rootErrors);
   const root = templateKey(rootTemplate.metadata.id, request.root.revision);
   // Each template's canonical JSON, made once for its semantic hash and again used for the plan hash.
@@ -123,7 +131,7 @@ export function compilePlan(request: CompileRequest, checkSyntax: SyntaxChecker)
           { code: 'workflow.dependency-missing', pointer: '', message: `workflow ${depKey} (called by ${key}) was not provided; publish it or pass it as a dependency` },
         ]);
       }
-      const errors = validateTemplate(dep.template, checkSyntax);
+      const errors = validateTemplate(dep.template, checkSyntax, host.kinds);
       if (errors.length > 0) {
         throw new CompileError('template.invalid', `dependency ${depKey} has ${errors.length} error(s)`, errors.map((e) => ({ ...e, message: `${depKey}: ${e.message}` })));
       }
@@ -133,16 +141,29 @@ export function compilePlan(request: CompileRequest, checkSyntax: SyntaxChecker)
   }
   const depth = callDepth(root, templates);
   if (depth > 16) throw new CompileError('workflow.call-too-deep', `workflow.call nesting is ${depth} deep (at most 16)`, []);
-  const body = {
+  const pinned = usedDefinitions(templates, host.definitions);
+  const body: Omit<ExecutionPlan, 'planHash'> = {
     planVersion: 1 as const,
     engineVersion,
     flags: [...currentFlags],
-    nodeDefinitionSetHash: nodeDefinitionSetHash(),
+    nodeDefinitionSetHash: setHashWithHost(nodeDefinitionSetHash(), host.definitions),
+    // Absent without host definitions: such a plan is the engine's alone, byte for byte.
+    ...(pinned ? { nodeDefinitions: pinned } : {}),
     root,
     templates,
-    replayable: true,
+    // A definition without an implementation digest is a development one: what ran cannot be named.
+    replayable: !pinned || Object.values(pinned).every((d) => d.implementationDigest !== null),
   };
   return { ...body, planHash: planHashOf(body, texts) };
+}
+
+/** The host definitions the plan's templates use, by `uses` (sorted); undefined when none. */
+function usedDefinitions(templates: Record<string, PlanTemplate>, definitions: ReadonlyMap<string, HostNodeDefinition>): Record<string, PinnedNodeDefinition> | undefined {
+  if (definitions.size === 0) return undefined;
+  const used = new Set<string>();
+  for (const t of Object.values(templates)) for (const node of t.template.spec.nodes) if (definitions.has(node.uses)) used.add(node.uses);
+  if (used.size === 0) return undefined;
+  return Object.fromEntries([...used].sort().map((uses) => [uses, pinnedOf(definitions.get(uses)!)]));
 }
 
 function callDepth(key: string, templates: Record<string, PlanTemplate>, seen: string[] = []): number {

@@ -3,8 +3,8 @@
 import { isValidPointer } from '../json.js';
 import { limits } from '../limits.js';
 import { capabilityCovers } from '../nodes/call.js';
-import { impliedCapability, nodeDefinitions, nodeKinds } from '../nodes/index.js';
-import type { SyntaxChecker } from '../nodes/kind.js';
+import { nodeDefinitions, nodeKinds } from '../nodes/index.js';
+import type { NodeKind, SyntaxChecker } from '../nodes/kind.js';
 import { apiVersion, type Binding, type EdgeSpec, type NodeSpec, type ValidationError, type WorkflowTemplate } from '../protocol/template.js';
 import { ancestorsOf, linkNodes } from './graph.js';
 import { checkAgainst, checkTemplateShape, compileSchema, schemaCompileProblem } from './schemas.js';
@@ -13,8 +13,13 @@ export type { SyntaxChecker };
 
 const legacyApiVersions = ['dsh.workflow/v1alpha1'];
 
-export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): ValidationError[] {
+/**
+ * Every error of a template. `custom`: the kinds of the host's node definitions
+ * (nodes/custom.ts), which its nodes may use besides the engine's.
+ */
+export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker, custom: ReadonlyMap<string, NodeKind> = noKinds): ValidationError[] {
   const errors: ValidationError[] = [];
+  const kindOf = (uses: string): NodeKind | undefined => nodeKinds.get(uses) ?? custom.get(uses);
   const add = (code: string, pointer: string, message: string) => errors.push({ code, pointer, message });
 
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -47,9 +52,9 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
     const at = `/spec/nodes/${i}`;
     if (seen.has(node.id)) add('node.duplicate-id', `${at}/id`, `node id ${JSON.stringify(node.id)} is already used by /spec/nodes/${seen.get(node.id)}`);
     else seen.set(node.id, i);
-    const definition = nodeDefinitions.get(node.uses);
+    const definition = kindOf(node.uses);
     if (!definition) {
-      add('node.unknown-type', `${at}/uses`, `unknown node type ${JSON.stringify(node.uses)}; known types: ${[...nodeDefinitions.keys()].join(', ')}`);
+      add('node.unknown-type', `${at}/uses`, `unknown node type ${JSON.stringify(node.uses)}; known types: ${[...nodeDefinitions.keys(), ...custom.keys()].join(', ')}`);
       return;
     }
     for (const p of checkAgainst(definition.configSchema, node.config ?? {})) add('node.config-invalid', `${at}/config${p.pointer}`, p.message);
@@ -71,10 +76,10 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
     const key = `${edge.from}\u0000${edge.to}\u0000${edge.port ?? ''}`;
     if (edgeKeys.has(key)) add('edge.duplicate', at, `duplicate edge ${edge.from} -> ${edge.to}`);
     edgeKeys.add(key);
-    const ports = source ? nodeKinds.get(source.uses)?.ports : undefined;
+    const ports = source ? kindOf(source.uses)?.ports : undefined;
     if (ports) {
       if (!ports.includes(edge.port as string)) {
-        add('edge.port-required', `${at}/port`, `an edge leaving ${nodeKinds.get(source!.uses)!.label} ${JSON.stringify(edge.from)} needs port ${ports.map((p) => JSON.stringify(p)).join(' or ')}`);
+        add('edge.port-required', `${at}/port`, `an edge leaving ${kindOf(source!.uses)!.label} ${JSON.stringify(edge.from)} needs port ${ports.map((p) => JSON.stringify(p)).join(' or ')}`);
       }
     } else if (edge.port !== undefined && source) {
       add('edge.port-invalid', `${at}/port`, `node ${JSON.stringify(edge.from)} (${source.uses}) has no port ${JSON.stringify(edge.port)}`);
@@ -82,7 +87,7 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
   }
 
   // Graph shape.
-  const roles = nodes.map((n) => nodeKinds.get(n.uses)?.role);
+  const roles = nodes.map((n) => kindOf(n.uses)?.role);
   const starts = roles.filter((r) => r === 'start').length;
   if (starts !== 1) add('graph.start-count', '/spec/nodes', `a template needs exactly one core.start@1 node, found ${starts}`);
   if (!roles.includes('end')) add('graph.no-end', '/spec/nodes', 'a template needs at least one core.end@1 node');
@@ -122,7 +127,7 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker): Va
       const upstream = cycle.length > 0 ? undefined : ancestorsOf({ incoming: graph.incoming, edges: linked }, node.id);
       for (const [name, b] of Object.entries(node.inputs)) checkBinding(b, `/spec/nodes/${i}/inputs/${name}`, upstream);
     }
-    checkNodeSemantics(node, i, template, add, checkSyntax);
+    checkNodeSemantics(node, i, template, add, checkSyntax, kindOf(node.uses));
   }
   for (const [name, b] of Object.entries(spec.outputs ?? {})) checkBinding(b, `/spec/outputs/${name}`, undefined);
 
@@ -146,12 +151,13 @@ function checkNodeSemantics(
   template: WorkflowTemplate,
   add: (code: string, pointer: string, message: string) => void,
   checkSyntax: SyntaxChecker,
+  kind: NodeKind | undefined,
 ): void {
   const at = `/spec/nodes/${i}`;
   const config = (node.config ?? {}) as Record<string, any>;
   const inputs = node.inputs ?? {};
   const allowed = template.spec.requires ?? [];
-  const implied = nodeDefinitions.has(node.uses) ? impliedCapability(node.uses, node.config) : undefined;
+  const implied = kind?.impliedCapability?.(config);
   if (implied && !implied.endsWith(':undefined')) {
     if (!allowed.some((p) => capabilityCovers(p, implied))) {
       add('requires.missing', `${at}/uses`, `node ${JSON.stringify(node.id)} needs capability ${JSON.stringify(implied)}; add it to /spec/requires`);
@@ -160,8 +166,10 @@ function checkNodeSemantics(
   (node.requires ?? []).forEach((cap, j) => {
     if (!allowed.some((p) => capabilityCovers(p, cap))) add('requires.not-allowed', `${at}/requires/${j}`, `capability ${JSON.stringify(cap)} is not in /spec/requires`);
   });
-  nodeKinds.get(node.uses)?.validate?.(node, { at, config, inputs, add, checkSyntax, allowed });
+  kind?.validate?.(node, { at, config, inputs, add, checkSyntax, allowed });
 }
+
+const noKinds: ReadonlyMap<string, NodeKind> = new Map();
 
 // Compile the node configs' schemas while the module initialises (schemas.ts does the same for
 // the template schema): that happens once, at build time, in the component's snapshot, instead

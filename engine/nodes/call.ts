@@ -10,7 +10,6 @@ import type { NodeSpec } from '../protocol/template.js';
 import type { Activation, Fact, GatewayRequest } from '../runtime/activation.js';
 import { resolveInputs } from '../runtime/bindings.js';
 import type { Invocation } from '../state/types.js';
-import { impliedCapability, kindOf } from './registry.js';
 import type { NodeConfig } from './kind.js';
 
 /** Does a granted capability pattern (`tool:*`, `*`, `tool:search`) cover a capability? */
@@ -19,7 +18,7 @@ export function capabilityCovers(pattern: string, capability: string): boolean {
 }
 
 export function grantedCapability(a: Activation, spec: NodeSpec, uses: string, config: Record<string, Json>): string | ErrorInfo {
-  const capability = impliedCapability(uses, config)!;
+  const capability = a.kindOf(uses).impliedCapability!(config)!;
   const declared = spec.requires ?? [capability];
   const allowed = a.graph.template.spec.requires ?? [];
   const scopes = a.run.authority.scopes;
@@ -36,9 +35,9 @@ export function grantedCapability(a: Activation, spec: NodeSpec, uses: string, c
 }
 
 /** The effect class of a call: a read-only node is read-only whatever it calls. */
-export function effectOf(spec: NodeSpec, uses: string, config: NodeConfig): Effect {
+export function effectOf(a: Activation, spec: NodeSpec, uses: string, config: NodeConfig): Effect {
   if (spec.readOnly) return 'read-only';
-  return kindOf(uses).effect?.(config) ?? 'unknown';
+  return a.kindOf(uses).effect?.(config) ?? 'unknown';
 }
 
 /** The secret references a call passes on for the gateway to resolve. */
@@ -49,10 +48,10 @@ export function withSecretRefs(config: NodeConfig, extra: Record<string, Json> =
 }
 
 export function requestFor(a: Activation, spec: NodeSpec, uses: string, config: NodeConfig, invocationId: string, attempt: number, input: Json, item?: number): GatewayRequest {
-  const kind = kindOf(uses);
+  const kind = a.kindOf(uses);
   const { name, config: extra } = kind.request!(spec, config);
   const authority = { id: a.run.authority.id, scopes: [...a.run.authority.scopes] };
-  const request: GatewayRequest = { invocationId, runId: a.run.runId, nodeId: spec.id, attempt, kind: kind.capability!, name, input, effect: effectOf(spec, uses, config), authority };
+  const request: GatewayRequest = { invocationId, runId: a.run.runId, nodeId: spec.id, attempt, kind: kind.capability!, name, input, effect: effectOf(a, spec, uses, config), authority };
   if (item !== undefined) request.item = item;
   if (Object.keys(extra).length > 0) request.config = extra;
   const timeoutAt = a.run.nodes[spec.id].timeoutAt;

@@ -9,7 +9,7 @@ import type { Activation } from '../runtime/activation.js';
 import { resolveBinding } from '../runtime/bindings.js';
 import { agentConfig } from './agent-run.js';
 import { effectOf, grantedCapability, normaliseError, requestFor, stageRequest } from './call.js';
-import { impliedCapability, kindOf, nodeKinds } from './registry.js';
+import { impliedCapability, nodeKinds } from './registry.js';
 import type { CallOutcome, NodeConfig, NodeKind } from './kind.js';
 import { checkScriptSyntax, scriptConfig } from './script.js';
 import { toolConfig } from './tool-call.js';
@@ -59,7 +59,7 @@ export const foreach: NodeKind = {
    */
   timeOut(a, spec, message) {
     const body = bodyOf(spec);
-    const safe = effectOf(spec, body.uses, body.config ?? {}) !== 'unknown';
+    const safe = effectOf(a, spec, body.uses, body.config ?? {}) !== 'unknown';
     a.settle.cancelInvocations(a, (inv) => inv.nodeId === spec.id, 'node timed out');
     a.settle.failNode(a, spec.id, { code: 'node.timeout', message: safe ? message : `${message}; its items have effects that are not known to be safe to repeat, so it is not retried`, retryable: safe });
   },
@@ -103,7 +103,7 @@ function startItem(a: Activation, spec: NodeSpec, index: number, itemAttempt: nu
   const invocationId = a.deriveId('iv', a.run.runId, spec.id, node.attempt, `${index}:${itemAttempt}`);
   const ref = { id: spec.id, attempt: itemAttempt, invocationId, item: index };
   a.emit('node.item-started', { index }, ref);
-  const evaluate = kindOf(body.uses).evaluate;
+  const evaluate = a.kindOf(body.uses).evaluate;
   if (evaluate) {
     settleItem(a, spec, index, itemAttempt, evaluate(a, body.config, input));
     return;

@@ -4,7 +4,8 @@ import type { Authority } from './authority.js';
 import type { CapabilityError } from './facts.js';
 import type { Effect } from './statuses.js';
 
-export type CapabilityKind = 'tool' | 'agent' | 'approval' | 'workflow' | 'model';
+/** `node`: a node of a definition the host registered (its `name` is the node's `uses`). */
+export type CapabilityKind = 'tool' | 'agent' | 'approval' | 'workflow' | 'model' | 'node';
 
 /** A capability request staged by the engine; the host carries it out after the commit. */
 export interface GatewayRequest<J = Json> {

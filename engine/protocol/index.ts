@@ -5,7 +5,7 @@ export type { ArtifactRef, AttemptEvidence, CapabilityResult, EdgeDecision, Enve
 export type { ActivationRequest, CapabilityError, CaptureMode, Fact, FactOf, FactType } from './facts.js';
 export type { CapabilityKind, CapabilityOutcome, GatewayRequest } from './gateway.js';
 export type { AgentMessage, FinishReason, ModelTurnInput, ModelTurnOutput, ModelTurnRecord, TokenUsage, ToolCall } from './agent.js';
-export type { ExecutionPlan, PlanTemplate } from './plan.js';
+export type { ExecutionPlan, HostNodeDefinition, PinnedNodeDefinition, PlanTemplate } from './plan.js';
 export type { ActivationSummary } from './summary.js';
 export type { AgentUsage, CallInFlight, NeedsAttention, RunProjection, WaitingApproval } from './projection.js';
 export type { EdgeStatus, Effect, NodeStatus, PausedReason, RunStatus, TerminalRunStatus } from './statuses.js';

@@ -11,7 +11,8 @@ import type { GatewayRequest } from '../protocol/gateway.js';
 import type { ExecutionPlan } from '../protocol/plan.js';
 import { reduce } from '../state/reduce.js';
 import type { RunState } from '../state/types.js';
-import type { NodeSettlement } from '../nodes/kind.js';
+import { kindsOfPlan } from '../nodes/custom.js';
+import type { NodeKind, NodeSettlement } from '../nodes/kind.js';
 import { utf8Encode, utf8Length } from '../utf8.js';
 import { eventSchemaVersion, type EngineFlag } from '../version.js';
 
@@ -62,6 +63,8 @@ export class Activation {
    * digests and sizes instead of payloads, while the state keeps the payloads in memory.
    */
   keepsPayloads: boolean;
+  /** The kind of a node of this run: built into the engine, or a host definition its plan pins. */
+  readonly kindOf: (uses: string) => NodeKind;
 
   constructor(
     public state: RunState | undefined,
@@ -74,6 +77,7 @@ export class Activation {
     readonly settle: NodeSettlement,
   ) {
     this.number = (state?.activation ?? 0) + 1;
+    this.kindOf = kindsOfPlan(plan);
     this.seqBefore = state?.seq ?? 0;
     const v2 = plan.flags.includes('ids-v2');
     this.deriveId = v2 ? derivedId : derivedIdV1;

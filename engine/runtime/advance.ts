@@ -4,7 +4,6 @@
 import { checkAgainst } from '../compiler/schemas.js';
 import { clip, jsonProblem, type Json } from '../json.js';
 import { limits } from '../limits.js';
-import { kindOf } from '../nodes/index.js';
 import type { NodeSettlement } from '../nodes/kind.js';
 import type { AttemptEvidence, ErrorInfo, PayloadOf } from '../protocol/events.js';
 import { isTerminalStatus } from '../protocol/statuses.js';
@@ -94,7 +93,7 @@ function timeOut(a: Activation, id: string): void {
     return;
   }
   const spec = a.graph.nodes.get(id)!;
-  const kind = kindOf(spec.uses);
+  const kind = a.kindOf(spec.uses);
   if (kind.timeOut) {
     kind.timeOut(a, spec, message);
     return;
@@ -125,7 +124,7 @@ export function abandonUnknown(a: Activation, inv: Invocation, reason: string, c
 }
 
 export function startNode(a: Activation, spec: NodeSpec, attempt: number): void {
-  const kind = kindOf(spec.uses);
+  const kind = a.kindOf(spec.uses);
   const timeoutAt = spec.timeoutMs !== undefined ? a.now + spec.timeoutMs : undefined;
   if (!kind.inputsMayBeAbsent && spec.inputs !== undefined && a.has('bindings-v2')) {
     const missing = missingBinding(spec.inputs, a.run, `node ${spec.id}`);
@@ -167,11 +166,11 @@ export function commitOutput(a: Activation, id: string, output: Json, extraSchem
   const node = a.run.nodes[id];
   const problem = outputProblem(output, spec.expects) ?? (extraSchema !== undefined ? outputProblem(output, extraSchema) : undefined);
   if (problem) {
-    failNode(a, id, { code: 'node.output-invalid', message: clip(`node ${id}: ${problem}`), retryable: kindOf(spec.uses).invalidOutputRetryable === true });
+    failNode(a, id, { code: 'node.output-invalid', message: clip(`node ${id}: ${problem}`), retryable: a.kindOf(spec.uses).invalidOutputRetryable === true });
     return;
   }
   a.emit('node.output-committed', { output }, { id, attempt: node.attempt, invocationId: node.invocationId });
-  const port = kindOf(spec.uses).portOf?.(output);
+  const port = a.kindOf(spec.uses).portOf?.(output);
   for (const i of a.graph.outgoing.get(id)!) {
     const edge = a.graph.edges[i];
     const taken = port === undefined || edge.port === port;
@@ -247,7 +246,7 @@ function settleRun(a: Activation): void {
 
 function completeRun(a: Activation): void {
   const spec = a.graph.template.spec;
-  const ends = a.graph.order.filter((id) => kindOf(a.graph.nodes.get(id)!.uses).role === 'end' && a.run.nodes[id].status === 'completed');
+  const ends = a.graph.order.filter((id) => a.kindOf(a.graph.nodes.get(id)!.uses).role === 'end' && a.run.nodes[id].status === 'completed');
   if (ends.length === 0) {
     failRun(a, { code: 'run.no-end-reached', message: 'every path to a core.end@1 node was skipped' });
     return;

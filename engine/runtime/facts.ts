@@ -5,7 +5,6 @@ import { jsonProblem, type Json } from '../json.js';
 import { limits } from '../limits.js';
 import { grantedCapability, normaliseError, requestFor, stageRequest } from '../nodes/call.js';
 import { resolveUnknownItem, retryUnknownItems, settleItemAndContinue } from '../nodes/foreach.js';
-import { kindOf } from '../nodes/index.js';
 import type { CapabilityResult, ErrorInfo } from '../protocol/events.js';
 import { utf8Length } from '../utf8.js';
 import type { NodeSpec } from '../protocol/template.js';
@@ -118,12 +117,12 @@ function completeCapability(a: Activation, fact: Extract<Fact, { type: 'capabili
     const failed = { type: 'capability-completed' as const, invocationId: fact.invocationId, ok: false as const, error: tooLarge };
     a.emit('capability.completed', { invocationId: inv.invocationId, ok: false, error: tooLarge }, ref);
     const spec = a.graph.nodes.get(inv.nodeId)!;
-    kindOf(spec.uses).complete!(a, spec, inv, failed);
+    a.kindOf(spec.uses).complete!(a, spec, inv, failed);
     return;
   }
   a.emit('capability.completed', { invocationId: inv.invocationId, ...outcome }, ref);
   const spec = a.graph.nodes.get(inv.nodeId)!;
-  kindOf(spec.uses).complete!(a, spec, inv, fact);
+  a.kindOf(spec.uses).complete!(a, spec, inv, fact);
 }
 
 /**
@@ -156,8 +155,8 @@ function resume(a: Activation, fact: Extract<Fact, { type: 'resume-requested' }>
     const safe = inv.effect === 'read-only' || inv.effect === 'idempotent' || declared === 'read-only' || declared === 'idempotent';
     if (safe) {
       const spec = a.graph.nodes.get(inv.nodeId)!;
-      if (kindOf(spec.uses).reissue?.(a, spec, inv)) continue;
-      const { uses, config } = kindOf(spec.uses).callOf?.(spec) ?? { uses: spec.uses, config: (spec.config ?? {}) as Record<string, any> };
+      if (a.kindOf(spec.uses).reissue?.(a, spec, inv)) continue;
+      const { uses, config } = a.kindOf(spec.uses).callOf?.(spec) ?? { uses: spec.uses, config: (spec.config ?? {}) as Record<string, any> };
       if (a.has('authority-v2') && denyReissue(a, inv, spec, uses, config)) continue;
       const input = inv.item !== undefined ? a.run.nodes[inv.nodeId].foreach!.items[inv.item] : resolveInputs(spec.inputs, a.run);
       stageRequest(a, requestFor(a, spec, uses, config, inv.invocationId, inv.attempt, input, inv.item), true);
@@ -223,7 +222,7 @@ function resolveOutcome(a: Activation, fact: Extract<Fact, { type: 'outcome-reso
   }
   a.emit('node.resolved', { resolution: fact.resolution, by: fact.by, reason: fact.reason, output: fact.output, ...(named && fact.attentionSeq !== undefined ? { attentionSeq: fact.attentionSeq } : {}) }, { id: fact.nodeId, attempt: node.attempt });
   const failure = `${fact.by} marked ${fact.nodeId} failed${fact.reason ? `: ${fact.reason}` : ''}`;
-  if (kindOf(spec.uses).resolve?.(a, spec, fact.resolution, fact.output ?? null, failure)) return;
+  if (a.kindOf(spec.uses).resolve?.(a, spec, fact.resolution, fact.output ?? null, failure)) return;
   switch (fact.resolution) {
     case 'succeeded':
       commitOutput(a, fact.nodeId, fact.output ?? null);

@@ -9,6 +9,9 @@ import { api, el } from './api.js';
 interface NodeType {
   uses: string;
   label: string;
+  /** A type the host registered; `effect` says whether an unknown outcome of its call may be retried. */
+  custom?: true;
+  effect?: string;
   configSchema: { properties?: Record<string, { type?: string; enum?: unknown[]; description?: string }>; required?: string[] };
 }
 
@@ -99,8 +102,10 @@ export async function nodeForm(editor: HTMLTextAreaElement, edited: () => void):
     const list = nodes();
     const index = list.findIndex((n) => n.id === pick.value);
     const node = list[index];
-    const schema = node ? types.get(node.uses)?.configSchema : undefined;
+    const type = node ? types.get(node.uses) : undefined;
+    const schema = type?.configSchema;
     fields.replaceChildren();
+    if (type?.custom) fields.append(el('p', { class: 'node-effect' }, `${type.label}: defined by this host, effect ${type.effect ?? 'unknown'}`));
     if (!node || !schema?.properties) return;
     for (const [key, prop] of Object.entries(schema.properties)) {
       const current = node.config?.[key];

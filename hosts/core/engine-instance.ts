@@ -18,7 +18,7 @@ import { GuestHeap, type Realloc } from './guest-heap.js';
 import { assertTemplateJson } from './json-input.js';
 import type { CommitEntry, RunTail } from './store.js';
 import type { ScriptLimits } from '../../engine/limits.js';
-import type { ActivationSummary, ExecutionPlan, GatewayRequest, HostLog, ValidationReport } from './types.js';
+import type { ActivationSummary, ExecutionPlan, GatewayRequest, HostNodeDefinition, HostLog, ValidationReport } from './types.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 
 export type { ScriptLimits };
@@ -612,7 +612,7 @@ export class EngineInstance {
     return JSON.parse(this.call('validate', (e) => e.validate(text))) as ValidationReport;
   }
 
-  compile(request: { root: { template: unknown; revision?: number }; dependencies?: { template: unknown; revision: number }[] }): ExecutionPlan {
+  compile(request: { root: { template: unknown; revision?: number }; dependencies?: { template: unknown; revision: number }[]; nodeDefinitions?: HostNodeDefinition[] }): ExecutionPlan {
     assertTemplateJson(request.root.template);
     for (const d of request.dependencies ?? []) assertTemplateJson(d.template);
     const text = encodeRequest('compile', request);

@@ -47,6 +47,47 @@ export interface ToolDefinition {
   inputSchema?: unknown;
 }
 
+/**
+ * What a host's node definition (a template's node of type `vendor.name@1`) is and does: its
+ * `config` schema, the effect of running it (as a tool's `readOnly` / `idempotent`), the
+ * implementation and its digest. A node of it is called with its resolved inputs and, in the
+ * context, its `config`.
+ */
+export interface NodeImplementation {
+  configSchema: unknown;
+  /** Default `unknown`: an unknown outcome needs a person. */
+  effect?: 'read-only' | 'idempotent' | 'unknown';
+  execute?(input: any, context: NodeContext): unknown | Promise<unknown>;
+  /** Changes whenever the implementation's behaviour changes; absent in development only. */
+  implementationDigest?: string;
+  /** JSON Schema every output is checked against. */
+  outputSchema?: unknown;
+  description?: string;
+  /** A short noun for the console. */
+  label?: string;
+}
+
+export interface NodeContext extends ToolContext {
+  /** The node's `config` from the template (credential references left out). */
+  config: Record<string, unknown>;
+}
+
+/** Where the gateway finds node definitions: the runtime's registry, which may grow after open. */
+export interface NodeImplementations {
+  get(uses: string): NodeImplementation | undefined;
+  /** Every definition, by `uses`. */
+  list(): (NodeImplementation & { uses: string })[];
+}
+
+/** The registry's `nodes` option as `NodeImplementations`. */
+function fixedNodes(nodes: Record<string, NodeImplementation>): NodeImplementations {
+  const map = new Map(Object.entries(nodes));
+  return {
+    get: (uses) => map.get(uses),
+    list: () => [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([uses, d]) => ({ ...d, uses })),
+  };
+}
+
 export interface AgentDefinition {
   run(input: any, context: ToolContext & { instructions?: string; outputSchema?: unknown }): unknown | Promise<unknown>;
   idempotent?: boolean;
@@ -76,6 +117,8 @@ export interface GatewayRegistry {
   models?: Record<string, ModelDefinition>;
   /** Turns an agent's skill names into text for its model. */
   skills?: SkillResolver;
+  /** Node definitions by `uses` (`vendor.name@1`). */
+  nodes?: Record<string, NodeImplementation>;
 }
 
 function asTool(t: ToolDefinition | ToolDefinition['execute']): ToolDefinition {
@@ -121,9 +164,10 @@ function raceAbort(work: () => unknown, context: GatewayContext, errorCode: stri
 
 /** One capability a run may use under an authority (`RegisteredCapabilities.list`). */
 export interface ListedCapability {
-  kind: 'tool' | 'agent' | 'model';
+  kind: 'tool' | 'agent' | 'model' | 'node';
+  /** For a node definition: its `uses`. */
   name: string;
-  /** `tool:<name>`, `agent:<name>` or `model:<name>`: what a template's `requires` names. */
+  /** `tool:<name>`, `agent:<name>`, `model:<name>` or `node:<uses without the version>`: what a template's `requires` names. */
   capability: string;
   effect: 'read-only' | 'idempotent' | 'unknown';
   description?: string;
@@ -144,10 +188,16 @@ export function scopeCovers(scope: string, capability: string): boolean {
 export class RegisteredCapabilities {
   private readonly tools: Map<string, ToolDefinition>;
   private readonly agents: Map<string, AgentDefinition>;
+  private readonly nodes: NodeImplementations;
 
-  constructor(private readonly registry: GatewayRegistry) {
+  /** `nodes`: where node definitions are found (default: the registry's `nodes`). */
+  constructor(
+    private readonly registry: GatewayRegistry,
+    nodes?: NodeImplementations,
+  ) {
     this.tools = new Map(Object.entries(registry.tools ?? {}).map(([k, v]) => [k, asTool(v)]));
     this.agents = new Map(Object.entries(registry.agents ?? {}).map(([k, v]) => [k, asAgent(v)]));
+    this.nodes = nodes ?? fixedNodes(registry.nodes ?? {});
   }
 
   /** Whether a tool or agent of this name is registered, or (for approvals) a handler decides them here. */
@@ -156,6 +206,7 @@ export class RegisteredCapabilities {
     if (kind === 'agent') return this.agents.has(name);
     if (kind === 'model') return this.registry.models?.[name] !== undefined;
     if (kind === 'approval') return this.registry.approvals !== undefined;
+    if (kind === 'node') return this.nodes.get(name) !== undefined;
     return false;
   }
 
@@ -184,6 +235,12 @@ export class RegisteredCapabilities {
     for (const [name, t] of this.tools) add('tool', name, { ...(t.description !== undefined ? { description: t.description } : {}), ...(t.inputSchema !== undefined ? { inputSchema: t.inputSchema } : {}) });
     for (const name of this.agents.keys()) add('agent', name, {});
     for (const name of Object.keys(this.registry.models ?? {})) add('model', name, {});
+    // A node definition's capability names its type without the version; its effect is its own.
+    for (const d of this.nodes.list()) {
+      const capability = `node:${d.uses.slice(0, d.uses.lastIndexOf('@'))}`;
+      if (!authority.scopes.some((s) => scopeCovers(s, capability))) continue;
+      out.push({ kind: 'node', name: d.uses, capability, effect: d.effect ?? 'unknown', ...(d.description !== undefined ? { description: d.description } : {}) });
+    }
     return out.sort((a, b) => (a.capability < b.capability ? -1 : a.capability > b.capability ? 1 : 0));
   }
 
@@ -237,6 +294,16 @@ export class RegisteredCapabilities {
           if (!(await mayStartNow(context))) return undefined;
           return raceAbort(() => generateTurn(model, request.input as ModelTurnInput, this.tools, registry.skills, ctx), context, 'model.error', secrets);
         }
+        case 'node': {
+          const { credentialRef: _c, connectionRef: _n, implementationDigest: pinned, ...config } = (request.config ?? {}) as Record<string, unknown>;
+          const node = this.nodes.get(request.name);
+          const present = node ? (node.implementationDigest ?? null) : undefined;
+          // The run pinned an implementation: only that one may carry out its nodes.
+          if (!node || !node.execute || present !== (pinned ?? null)) return implementationUnavailable(request.name, pinned, present, node !== undefined && !node.execute);
+          if (!(await mayStartNow(context))) return undefined;
+          const execute = node.execute;
+          return raceAbort(() => execute(request.input, { ...ctx, config }), context, 'node.error', secrets);
+        }
         case 'approval': {
           if (!registry.approvals) return undefined;
           const config = (request.config ?? {}) as { prompt?: string; approvers?: string[] };
@@ -252,6 +319,13 @@ export class RegisteredCapabilities {
   }
 }
 
+/** A node whose pinned implementation this host does not have: refused, never carried out. */
+function implementationUnavailable(uses: string, pinned: unknown, present: string | null | undefined, noExecute: boolean): CapabilityOutcome {
+  const pinnedText = typeof pinned === 'string' ? pinned : 'no digest';
+  const why = present === undefined ? 'this host has no such definition' : noExecute ? 'its definition here has no execute' : `this host has ${present ?? 'no digest'}`;
+  return { ok: false, error: { code: 'node.implementation-unavailable', message: `node type ${uses}: the run pinned implementation ${pinnedText}, but ${why}`, retryable: false } };
+}
+
 /** The opaque credential and connection references a node's config names, if any. */
 export function credentialRefsOf(request: GatewayRequest): { credentialRef?: string; connectionRef?: string } {
   const { credentialRef, connectionRef } = (request.config ?? {}) as { credentialRef?: string; connectionRef?: string };
@@ -264,8 +338,8 @@ export function credentialUnresolved(request: GatewayRequest, why = 'this host h
 }
 
 /** A gateway that carries out every request through the registry, as soon as it is asked. */
-export function registryGateway(registry: GatewayRegistry): Gateway {
-  const capabilities = new RegisteredCapabilities(registry);
+export function registryGateway(registry: GatewayRegistry, nodes?: NodeImplementations): Gateway {
+  const capabilities = new RegisteredCapabilities(registry, nodes);
   return {
     effects: () => capabilities.effects(),
     execute: (request, context) => capabilities.execute(request, context),

@@ -22,7 +22,7 @@ import type { RunOutcome } from './kernel.js';
 import { pendingApproval } from './operator.js';
 import { assertPortableId, type EventPage, type JournalStore, type RunRecord, type RunTail, type SyncJournalStore } from './store.js';
 import { exportFormat, type RunExport } from './export-format.js';
-import { terminalStatuses, type Authority, type ExecutionPlan, type RunProjection, type ValidationReport } from './types.js';
+import { terminalStatuses, type Authority, type ExecutionPlan, type HostNodeDefinition, type RunProjection, type ValidationReport } from './types.js';
 import { HostError } from './host-error.js';
 import { narrowAuthority } from '../../engine/protocol/authority.js';
 
@@ -78,10 +78,22 @@ export function launchAuthority(resolve: AuthorityResolver, context: Omit<Author
 
 // ---- templates ------------------------------------------------------------------------------
 
-/** Validates a template (a JSON value, or its text) once it has passed the input guard. */
-export function validateTemplate(engine: Pick<EngineInstance, 'validate'>, template: unknown): ValidationReport {
+/**
+ * Validates a template (a JSON value, or its text) once it has passed the input guard, with the
+ * host's node definitions when it has any (the engine's request `{template, nodeDefinitions}`).
+ */
+export function validateTemplate(engine: Pick<EngineInstance, 'validate'>, template: unknown, nodeDefinitions: readonly HostNodeDefinition[] = []): ValidationReport {
   assertTemplateJson(template);
-  return engine.validate(typeof template === 'string' ? template : JSON.stringify(template));
+  const text = typeof template === 'string' ? template : JSON.stringify(template);
+  if (nodeDefinitions.length === 0) return engine.validate(text);
+  let value: unknown;
+  try {
+    value = typeof template === 'string' ? JSON.parse(template) : template;
+  } catch {
+    // The engine reports what is wrong with the text.
+    return engine.validate(text);
+  }
+  return engine.validate(JSON.stringify({ template: value, nodeDefinitions }));
 }
 
 // ---- launch ---------------------------------------------------------------------------------

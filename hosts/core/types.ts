@@ -18,6 +18,8 @@ export type {
   EventPayloads,
   EventType,
   ExecutionPlan,
+  HostNodeDefinition,
+  PinnedNodeDefinition,
   NodeStatus,
   PausedReason,
   PayloadOf,

@@ -1,10 +1,10 @@
 // The package's main entry: the embedded Node SDK.
 export { WorkflowRuntime, WorkflowError, type RuntimeOptions, type LaunchOptions, type LaunchTarget, type NodeType, type WorkflowRunHandle, type AuthorityResolver, type LiveItem, type LiveOptions } from './runtime.js';
 export { startHttpApi, httpTokenEnvVar, HttpApiConfigError, type HttpApi, type HttpApiOptions } from './observe/http-api.js';
-export type { GatewayRegistry, ListedCapability, ToolDefinition, AgentDefinition, ApprovalHandler, ApprovalRequest, ToolContext } from './sdk/gateway.js';
+export type { GatewayRegistry, ListedCapability, ToolDefinition, AgentDefinition, ApprovalHandler, ApprovalRequest, ToolContext, NodeImplementation, NodeContext } from './sdk/gateway.js';
 export type { RunOutcome } from '../core/kernel.js';
 export type { Authority, ExecutionPlan, ValidationReport, GatewayRequest, CapabilityOutcome } from '../core/types.js';
-export { WorkflowCatalog, CatalogError, NodeDefinitionRegistry, RunNeedsAttentionError, type CatalogStorage, type WorkflowDraft, type WorkflowRevision, type RunCompatibility } from './catalog/catalog.js';
+export { WorkflowCatalog, CatalogError, NodeDefinitionRegistry, RunNeedsAttentionError, type CustomNodeDefinition, type CatalogStorage, type WorkflowDraft, type WorkflowRevision, type RunCompatibility } from './catalog/catalog.js';
 export { SqliteCatalogStorage } from './stores/sqlite/catalog.js';
 export { migrateTemplate, type TemplateMigration } from './catalog/template-migration.js';
 export { parseExport, replayExport, exportFormat, type RunExport } from './sdk/export.js';

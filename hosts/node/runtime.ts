@@ -56,6 +56,7 @@ export class WorkflowRuntime implements Operator {
   private readonly log: HostLog;
 
   private constructor(private readonly parts: RuntimeParts) {
+    this.nodeDefinitions = parts.nodeDefinitions;
     ({ kernel: this.kernel, engine: this.engine, ownerId: this.ownerId, stores: this.stores, resolveAuthority: this.resolveAuthority, log: this.log } = parts);
     const { kernel, engine, stores, ownerId, pollMs } = parts;
     this.store = stores.journal;
@@ -86,7 +87,7 @@ export class WorkflowRuntime implements Operator {
   /** Validates a template; one with script nodes loads the script sandbox first. */
   async validate(template: unknown): Promise<ValidationReport> {
     await this.engine.ready();
-    return this.engine.withScripts(() => validateTemplate(this.engine, template));
+    return this.engine.withScripts(() => validateTemplate(this.engine, template, this.nodeDefinitions.requestDefinitions()));
   }
 
   /** Compiles a template and its `workflow.call` dependencies into a pinned plan. */
@@ -168,8 +169,11 @@ export class WorkflowRuntime implements Operator {
 
   private catalogInstance?: WorkflowCatalog;
 
-  /** Custom node definitions of this host, folded into the plans it compiles. */
-  readonly nodeDefinitions = new NodeDefinitionRegistry();
+  /**
+   * Custom node definitions of this host (the options' `nodes`, and `register`ed ones): carried
+   * by every compile and validate request, run by the gateway.
+   */
+  readonly nodeDefinitions: NodeDefinitionRegistry;
 
   /** Drafts and published revisions, in the same database as the journal (SQLite or PostgreSQL). */
   get catalog(): WorkflowCatalog {
@@ -194,19 +198,31 @@ export class WorkflowRuntime implements Operator {
     return this.bindingsInstance;
   }
 
-  /**
-   * The node types a template may use with this runtime: the engine's built-in kinds, then the
-   * definitions this host registers, each with its `config` schema.
-   */
   /** The store's artifacts: retention by the deployment's TTL and key rotation (artifacts/index.ts). */
   get artifacts(): RuntimeArtifacts {
     this.artifactsFacade ??= runtimeArtifacts(this.store, { retentionDays: this.parts.retentionDays, codec: this.parts.artifactCodec, now: () => this.kernel.now() });
     return this.artifactsFacade;
   }
 
+  /**
+   * The node types a template may use with this runtime: the engine's built-in kinds, then the
+   * definitions this host registers, each with its `config` schema (and a custom one with its effect).
+   */
   nodeTypes(): NodeType[] {
     const builtIn = (this.engine.describe().nodeTypes as NodeType[] | undefined) ?? [];
-    const custom = this.nodeDefinitions.list().map((d): NodeType => ({ uses: d.uses, label: d.uses, configSchema: d.configSchema ?? {}, ...(d.implementationDigest ? { implementationDigest: d.implementationDigest } : {}), custom: true }));
+    const custom = this.nodeDefinitions.list().map(
+      (d): NodeType => ({
+        uses: d.uses,
+        label: d.label ?? d.uses,
+        capability: 'node',
+        configSchema: d.configSchema ?? {},
+        effect: d.effect ?? 'unknown',
+        ...(d.description !== undefined ? { description: d.description } : {}),
+        ...(d.outputSchema !== undefined ? { outputSchema: d.outputSchema } : {}),
+        ...(d.implementationDigest ? { implementationDigest: d.implementationDigest } : {}),
+        custom: true,
+      }),
+    );
     return [...builtIn, ...custom];
   }
 
@@ -222,7 +238,11 @@ export class WorkflowRuntime implements Operator {
     const d = this.engine.describe() as { flags: string[]; checkpointSchemaVersion: number };
     const plan = planOfTail(tail);
     const checkpoint = tail.checkpoint ? (JSON.parse(new TextDecoder().decode(tail.checkpoint)) as { checkpointVersion?: unknown }) : undefined;
-    return runCompatibility(runId, plan, checkpoint, { flags: d.flags, checkpointSchemaVersion: d.checkpointSchemaVersion, nodeDefinitionSetHash: this.nodeDefinitionSetHash() });
+    const implementationOf = (uses: string) => {
+      const definition = this.nodeDefinitions.get(uses);
+      return definition && (definition.implementationDigest ?? null);
+    };
+    return runCompatibility(runId, plan, checkpoint, { flags: d.flags, checkpointSchemaVersion: d.checkpointSchemaVersion, nodeDefinitionSetHash: this.nodeDefinitionSetHash(), implementationOf });
   }
 
   /** Throws `RunNeedsAttentionError` (code `run.needs-attention`, with the run id) when `checkRun` refuses. */

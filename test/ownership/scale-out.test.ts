@@ -97,7 +97,7 @@ describe('scale-out: four workers on one PostgreSQL schema, killed at random', (
         ],
         { requires: ['tool:charge'], outputs: { first: { source: 'output', nodeId: 'charge1' }, second: { source: 'output', nodeId: 'charge2' } } },
       );
-      const plan = rt.nodeDefinitions.pin(await rt.compile(t));
+      const plan = await rt.compile(t);
 
       for (let i = 0; i < WORKERS; i++) startWorker(i);
 

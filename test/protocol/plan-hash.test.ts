@@ -56,7 +56,25 @@ describe('plan hash', async () => {
         ],
       },
     ],
+    [
+      'host node definitions pinned from the root and a dependency',
+      {
+        root: { template: chain('custom-root', [{ id: 'c', uses: 'acme.compensate@1', config: { mode: 'refund' } }, { id: 'call', uses: 'workflow.call@1', config: { workflow: { id: 'custom-child', revision: 1 } } }]) },
+        dependencies: [{ template: chain('custom-child', [{ id: 'o', uses: 'acme.ocr@2' }]), revision: 1 }],
+        nodeDefinitions: [
+          { uses: 'acme.compensate@1', configSchema: { type: 'object', properties: { mode: { enum: ['refund'] } } }, effect: 'idempotent', implementationDigest: 'sha256:c1', outputSchema: { type: 'object' }, label: 'compensation' },
+          { uses: 'acme.ocr@2', configSchema: {}, implementationDigest: 'sha256:o2' },
+          { uses: 'acme.unused@1', configSchema: {} },
+        ],
+      },
+    ],
   );
+  for (const [, request] of requests) {
+    const spec = (request.root.template as any).spec;
+    // `chain` requires tool:* and workflow:*; the custom nodes need node:*.
+    if (spec && request.nodeDefinitions) spec.requires = [...spec.requires, 'node:*'];
+    for (const d of request.dependencies ?? []) if (request.nodeDefinitions) (d.template as any).spec.requires.push('node:*');
+  }
 
   it.each(requests)('%s: the composed hash is the digest of the whole body', (_name, request) => {
     const plan = compilePlan(request, noScripts);
@@ -73,5 +91,29 @@ describe('plan hash', async () => {
     // The layout is not part of the semantic hash but is part of the plan (and so of its hash).
     expect(laidOut.planHash).not.toBe(base);
     expect(laidOut.templates['changes@inline'].semanticHash).toBe(compilePlan({ root: { template: chain('changes', [tool('a', 'noop')]) } }, noScripts).templates['changes@inline'].semanticHash);
+  });
+
+  it('host node definitions: all of them make the set hash, the used ones are pinned, without any the plan is the engine\'s', () => {
+    const template = () => chain('custom', [{ id: 'c', uses: 'acme.compensate@1' }], {});
+    const withCustom = (t: any) => ((t.spec.requires = [...t.spec.requires, 'node:acme.compensate']), t);
+    const definition = { uses: 'acme.compensate@1', configSchema: {}, effect: 'idempotent' as const, implementationDigest: 'sha256:c1' };
+    const plain = compilePlan({ root: { template: chain('custom', [tool('a', 'noop')]) } }, noScripts);
+    expect('nodeDefinitions' in plain).toBe(false);
+    // Definitions the templates do not use change the set hash only.
+    const unused = compilePlan({ root: { template: chain('custom', [tool('a', 'noop')]) }, nodeDefinitions: [definition] }, noScripts);
+    expect('nodeDefinitions' in unused).toBe(false);
+    expect(unused.nodeDefinitionSetHash).not.toBe(plain.nodeDefinitionSetHash);
+    expect(unused.nodeDefinitionSetHash).toBe(canonicalDigest({ engine: plain.nodeDefinitionSetHash, custom: [{ uses: 'acme.compensate@1', schemaHash: canonicalDigest({}), implementationDigest: 'sha256:c1' }] }));
+    expect(compilePlan({ root: { template: chain('custom', [tool('a', 'noop')]) }, nodeDefinitions: [] }, noScripts)).toEqual(plain);
+    const used = compilePlan({ root: { template: withCustom(template()) }, nodeDefinitions: [definition] }, noScripts);
+    expect(used.nodeDefinitions).toEqual({ 'acme.compensate@1': { configSchema: {}, effect: 'idempotent', implementationDigest: 'sha256:c1' } });
+    expect(used.replayable).toBe(true);
+    // The pinned effect is part of the plan hash, not of the set hash.
+    const unknown = compilePlan({ root: { template: withCustom(template()) }, nodeDefinitions: [{ ...definition, effect: 'unknown' }] }, noScripts);
+    expect(unknown.nodeDefinitionSetHash).toBe(used.nodeDefinitionSetHash);
+    expect(unknown.planHash).not.toBe(used.planHash);
+    const undigested = compilePlan({ root: { template: withCustom(template()) }, nodeDefinitions: [{ uses: 'acme.compensate@1', configSchema: {} }] }, noScripts);
+    expect(undigested.nodeDefinitions!['acme.compensate@1']).toEqual({ configSchema: {}, effect: 'unknown', implementationDigest: null });
+    expect(undigested.replayable).toBe(false);
   });
 });

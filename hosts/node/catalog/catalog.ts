@@ -13,7 +13,9 @@
 import { sha256Digest } from '../../shared/digest.js';
 import canonicalizeModule from 'canonicalize';
 import { isPortableId, portableIdSource } from '../../../engine/protocol/ids.js';
-import type { ExecutionPlan, ValidationReport } from '../../core/types.js';
+import type { ExecutionPlan, HostNodeDefinition, ValidationReport } from '../../core/types.js';
+import type { NodeImplementation } from '../../core/gateway-registry.js';
+
 import { CodedError } from '../../../engine/protocol/coded-error.js';
 
 const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as unknown as (value: unknown) => string | undefined;
@@ -98,23 +100,29 @@ export function canonicalDigest(value: unknown): string {
 // ---------------------------------------------------------------------------------------------
 // Custom node definitions registered by the host.
 
-export interface CustomNodeDefinition {
+/**
+ * A node definition of the host: what a template's node of type `uses` is configured with, what
+ * running one does (`execute`, through the gateway as a call of kind `node`), and what its effect
+ * is. The engine validates, pins and runs it (engine/nodes/custom.ts); see docs/catalog.md.
+ */
+export interface CustomNodeDefinition extends NodeImplementation {
   uses: string;
-  configSchema: unknown;
-  /** Changes whenever the implementation's behaviour changes; absent in development only. */
-  implementationDigest?: string;
 }
 
+const effects = ['read-only', 'idempotent', 'unknown'];
+
 /**
- * Node definitions the host registers next to the engine's built-in ones. Their sorted
- * `{uses, schemaHash, implementationDigest}` set is folded into the plan's
- * `nodeDefinitionSetHash`; with none registered the engine's hash is used unchanged.
+ * Node definitions the host registers next to the engine's built-in ones. Compile and validate
+ * requests carry them (`requestDefinitions`); the engine folds them into the plan's
+ * `nodeDefinitionSetHash` and pins those a template uses. The gateway runs them (`get`).
  */
 export class NodeDefinitionRegistry {
   private readonly definitions = new Map<string, CustomNodeDefinition>();
 
   register(definition: CustomNodeDefinition): void {
     if (!/^[a-z][a-z0-9.-]*@[0-9]+$/.test(definition.uses)) throw new CatalogError('node.definition-invalid', `node type ${JSON.stringify(definition.uses)} must look like "vendor.name@1"`);
+    if (definition.effect !== undefined && !effects.includes(definition.effect)) throw new CatalogError('node.definition-invalid', `node type ${definition.uses}: effect must be read-only, idempotent or unknown, got ${JSON.stringify(definition.effect)}`);
+    if (definition.execute !== undefined && typeof definition.execute !== 'function') throw new CatalogError('node.definition-invalid', `node type ${definition.uses}: execute must be a function`);
     this.definitions.set(definition.uses, { ...definition });
   }
 
@@ -131,7 +139,23 @@ export class NodeDefinitionRegistry {
     return [...this.definitions.values()].sort((a, b) => (a.uses < b.uses ? -1 : a.uses > b.uses ? 1 : 0));
   }
 
-  /** The node-definition-set hash of the engine's definitions plus these. */
+  /** The definitions as a compile or validate request carries them to the engine. */
+  requestDefinitions(): HostNodeDefinition[] {
+    return this.list().map((d) => ({
+      uses: d.uses,
+      configSchema: d.configSchema ?? {},
+      effect: d.effect ?? 'unknown',
+      ...(d.implementationDigest !== undefined ? { implementationDigest: d.implementationDigest } : {}),
+      ...(d.outputSchema !== undefined ? { outputSchema: d.outputSchema } : {}),
+      ...(d.label !== undefined ? { label: d.label } : {}),
+    })) as HostNodeDefinition[];
+  }
+
+  /**
+   * The node-definition-set hash of the engine's definitions plus these: what the engine pins in
+   * a plan it compiles with them (engine/nodes/custom.ts `setHashWithHost`), computed here so a
+   * stored run can be compared without compiling.
+   */
   setHash(engineHash: string): string {
     if (this.definitions.size === 0) return engineHash;
     const custom = [...this.definitions.values()]
@@ -151,18 +175,6 @@ export class NodeDefinitionRegistry {
       }
     });
     return out;
-  }
-
-  /**
-   * The plan with this registry folded in: its `nodeDefinitionSetHash`, `replayable` and
-   * `planHash` recomputed. Unchanged (the same object) when nothing is registered.
-   */
-  pin(plan: ExecutionPlan): ExecutionPlan {
-    if (this.definitions.size === 0) return plan;
-    const { planHash: _planHash, ...body } = plan;
-    const undigested = Object.values(plan.templates).some((t) => this.undigestedUses(t.template).length > 0);
-    const pinned = { ...body, nodeDefinitionSetHash: this.setHash(plan.nodeDefinitionSetHash), replayable: plan.replayable && !undigested };
-    return { ...pinned, planHash: canonicalDigest(pinned) };
   }
 }
 
@@ -478,7 +490,7 @@ export class WorkflowCatalog {
   /** Compiles a published revision and its closure into the plan a launch pins. */
   async plan(id: string, revision: number): Promise<ExecutionPlan> {
     const { root, dependencies } = await this.closure(id, revision);
-    return this.nodeDefinitions.pin(await this.options.engine.compile(root.template, dependencies.map((d) => ({ template: d.template, revision: d.revision })), root.revision));
+    return this.options.engine.compile(root.template, dependencies.map((d) => ({ template: d.template, revision: d.revision })), root.revision);
   }
 
   private async compileTemplate(template: unknown, revision: number): Promise<ExecutionPlan> {
@@ -509,11 +521,25 @@ export class WorkflowCatalog {
           outputs: Object.keys(spec.outputs ?? {}).sort(),
           requires: spec.requires ?? [],
           calls: callTargets(r.template).map((t) => `${t.id}@${t.revision}`),
+          ...this.customNodesOf(r.template),
         };
       }
       default:
         throw new CatalogError('catalog.bad-view', `view must be schema, template or plan, got ${JSON.stringify(view)}`);
     }
+  }
+
+  /** The host's node types a template uses, with their effect (`customNodes`; nothing when it uses none). */
+  private customNodesOf(template: any): { customNodes?: { uses: string; capability: string; effect: string; implementationDigest?: string }[] } {
+    const nodes: any[] = Array.isArray(template?.spec?.nodes) ? template.spec.nodes : [];
+    const used = [...new Set(nodes.map((n) => n?.uses).filter((u): u is string => typeof u === 'string' && this.nodeDefinitions.get(u) !== undefined))].sort();
+    if (used.length === 0) return {};
+    return {
+      customNodes: used.map((uses) => {
+        const d = this.nodeDefinitions.get(uses)!;
+        return { uses, capability: `node:${uses.slice(0, uses.lastIndexOf('@'))}`, effect: d.effect ?? 'unknown', ...(d.implementationDigest ? { implementationDigest: d.implementationDigest } : {}) };
+      }),
+    };
   }
 
   /** The semantic difference between two published revisions (layout ignored). */
@@ -555,11 +581,13 @@ export interface RunCompatibility {
   problems: RunProblem[];
 }
 
-/** What the current engine and host support (the engine's `describe()` plus the host's set hash). */
+/** What the current engine and host support (the engine's `describe()` plus the host's definitions). */
 export interface EngineSupport {
   flags: readonly string[];
   checkpointSchemaVersion: number;
   nodeDefinitionSetHash: string;
+  /** The implementation digest of a host definition registered now (null: none); undefined when there is no such definition. */
+  implementationOf(uses: string): string | null | undefined;
 }
 
 /** Compares a stored run's plan and checkpoint with what this engine supports; never guesses. */
@@ -571,6 +599,12 @@ export function runCompatibility(runId: string, plan: ExecutionPlan, checkpoint:
   }
   if (checkpoint && checkpoint.checkpointVersion !== support.checkpointSchemaVersion) {
     problems.push({ code: 'engine.checkpoint-unsupported', severity: 'needs_attention', message: `run ${runId} has checkpoint version ${String(checkpoint.checkpointVersion)}; this engine reads ${support.checkpointSchemaVersion}` });
+  }
+  for (const [uses, pinned] of Object.entries(plan.nodeDefinitions ?? {})) {
+    const present = support.implementationOf(uses);
+    if (present === pinned.implementationDigest) continue;
+    const has = present === undefined ? 'this host has no such definition' : `this host has ${present ?? 'one without a digest'}`;
+    problems.push({ code: 'node.implementation-unavailable', severity: 'needs_attention', message: `run ${runId} pins node type ${uses} with implementation ${pinned.implementationDigest ?? '(no digest)'}; ${has}` });
   }
   if (plan.nodeDefinitionSetHash !== support.nodeDefinitionSetHash) {
     problems.push({ code: 'run.node-definitions-changed', severity: 'warning', message: `run ${runId} was planned with node definition set ${plan.nodeDefinitionSetHash}; the host now has ${support.nodeDefinitionSetHash} (a definition's schema or implementation digest changed)` });

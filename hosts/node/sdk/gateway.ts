@@ -9,6 +9,9 @@ export {
   type CredentialResolver,
   type GatewayRegistry,
   type ListedCapability,
+  type NodeContext,
+  type NodeImplementation,
+  type NodeImplementations,
   type ToolContext,
   type ToolDefinition,
 } from '../../core/gateway-registry.js';

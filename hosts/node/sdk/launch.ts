@@ -45,7 +45,8 @@ export class LaunchPlanner {
 
   compileNow(template: unknown, dependencies: { template: unknown; revision: number }[] = [], revision?: number): ExecutionPlan {
     try {
-      return this.host.engine.compile({ root: { template, ...(revision !== undefined ? { revision } : {}) }, dependencies });
+      const nodeDefinitions = this.host.nodeDefinitions.size > 0 ? { nodeDefinitions: this.host.nodeDefinitions.requestDefinitions() } : {};
+      return this.host.engine.compile({ root: { template, ...(revision !== undefined ? { revision } : {}) }, dependencies, ...nodeDefinitions });
     } catch (err) {
       throw asError(err);
     }
@@ -119,20 +120,18 @@ export class LaunchPlanner {
 
   /** Compiled plans of inline launches by the digest of what they were compiled from (LRU). */
   private readonly plans = new Map<string, ExecutionPlan>();
-  private engineDefinitionsHash: string | undefined;
 
   /**
    * The pinned plan of an inline template and its dependencies: compiled once per distinct
-   * content (and node-definition set), then served from the cache.
+   * content (and set of host node definitions, which a plan pins), then served from the cache.
    */
   private inlinePlan(template: unknown, dependencies: { template: unknown; revision: number }[]): ExecutionPlan {
-    this.engineDefinitionsHash ??= this.host.engine.describe().nodeDefinitionSetHash as string;
     let text: string;
     try {
-      text = JSON.stringify([template, dependencies, this.host.nodeDefinitions.setHash(this.engineDefinitionsHash)]);
+      text = JSON.stringify([template, dependencies, this.host.nodeDefinitions.requestDefinitions()]);
     } catch {
       // Too deep (or not JSON) to digest: compile refuses it with its own error.
-      return this.host.nodeDefinitions.pin(this.compileNow(template, dependencies));
+      return this.compileNow(template, dependencies);
     }
     const key = createHash('sha256').update(text).digest('hex');
     const cached = this.plans.get(key);
@@ -141,7 +140,7 @@ export class LaunchPlanner {
       this.plans.set(key, cached);
       return cached;
     }
-    const plan = this.host.nodeDefinitions.pin(this.compileNow(template, dependencies));
+    const plan = this.compileNow(template, dependencies);
     if (this.plans.size >= planCacheEntriesMax) this.plans.delete(this.plans.keys().next().value as string);
     this.plans.set(key, plan);
     return plan;

@@ -24,6 +24,7 @@ import { newOwnerId } from '../stores/owner-id.js';
 import { nodeComponentLoader } from './component.js';
 import { asError, WorkflowError } from './errors.js';
 import { registryGateway, RegisteredCapabilities } from './gateway.js';
+import { NodeDefinitionRegistry } from '../catalog/catalog.js';
 import { assertCaptureOptions } from './launch-options.js';
 import type { RuntimeOptions } from './runtime-types.js';
 
@@ -43,6 +44,8 @@ export interface RuntimeParts {
   exporter: TraceExporter | undefined;
   /** What this host registered, listed per authority (`runtime.capabilities`). */
   registered: RegisteredCapabilities;
+  /** The host's node definitions: `nodes` of the options, and those registered later. */
+  nodeDefinitions: NodeDefinitionRegistry;
   /** The deployment's artifact TTL (`capture.retentionDays`), if it has one. */
   retentionDays?: number;
   /** Seals and opens artifacts, when the runtime has artifact keys. */
@@ -60,6 +63,14 @@ function artifactCodecOf(options: RuntimeOptions): ArtifactCodec | undefined {
   const sealing = options.capture?.encryptArtifacts === true;
   if (sealing && !keys) throw new WorkflowError('policy.unsupported', `capture.encryptArtifacts needs artifact keys: artifactKeys in the runtime options or the host module, or ${artifactKeysEnvVar}`);
   return keys ? new ArtifactCodec(keys, sealing) : undefined;
+}
+
+/** The registry of the host's node definitions, with the options' `nodes` in it. */
+function nodeDefinitionsOf(nodes: RuntimeOptions['nodes']): NodeDefinitionRegistry {
+  const registry = new NodeDefinitionRegistry();
+  if (nodes !== undefined && (nodes === null || typeof nodes !== 'object')) throw new WorkflowError('host.bad-option', 'nodes must be an object of node definitions by type ("vendor.name@1")');
+  for (const [uses, definition] of Object.entries(nodes ?? {})) registry.register({ ...definition, uses });
+  return registry;
 }
 
 /** The bound on one commit's events: `commitBytesMax`, else the documented default. */
@@ -91,11 +102,13 @@ function capturePolicyOf(capture: RuntimeOptions['capture']): CapturePolicy {
 export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> {
   const log = options.log ?? stderrLog();
   let codec: ArtifactCodec | undefined;
+  let nodeDefinitions: NodeDefinitionRegistry;
   let releaseTargets: (() => void) | undefined;
   try {
     assertCaptureOptions(options.capture, ['retentionDays', 'encryptArtifacts']);
     if (options.capture?.encryptArtifacts !== undefined && typeof options.capture.encryptArtifacts !== 'boolean') throw new WorkflowError('policy.unsupported', `capture.encryptArtifacts must be true or false, not ${JSON.stringify(options.capture.encryptArtifacts)}`);
     codec = artifactCodecOf(options);
+    nodeDefinitions = nodeDefinitionsOf(options.nodes);
     deliveryOptionsOf(options.delivery);
     if (options.delivery?.allowTargets !== undefined) releaseTargets = addAllowedTargets(options.delivery.allowTargets);
     if (options.dispatchBeforeCommit !== undefined && typeof options.dispatchBeforeCommit !== 'boolean') {
@@ -141,7 +154,7 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
     kernel = new Kernel({
       store,
       engine,
-      gateway: withTraceContext(withLiveProgress(registryGateway(options), () => live), traces),
+      gateway: withTraceContext(withLiveProgress(registryGateway(options, nodeDefinitions), () => live), traces),
       log,
       now: options.now,
       authority: resolveAuthority,
@@ -156,7 +169,7 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
     await kernel.leases?.watchClock().catch((err) => log('warn', `checking the clock against the store's failed: ${(err as Error).message}`));
     live = new LiveStreams(store, kernel, pollMs);
     if (options.telemetry) exporter = await (await import('../observe/telemetry.js')).TraceExporter.start(store, kernel, options.telemetry);
-    return { kernel, engine, stores, resolveAuthority, disposeScripts: () => scripts.dispose(), ownerId, pollMs, live, log, deliveryOptions: options.delivery ?? {}, traces, exporter, registered: new RegisteredCapabilities(options), ...(options.capture?.retentionDays !== undefined ? { retentionDays: options.capture.retentionDays } : {}), ...(codec ? { artifactCodec: codec } : {}), ...(releaseTargets ? { releaseTargets } : {}) };
+    return { kernel, engine, stores, resolveAuthority, disposeScripts: () => scripts.dispose(), ownerId, pollMs, live, log, deliveryOptions: options.delivery ?? {}, traces, exporter, registered: new RegisteredCapabilities(options, nodeDefinitions), nodeDefinitions, ...(options.capture?.retentionDays !== undefined ? { retentionDays: options.capture.retentionDays } : {}), ...(codec ? { artifactCodec: codec } : {}), ...(releaseTargets ? { releaseTargets } : {}) };
   } catch (err) {
     releaseTargets?.();
     await exporter?.close();

@@ -166,4 +166,9 @@ export interface NodeType {
   implementationDigest?: string;
   /** Registered by this host (not built into the engine). */
   custom?: true;
+  /** A custom type's effect: whether an unknown outcome of its call may be retried. */
+  effect?: 'read-only' | 'idempotent' | 'unknown';
+  description?: string;
+  /** A custom type's output schema, if it has one. */
+  outputSchema?: unknown;
 }
