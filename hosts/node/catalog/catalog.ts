@@ -111,6 +111,10 @@ export interface CustomNodeDefinition extends NodeImplementation {
 
 const effects = ['read-only', 'idempotent', 'unknown'];
 
+function shadowsBuiltIn(uses: string): CatalogError {
+  return new CatalogError('node.definition-shadows-builtin', `${uses} is built into the engine; a host definition needs a name of its own`);
+}
+
 /**
  * Node definitions the host registers next to the engine's built-in ones. Compile and validate
  * requests carry them (`requestDefinitions`); the engine folds them into the plan's
@@ -118,9 +122,21 @@ const effects = ['read-only', 'idempotent', 'unknown'];
  */
 export class NodeDefinitionRegistry {
   private readonly definitions = new Map<string, CustomNodeDefinition>();
+  /** The engine's own node types (`reserve`): names a host definition may not take. */
+  private readonly builtIn = new Set<string>();
+
+  /**
+   * The engine's node types: a definition registered under one of their names is refused here,
+   * when it is registered, rather than by every later validation.
+   */
+  reserve(uses: Iterable<string>): void {
+    for (const u of uses) this.builtIn.add(u);
+    for (const u of this.definitions.keys()) if (this.builtIn.has(u)) throw shadowsBuiltIn(u);
+  }
 
   register(definition: CustomNodeDefinition): void {
     if (!/^[a-z][a-z0-9.-]*@[0-9]+$/.test(definition.uses)) throw new CatalogError('node.definition-invalid', `node type ${JSON.stringify(definition.uses)} must look like "vendor.name@1"`);
+    if (this.builtIn.has(definition.uses)) throw shadowsBuiltIn(definition.uses);
     if (definition.effect !== undefined && !effects.includes(definition.effect)) throw new CatalogError('node.definition-invalid', `node type ${definition.uses}: effect must be read-only, idempotent or unknown, got ${JSON.stringify(definition.effect)}`);
     if (definition.execute !== undefined && typeof definition.execute !== 'function') throw new CatalogError('node.definition-invalid', `node type ${definition.uses}: execute must be a function`);
     this.definitions.set(definition.uses, { ...definition });

@@ -146,6 +146,7 @@ export async function openParts(options: RuntimeOptions): Promise<RuntimeParts> 
   let exporter: TraceExporter | undefined;
   try {
     const engine = await engineReady;
+    nodeDefinitions.reserve(((engine.describe().nodeTypes ?? []) as { uses: string }[]).map((t) => t.uses));
     const resolveAuthority = authorityResolver(options.authorities);
     const ownerId = options.ownerId ?? newOwnerId();
     const pollMs = options.pollMs ?? leaseDefaults.pollMs;
