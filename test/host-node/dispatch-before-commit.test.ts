@@ -65,6 +65,34 @@ async function journalOf(rt: Awaited<ReturnType<typeof openRuntime>>, runId: str
   return (await rt.exportRun(runId)).events as { type: string; payload: { invocationId?: string } }[];
 }
 
+type Entry = { runId: string; expectedSeq: number; events: Uint8Array };
+type Commit = (entries: Entry[]) => unknown;
+
+/**
+ * `fn` with a fresh runtime whose tools observe their start (`observingTools`, `later` answering
+ * two turns late), every store commit handed to `commit` first, which writes it with `next` or
+ * throws; closed after `fn`.
+ */
+async function observed(
+  options: { commit?: (entries: Entry[], next: Commit) => unknown; later?: string[]; adjust?: (tools: ReturnType<typeof observingTools>['tools']) => Record<string, unknown> },
+  fn: (o: { rt: Awaited<ReturnType<typeof openRuntime>>; starts: Start[]; aborted: string[] }) => Promise<void>,
+): Promise<void> {
+  const dir = tempDir();
+  const starts: Start[] = [];
+  const aborted: string[] = [];
+  const tools = observingTools(join(dir, 'workflow.db'), starts, aborted, options.later);
+  const rt = await openRuntime({ dir, tools: (options.adjust ?? ((t) => t))(tools.tools) as never });
+  const store = (rt as any).store;
+  const next: Commit = store.commit.bind(store);
+  if (options.commit) store.commit = (entries: Entry[]) => options.commit!(entries, next);
+  try {
+    await fn({ rt, starts, aborted });
+  } finally {
+    tools.close();
+    await rt.close();
+  }
+}
+
 /** Runs `t` to its end on a fresh runtime whose tools observe their start: what each saw, and the journal. */
 async function observe(t: unknown, options: { dispatchBeforeCommit?: boolean } = {}, adjust = (tools: ReturnType<typeof observingTools>['tools']): Record<string, unknown> => tools) {
   const dir = tempDir();
@@ -124,52 +152,37 @@ describe('calls started beside their commit', () => {
   });
 
   it('starts no call beside a run\'s first commit: when that commit fails, no tool ran and no run exists', async () => {
-    const dir = tempDir();
-    const starts: Start[] = [];
-    const tools = observingTools(join(dir, 'workflow.db'), starts);
-    const rt = await openRuntime({ dir, tools: { ...tools.tools, charge: { ...tools.tools.charge, idempotent: true } } as never });
-    const store = (rt as any).store;
-    const commit = store.commit.bind(store);
     let failed = 0;
     // The first commit of the run (the crash of a process before it was durable, as seen from here).
-    store.commit = async (entries: { expectedSeq: number }[]) => {
+    const commit = async (entries: Entry[], next: Commit) => {
       if (failed === 0 && entries.some((e) => e.expectedSeq === 0)) {
         failed++;
         await new Promise((r) => setTimeout(r, 50));
         throw Object.assign(new Error('the process died before its first commit was durable'), { code: 'store.io' });
       }
-      return commit(entries);
+      return next(entries);
     };
-    try {
+    await observed({ commit, adjust: (tools) => ({ ...tools, charge: { ...tools.charge, idempotent: true } }) }, async ({ rt, starts }) => {
       const idempotentFirst = chain('first-commit', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge', idempotent: true } }], { requires: ['tool:charge'] });
       await expect(rt.launch(idempotentFirst, { input: {} })).rejects.toMatchObject({ code: 'store.io' });
       expect(failed).toBe(1);
       await new Promise((r) => setTimeout(r, 50));
       expect(starts).toEqual([]);
-    } finally {
-      tools.close();
-      await rt.close();
-    }
+    });
   });
 
   it('aborts an early call whose commit fails, and journals no outcome of it', async () => {
-    const dir = tempDir();
-    const starts: Start[] = [];
-    const aborted: string[] = [];
-    const tools = observingTools(join(dir, 'workflow.db'), starts, aborted, ['lookup']);
-    const rt = await openRuntime({ dir, tools: tools.tools });
-    const store = (rt as any).store;
-    const commit = store.commit.bind(store);
     let failed = 0;
     // The commit that holds the second read-only call's request fails once, after the call has started.
-    store.commit = (entries: { expectedSeq: number; events: Uint8Array }[]) => {
+    const commit = (entries: Entry[], next: Commit) => {
       if (failed === 0 && entries.some((e) => e.expectedSeq > 0 && new TextDecoder().decode(e.events).includes('"capability.requested"'))) {
         failed++;
         throw Object.assign(new Error('disk full'), { code: 'store.io' });
       }
-      return commit(entries);
+      return next(entries);
     };
-    try {
+    // The lookup answers two turns later: still running when its commit fails.
+    await observed({ commit, later: ['lookup'] }, async ({ rt, starts, aborted }) => {
       const lookupOnly = afterFirst('early-fails', [{ id: 'second', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }], []);
       const failing = await rt.launch(lookupOnly, { input: {} });
       for (let i = 0; i < 100 && aborted.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
@@ -186,25 +199,17 @@ describe('calls started beside their commit', () => {
       expect((await handle.result).status).toBe('completed');
       expect(starts).toHaveLength(4);
       expect((await journalOf(rt, handle.runId)).filter((e) => e.type === 'capability.completed')).toHaveLength(2);
-    } finally {
-      tools.close();
-      await rt.close();
-    }
+    });
   });
+
   it('folds the outcome of a safe call that answered at once into the commit of its request', async () => {
-    const dir = tempDir();
-    const starts: Start[] = [];
-    const tools = observingTools(join(dir, 'workflow.db'), starts);
-    const rt = await openRuntime({ dir, tools: tools.tools });
-    const store = (rt as any).store;
-    const commit = store.commit.bind(store);
-    // What each store commit held: per entry, its run and the types of its events.
-    const commits: { runId: string; types: string[] }[][] = [];
-    store.commit = (entries: { runId: string; events: Uint8Array }[]) => {
-      commits.push(entries.map((e) => ({ runId: e.runId, types: new TextDecoder().decode(e.events).split('\n').filter(Boolean).map((l) => JSON.parse(l).type) })));
-      return commit(entries);
+    // What each store commit held: per entry, the types of its events.
+    const commits: string[][][] = [];
+    const commit = (entries: Entry[], next: Commit) => {
+      commits.push(entries.map((e) => new TextDecoder().decode(e.events).split('\n').filter(Boolean).map((l) => JSON.parse(l).type)));
+      return next(entries);
     };
-    try {
+    await observed({ commit }, async ({ rt, starts }) => {
       const t = afterFirst('folded', [{ id: 'second', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }, { id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], ['tool:charge']);
       const handle = await rt.launch(t, { input: {} });
       expect((await handle.result).status).toBe('completed');
@@ -217,36 +222,27 @@ describe('calls started beside their commit', () => {
       // The run's first commit; the first call's outcome with the second call's request, folded
       // with the second call's outcome and the charge's request (effect unknown: the fold ends
       // there, and the charge starts once that commit is durable); the charge's outcome.
-      expect(commits.map((c) => c.map((e) => e.types.filter((x) => x.startsWith('capability.')).join('+')))).toEqual([
+      expect(commits.map((c) => c.map((types) => types.filter((x) => x.startsWith('capability.')).join('+')))).toEqual([
         ['capability.requested'],
         ['capability.completed+capability.requested', 'capability.completed+capability.requested'],
         ['capability.completed'],
       ]);
       const events = await journalOf(rt, handle.runId);
       expect(events.filter((e) => e.payload.invocationId === second).map((e) => e.type)).toEqual(['capability.requested', 'capability.completed']);
-    } finally {
-      tools.close();
-      await rt.close();
-    }
+    });
   });
 
   it('journals neither request nor outcome of a folded call when that commit fails, and the run goes on from the journal', async () => {
-    const dir = tempDir();
-    const starts: Start[] = [];
-    const tools = observingTools(join(dir, 'workflow.db'), starts);
-    const rt = await openRuntime({ dir, tools: tools.tools });
-    const store = (rt as any).store;
-    const commit = store.commit.bind(store);
     let failed = 0;
-    // The commit that folds the second call's request and outcome fails once.
-    store.commit = (entries: { runId: string; expectedSeq: number }[]) => {
+    // The commit that folds the second call's request and outcome (two entries of one run) fails once.
+    const commit = (entries: Entry[], next: Commit) => {
       if (failed === 0 && new Set(entries.map((e) => e.runId)).size < entries.length) {
         failed++;
         throw Object.assign(new Error('disk full'), { code: 'store.io' });
       }
-      return commit(entries);
+      return next(entries);
     };
-    try {
+    await observed({ commit }, async ({ rt, starts }) => {
       const t = afterFirst('folded-fails', [{ id: 'second', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }], []);
       const failing = await rt.launch(t, { input: {} });
       for (let i = 0; i < 100 && failed === 0; i++) await new Promise((r) => setTimeout(r, 20));
@@ -262,9 +258,6 @@ describe('calls started beside their commit', () => {
       const after = await journalOf(rt, failing.runId);
       expect(after.filter((e) => e.type === 'capability.completed')).toHaveLength(2);
       expect(after.filter((e) => e.type === 'capability.requested' && e.payload.invocationId === second)).toHaveLength(1);
-    } finally {
-      tools.close();
-      await rt.close();
-    }
+    });
   });
 });
