@@ -57,14 +57,32 @@ function messageText(message: AgentMessage): string {
   return text;
 }
 
+/**
+ * The first message of a loop's conversation (the node's input) and its canonical JSON, by the
+ * loop's state: its bindings' sources are settled before the node starts, so it is the same for
+ * every turn of an attempt (a new attempt starts a new state).
+ */
+const firstMessages = new WeakMap<object, { message: AgentMessage; text: string }>();
+
+function firstMessage(a: Activation, spec: NodeSpec): { message: AgentMessage; text: string } {
+  const agent = a.run.nodes[spec.id].agent;
+  let first = agent && firstMessages.get(agent);
+  if (first === undefined) {
+    const input = resolveInputs(spec.inputs, a.run);
+    const message: AgentMessage = { role: 'user', content: typeof input === 'string' ? input : canonicalJson(input) };
+    first = { message, text: canonicalJson(message) };
+    if (agent) firstMessages.set(agent, first);
+  }
+  return first;
+}
+
 /** The whole conversation so far, the node's input first, then what the journal folded; and its canonical JSON. */
 function conversation(a: Activation, spec: NodeSpec): { messages: AgentMessage[]; text: string } {
-  const input = resolveInputs(spec.inputs, a.run);
-  const first: AgentMessage = { role: 'user', content: typeof input === 'string' ? input : canonicalJson(input) };
+  const first = firstMessage(a, spec);
   const folded = a.run.nodes[spec.id].agent?.messages ?? [];
-  const texts = [canonicalJson(first)];
+  const texts = [first.text];
   for (const message of folded) texts.push(messageText(message));
-  return { messages: [first, ...folded], text: `[${texts.join(',')}]` };
+  return { messages: [first.message, ...folded], text: `[${texts.join(',')}]` };
 }
 
 /** Requests model turn `turn`, unless the node's `maxTurns` is spent. */
@@ -162,6 +180,25 @@ function requestTool(a: Activation, spec: NodeSpec, turn: number, index: number,
   }
   const effect: Effect = spec.readOnly ? 'read-only' : declared;
   stage(a, spec, { invocationId, kind: 'tool', name: call.name, input: call.input, effect, attempt: node.attempt }, call.input, reissued);
+  rememberToolId(lastCalls(a, spec), index, invocationId);
+}
+
+/**
+ * The invocation ids of a turn's tool calls, by the turn's list of calls, as they were requested:
+ * a call that settles finds its index without deriving every id of the turn again.
+ */
+const toolIds = new WeakMap<readonly unknown[], string[]>();
+
+function rememberToolId(calls: readonly unknown[], index: number, invocationId: string): void {
+  let ids = toolIds.get(calls);
+  if (ids === undefined) toolIds.set(calls, (ids = []));
+  ids[index] = invocationId;
+}
+
+/** The index of the call of `turn` whose invocation this is. */
+function toolIndex(a: Activation, spec: NodeSpec, turn: number, calls: readonly unknown[], invocationId: string): number {
+  const known = toolIds.get(calls)?.indexOf(invocationId) ?? -1;
+  return known >= 0 ? known : calls.findIndex((_, i) => toolId(a, spec, turn, i) === invocationId);
 }
 
 /** The tool calls of the latest model turn. */
@@ -188,7 +225,7 @@ function settleTool(a: Activation, spec: NodeSpec, invocationId: string, result:
   const node = a.run.nodes[spec.id];
   const turn = node.agent!.turn;
   const calls = lastCalls(a, spec);
-  const index = calls.findIndex((_, i) => toolId(a, spec, turn, i) === invocationId);
+  const index = toolIndex(a, spec, turn, calls, invocationId);
   const call = calls[index];
   const payload =
     'output' in result
@@ -269,7 +306,7 @@ export function resolveLoopCall(a: Activation, spec: NodeSpec, resolution: strin
   const { invocationId, effect } = unknown[0];
   const turn = node.agent!.turn;
   const calls = lastCalls(a, spec);
-  const index = calls.findIndex((_, i) => toolId(a, spec, turn, i) === invocationId);
+  const index = toolIndex(a, spec, turn, calls, invocationId);
   if (resolution === 'retry') {
     resumeIfSettled(a, spec, true);
     requestTool(a, spec, turn, index, effect, true);
