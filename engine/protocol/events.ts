@@ -107,7 +107,7 @@ export interface EventPayloads {
   'node.failed': { error: ErrorInfo };
   'node.skipped': Record<string, never>;
   'node.retry-scheduled': { error: ErrorInfo; retryAt: number };
-  'node.needs-attention': { invocationId: string; item?: number; evidence: { kind: CapabilityKind; name: string; effect: Effect; requestedSeq: number; reason?: 'timeout'; attempt?: AttemptEvidence } };
+  'node.needs-attention': { invocationId: string; item?: number; evidence: { kind: CapabilityKind; name: string; effect: Effect; requestedSeq: number; reason?: 'timeout' | 'unavailable'; attempt?: AttemptEvidence } };
   'node.resolved': { resolution: Resolution; by: string; reason?: string; output?: Json; item?: number; attentionSeq?: number } & WithoutOutput;
   'node.resumed': { reason?: string; by?: string };
   'node.cancelled': { reason: string };

@@ -29,6 +29,12 @@ export type Fact<J = Json> =
       queuedAt?: number;
     }
   | { type: 'capability-completed'; invocationId: string; ok: boolean; output?: J; error?: CapabilityError; artifact?: ArtifactRef }
+  /**
+   * The host did not carry out the call and cannot (the implementation of a host node definition
+   * the run pinned is not this host's): nothing happened, and the node needs a person, who may
+   * ask again where the implementation is (`resolve --retry`), fail it or give its output.
+   */
+  | { type: 'capability-unavailable'; invocationId: string; reason: string }
   | { type: 'cancel-requested'; reason?: string; by?: string }
   | {
       type: 'resume-requested';

@@ -29,4 +29,9 @@ export interface GatewayRequest<J = Json> {
   authority?: Authority;
 }
 
-export type CapabilityOutcome<J = unknown> = { ok: true; output: J } | { ok: false; error: CapabilityError };
+/**
+ * A call's outcome. `unavailable`: the host did not carry the call out and cannot (it lacks the
+ * implementation the run pinned); the run is told so (`capability-unavailable`) instead of a
+ * failure, and the node needs a person.
+ */
+export type CapabilityOutcome<J = unknown> = { ok: true; output: J } | { ok: false; error: CapabilityError; unavailable?: true };

@@ -81,8 +81,13 @@ interface Journal {
   text(i: number): string | undefined;
 }
 
-/** The event types whose recorded payload is a fact a recorded replay feeds back (see `factsOf`; `run.queued` completes the `run-requested` of its `run.accepted`). */
-const factTypes = new Set<string>(['run.accepted', 'run.queued', 'capability.completed', 'capability.late', 'run.cancel-requested', 'run.resumed', 'node.resolved']);
+/**
+ * The event types whose recorded payload is a fact a recorded replay feeds back (see `factsOf`;
+ * `run.queued` completes the `run-requested` of its `run.accepted`; a `node.needs-attention`
+ * whose evidence says `unavailable` was a `capability-unavailable`, its reason in the
+ * `capability.abandoned` before it).
+ */
+const factTypes = new Set<string>(['run.accepted', 'run.queued', 'capability.completed', 'capability.late', 'run.cancel-requested', 'run.resumed', 'node.resolved', 'capability.abandoned', 'node.needs-attention']);
 
 const layoutHead = '{"schemaVersion":';
 const typeKey = ',"type":"';
@@ -203,6 +208,15 @@ function factsOf(group: EventEnvelope[], artifacts: Record<string, string>): Fac
       case 'run.resumed': {
         const p = e.payload;
         if (p.by !== undefined) facts.push({ type: 'resume-requested', by: p.by, authority: p.authority, afterRestart: p.afterRestart, effects: p.effects, ...(p.attempts ? { attempts: p.attempts } : {}) });
+        break;
+      }
+      case 'node.needs-attention': {
+        // The host reported the call not carried out (`capability-unavailable`): its reason is
+        // the one the activation's `capability.abandoned` of that call recorded.
+        const p = e.payload;
+        if (p.evidence.reason !== 'unavailable') break;
+        const abandoned = group.find((g) => g.type === 'capability.abandoned' && g.payload.invocationId === p.invocationId) as EventEnvelope<'capability.abandoned'> | undefined;
+        facts.push({ type: 'capability-unavailable', invocationId: p.invocationId, reason: abandoned?.payload.reason ?? '' });
         break;
       }
       case 'node.resolved': {

@@ -112,7 +112,7 @@ function timeOut(a: Activation, id: string): void {
  * that, and let an operator decide. The call is aborted when this host still runs it; whatever
  * it returns afterwards is `capability.late` evidence.
  */
-export function abandonUnknown(a: Activation, inv: Invocation, reason: string, cause: 'restart' | 'timeout', attempt?: AttemptEvidence): void {
+export function abandonUnknown(a: Activation, inv: Invocation, reason: string, cause: 'restart' | 'timeout' | 'unavailable', attempt?: AttemptEvidence): void {
   const ref = { id: inv.nodeId, attempt: inv.attempt, invocationId: inv.invocationId, item: inv.item };
   a.emit('capability.abandoned', { invocationId: inv.invocationId, reason }, ref);
   const evidence: PayloadOf<'node.needs-attention'>['evidence'] = { kind: inv.kind, name: inv.name, effect: inv.effect, requestedSeq: inv.requestedSeq, ...(attempt ? { attempt } : {}) };
@@ -120,6 +120,8 @@ export function abandonUnknown(a: Activation, inv: Invocation, reason: string, c
     evidence.reason = cause;
     a.cancels.push({ invocationId: inv.invocationId, reason });
   }
+  // The host said it did not carry the call out: nothing to cancel, nothing unknown about it.
+  if (cause === 'unavailable') evidence.reason = cause;
   a.emit('node.needs-attention', { invocationId: inv.invocationId, item: inv.item, evidence }, { id: inv.nodeId, attempt: a.run.nodes[inv.nodeId].attempt });
 }
 

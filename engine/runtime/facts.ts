@@ -28,6 +28,12 @@ function applyFact(a: Activation, fact: Fact): void {
     case 'capability-completed':
       completeCapability(a, fact);
       return;
+    case 'capability-unavailable': {
+      // A call no longer in flight (settled or abandoned meanwhile) has nothing left to decide.
+      const inv = a.run.inflight[fact.invocationId];
+      if (inv && !isTerminal(a)) abandonUnknown(a, inv, fact.reason, 'unavailable');
+      return;
+    }
     case 'cancel-requested':
       if (!isTerminal(a)) cancelRun(a, fact.reason ?? 'cancelled', fact.by ?? a.request.actor ?? 'host');
       return;

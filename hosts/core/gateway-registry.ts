@@ -323,7 +323,7 @@ export class RegisteredCapabilities {
 function implementationUnavailable(uses: string, pinned: unknown, present: string | null | undefined, noExecute: boolean): CapabilityOutcome {
   const pinnedText = typeof pinned === 'string' ? pinned : 'no digest';
   const why = present === undefined ? 'this host has no such definition' : noExecute ? 'its definition here has no execute' : `this host has ${present ?? 'no digest'}`;
-  return { ok: false, error: { code: 'node.implementation-unavailable', message: `node type ${uses}: the run pinned implementation ${pinnedText}, but ${why}`, retryable: false } };
+  return { ok: false, error: { code: 'node.implementation-unavailable', message: `node type ${uses}: the run pinned implementation ${pinnedText}, but ${why}`, retryable: false }, unavailable: true };
 }
 
 /** The opaque credential and connection references a node's config names, if any. */

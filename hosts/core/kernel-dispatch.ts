@@ -13,7 +13,8 @@ import type { LeaseKeeper } from './leases.js';
 import type { JournalStore } from './store.js';
 import type { ActivationSummary, CapabilityOutcome, ExecutionPlan, Fact, GatewayRequest, HostLog } from './types.js';
 
-type CompletedFact = Extract<Fact, { type: 'capability-completed' }>;
+/** What a call's end tells its run: its outcome, or that this host could not carry it out. */
+type CompletedFact = Extract<Fact, { type: 'capability-completed' | 'capability-unavailable' }>;
 
 /**
  * What a deployment keeps of capability payloads. `metadata`: digests and sizes only (recorded
@@ -327,6 +328,7 @@ export class Dispatcher {
 
   /** A call's outcome as the fact its run is told: its output captured as the deployment keeps payloads. */
   private async factOf(request: GatewayRequest, outcome: CapabilityOutcome): Promise<CompletedFact> {
+    if (!outcome.ok && outcome.unavailable === true) return { type: 'capability-unavailable', invocationId: request.invocationId, reason: outcome.error.message };
     try {
       return outcome.ok
         ? { type: 'capability-completed', invocationId: request.invocationId, ok: true, output: outcome.output, ...(await this.capture(request.runId, outcome.output)) }
@@ -343,6 +345,12 @@ export class Dispatcher {
   private send(request: GatewayRequest, fact: CompletedFact): void {
     const leases = this.host.leases;
     this.host.deliver(request.runId, fact).catch((err) => {
+      // A call this host did not carry out has no outcome for anyone: the run's owner decides
+      // from its own journal what to do with it.
+      if (fact.type === 'capability-unavailable') {
+        this.host.log('warn', `telling run ${request.runId} that ${request.invocationId} was not carried out failed: ${(err as Error).message}`);
+        return;
+      }
       // The call ran; whichever way the commit that was to hold its outcome lost (fenced, taken
       // over, a seq conflict, an I/O failure, a closing process), the outcome goes to the run's
       // inbox, so its owner — this process after a reload, or another — journals it: completing

@@ -212,15 +212,33 @@ describe('custom node definitions run end to end', () => {
       await expect(rt2.resume('gated-1')).rejects.toMatchObject({ code: 'run.needs-attention' });
       expect((await rt2.getRun('gated-1')).lastSeq).toBe(before);
 
-      // An approval reaches the node anyway: the gateway refuses the call without executing it.
-      const approved = await rt2.approve('gated-1', 'ask', { by: 'ops' });
-      const outcome = approved.status === 'failed' ? approved : await rt2.kernel.waitFor('gated-1', true);
-      expect(outcome.status).toBe('failed');
-      expect((outcome.error?.detail as any).error).toMatchObject({ code: 'node.implementation-unavailable', message: 'node type acme.compensate@1: the run pinned implementation sha256:compensate-1, but this host has sha256:compensate-2' });
+      // An approval reaches the node anyway: the gateway does not carry the call out, and the
+      // node needs a person instead of failing (a host of another build must not end the run).
+      await rt2.approve('gated-1', 'ask', { by: 'ops' });
+      const outcome = await rt2.kernel.waitFor('gated-1', true);
+      expect(outcome).toMatchObject({ status: 'paused', pausedReason: 'needs_attention' });
+      const events = (await rt2.exportRun('gated-1')).events as any[];
+      const abandoned = events.find((e) => e.type === 'capability.abandoned');
+      expect(abandoned.payload.reason).toBe('node type acme.compensate@1: the run pinned implementation sha256:compensate-1, but this host has sha256:compensate-2');
+      expect(events.find((e) => e.type === 'node.needs-attention').payload.evidence).toMatchObject({ kind: 'node', name: 'acme.compensate@1', reason: 'unavailable' });
+      expect(events.some((e) => e.type === 'capability.completed' && e.node?.id === 'refund')).toBe(false);
       expect(second).toEqual([]);
       expect(first).toEqual([]);
+      // A recorded replay reproduces it from the journal.
+      expect(await rt2.replay('gated-1', { mode: 'recorded' })).toMatchObject({ identical: true });
     } finally {
       await rt2.close();
+    }
+
+    // Where the pinned implementation is, an operator asks again: it runs once, and the run ends.
+    const rt1b = await openRuntime(dir, { nodes: { 'acme.compensate@1': compensate(first) } });
+    try {
+      await rt1b.resolve('gated-1', 'refund', { retry: true, by: 'ops' });
+      expect(await rt1b.kernel.waitFor('gated-1', false)).toMatchObject({ status: 'completed', output: { refund: { refunded: 400 } } });
+      expect(first).toHaveLength(1);
+      expect(second).toEqual([]);
+    } finally {
+      await rt1b.close();
     }
 
     // The same digest again: the run is runnable (the twin of the refusal above).
