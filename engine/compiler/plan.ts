@@ -161,7 +161,14 @@ export function compilePlan(request: CompileRequest, checkSyntax: SyntaxChecker)
 function usedDefinitions(templates: Record<string, PlanTemplate>, definitions: ReadonlyMap<string, HostNodeDefinition>): Record<string, PinnedNodeDefinition> | undefined {
   if (definitions.size === 0) return undefined;
   const used = new Set<string>();
-  for (const t of Object.values(templates)) for (const node of t.template.spec.nodes) if (definitions.has(node.uses)) used.add(node.uses);
+  for (const t of Object.values(templates)) {
+    for (const node of t.template.spec.nodes) {
+      if (definitions.has(node.uses)) used.add(node.uses);
+      // A foreach's body may be of a host type too.
+      const body = nodeKinds.get(node.uses)?.callOf?.(node)?.uses;
+      if (body !== undefined && definitions.has(body)) used.add(body);
+    }
+  }
   if (used.size === 0) return undefined;
   return Object.fromEntries([...used].sort().map((uses) => [uses, pinnedOf(definitions.get(uses)!)]));
 }

@@ -127,7 +127,7 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker, cus
       const upstream = cycle.length > 0 ? undefined : ancestorsOf({ incoming: graph.incoming, edges: linked }, node.id);
       for (const [name, b] of Object.entries(node.inputs)) checkBinding(b, `/spec/nodes/${i}/inputs/${name}`, upstream);
     }
-    checkNodeSemantics(node, i, template, add, checkSyntax, kindOf(node.uses));
+    checkNodeSemantics(node, i, template, add, checkSyntax, kindOf);
   }
   for (const [name, b] of Object.entries(spec.outputs ?? {})) checkBinding(b, `/spec/outputs/${name}`, undefined);
 
@@ -151,13 +151,16 @@ function checkNodeSemantics(
   template: WorkflowTemplate,
   add: (code: string, pointer: string, message: string) => void,
   checkSyntax: SyntaxChecker,
-  kind: NodeKind | undefined,
+  kindOf: (uses: string) => NodeKind | undefined,
 ): void {
   const at = `/spec/nodes/${i}`;
   const config = (node.config ?? {}) as Record<string, any>;
   const inputs = node.inputs ?? {};
   const allowed = template.spec.requires ?? [];
-  const implied = kind?.impliedCapability?.(config);
+  const kind = kindOf(node.uses);
+  // The capability of the call a node makes: its own, or its body's (a foreach of a host type).
+  const call = kind?.callOf?.(node);
+  const implied = call ? kindOf(call.uses)?.impliedCapability?.(call.config ?? {}) : kind?.impliedCapability?.(config);
   if (implied && !implied.endsWith(':undefined')) {
     if (!allowed.some((p) => capabilityCovers(p, implied))) {
       add('requires.missing', `${at}/uses`, `node ${JSON.stringify(node.id)} needs capability ${JSON.stringify(implied)}; add it to /spec/requires`);
@@ -166,7 +169,7 @@ function checkNodeSemantics(
   (node.requires ?? []).forEach((cap, j) => {
     if (!allowed.some((p) => capabilityCovers(p, cap))) add('requires.not-allowed', `${at}/requires/${j}`, `capability ${JSON.stringify(cap)} is not in /spec/requires`);
   });
-  kind?.validate?.(node, { at, config, inputs, add, checkSyntax, allowed });
+  kind?.validate?.(node, { at, config, inputs, add, checkSyntax, allowed, kindOf });
 }
 
 const noKinds: ReadonlyMap<string, NodeKind> = new Map();

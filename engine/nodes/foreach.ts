@@ -1,6 +1,7 @@
-// `core.foreach@1`: runs its body (a tool call, an agent run, a workflow call or a script) once
-// per item of its `items` input, at most `maxConcurrency` at a time. Its output is the results
-// in item order and the failures; `failurePolicy` decides whether one failed item fails it.
+// `core.foreach@1`: runs its body (a tool call, an agent run, a workflow call, a script or a node
+// of a host type) once per item of its `items` input, at most `maxConcurrency` at a time. Its
+// output is the results in item order and the failures; `failurePolicy` decides whether one
+// failed item fails it.
 import type { Json } from '../json.js';
 import { limits } from '../limits.js';
 import type { ErrorInfo } from '../protocol/events.js';
@@ -13,9 +14,13 @@ import { impliedCapability, nodeKinds } from './registry.js';
 import type { CallOutcome, NodeConfig, NodeKind } from './kind.js';
 import { checkScriptSyntax, scriptConfig } from './script.js';
 import { toolConfig } from './tool-call.js';
+import { checkAgainst } from '../compiler/schemas.js';
 import { workflowConfig } from './workflow-call.js';
 
 type Body = { uses: string; config: NodeConfig };
+
+/** The engine's own node types: a body of any other type is one of the host's definitions. */
+const engineUses = ['core.start@1', 'core.end@1', 'core.condition@1', 'core.script@1', 'core.foreach@1', 'workflow.call@1', 'tool.call@1', 'agent.run@1', 'human.approval@1'];
 
 const bodyOf = (spec: NodeSpec): Body => (spec.config as NodeConfig).body;
 
@@ -36,17 +41,28 @@ export const foreach: NodeKind = {
           { type: 'object', required: ['uses', 'config'], additionalProperties: false, properties: { uses: { const: 'agent.run@1' }, config: agentConfig } },
           { type: 'object', required: ['uses', 'config'], additionalProperties: false, properties: { uses: { const: 'workflow.call@1' }, config: workflowConfig } },
           { type: 'object', required: ['uses', 'config'], additionalProperties: false, properties: { uses: { const: 'core.script@1' }, config: scriptConfig } },
+          // A host's node definition (nodes/custom.ts): its config is checked against its schema in `validate`.
+          { type: 'object', required: ['uses', 'config'], additionalProperties: false, properties: { uses: { type: 'string', pattern: '^[a-z][a-z0-9.-]*@[0-9]+$', not: { enum: engineUses } }, config: { type: 'object' } } },
         ],
       },
     },
   },
-  implementationDigest: 'builtin:core.foreach@1:1',
+  implementationDigest: 'builtin:core.foreach@1:2',
   impliedCapability: (config) => (config.body ? impliedCapability(config.body.uses, config.body.config) : undefined),
   calledWorkflows: (config) => nodeKinds.get(config.body?.uses)?.calledWorkflows?.(config.body.config) ?? [],
   callOf: bodyOf,
-  validate(node, { at, config, inputs, add, checkSyntax }) {
+  validate(node, { at, config, inputs, add, checkSyntax, kindOf }) {
     if (!('items' in inputs)) add('node.inputs-missing', `${at}/inputs`, 'a foreach needs an input named "items" (an array)');
     if (config.body?.uses === 'core.script@1') checkScriptSyntax(config.body.config?.source, `${at}/config/body/config/source`, add, checkSyntax);
+    const uses = config.body?.uses;
+    if (typeof uses !== 'string' || engineUses.includes(uses) || config.body?.config === null || typeof config.body?.config !== 'object') return;
+    // A body of a host type: its definition's config schema, as for a node of that type.
+    const kind = kindOf(uses);
+    if (!kind) {
+      add('node.unknown-type', `${at}/config/body/uses`, `unknown node type ${JSON.stringify(uses)} for the foreach's body`);
+      return;
+    }
+    for (const p of checkAgainst(kind.configSchema, config.body.config)) add('node.config-invalid', `${at}/config/body/config${p.pointer}`, p.message);
   },
   start: startForeach,
   complete(a, spec, inv, fact) {

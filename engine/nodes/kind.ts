@@ -34,6 +34,8 @@ export interface NodeCheck {
   checkSyntax: SyntaxChecker;
   /** The template's `spec.requires`. */
   allowed: readonly string[];
+  /** The kind of a `uses`: the engine's, or one of the host's definitions the request carried. */
+  kindOf(uses: string): NodeKind | undefined;
 }
 
 /**

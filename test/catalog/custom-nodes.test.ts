@@ -53,6 +53,59 @@ function compensation(id: string, options: { requires?: string[]; config?: unkno
 }
 
 describe('custom node definitions run end to end', () => {
+  it('a foreach body of a host type: validated against its definition, pinned, one call per item', async () => {
+    const calls: Call[] = [];
+    const rt = await openRuntime(tempDir(), { nodes: { 'acme.compensate@1': compensate(calls) } });
+    const each = (id: string, body: unknown, requires = ['node:acme.compensate']): any => ({
+      apiVersion: api,
+      kind: 'WorkflowTemplate',
+      metadata: { id },
+      spec: {
+        requires,
+        nodes: [
+          { id: 'start', uses: 'core.start@1' },
+          { id: 'refunds', uses: 'core.foreach@1', config: { body, maxConcurrency: 2 }, inputs: { items: { source: 'input', path: '/charges' } } },
+          { id: 'end', uses: 'core.end@1' },
+        ],
+        edges: [
+          { from: 'start', to: 'refunds' },
+          { from: 'refunds', to: 'end' },
+        ],
+        outputs: { refunds: { source: 'output', nodeId: 'refunds' } },
+      },
+    });
+    try {
+      const body = { uses: 'acme.compensate@1', config: { mode: 'void' } };
+      const invalid = await rt.validate(each('bad-config', { uses: 'acme.compensate@1', config: { mode: 'burn' } }));
+      expect(invalid.errors).toEqual([{ code: 'node.config-invalid', pointer: '/spec/nodes/1/config/body/config/mode', message: expect.stringContaining('refund') }]);
+      const missing = await rt.validate(each('no-requires', body, ['tool:x']));
+      expect(missing.errors).toEqual([{ code: 'requires.missing', pointer: '/spec/nodes/1/uses', message: 'node "refunds" needs capability "node:acme.compensate"; add it to /spec/requires' }]);
+      const unknown = await rt.validate(each('unknown-body', { uses: 'acme.other@1', config: {} }));
+      expect(unknown.errors).toEqual([{ code: 'node.unknown-type', pointer: '/spec/nodes/1/config/body/uses', message: 'unknown node type "acme.other@1" for the foreach\'s body' }]);
+
+      const handle = await rt.launch({ type: 'inline', template: each('refund-all', body) }, { input: { charges: [{ amount: 1 }, { amount: 2 }, { amount: 3 }] } });
+      const outcome = await handle.result;
+      expect(outcome).toMatchObject({ status: 'completed', output: { refunds: { results: [{ refunded: 100 }, { refunded: 200 }, { refunded: 300 }] } } });
+      // One execution per item, each with its item and the body's config.
+      expect(calls.map((c) => [c.input, c.config]).sort((a: any, b: any) => a[0].amount - b[0].amount)).toEqual([
+        [{ amount: 1 }, { mode: 'void' }],
+        [{ amount: 2 }, { mode: 'void' }],
+        [{ amount: 3 }, { mode: 'void' }],
+      ]);
+      const exported = await rt.exportRun(handle.runId);
+      expect(Object.keys((exported.plan as any).nodeDefinitions)).toEqual(['acme.compensate@1']);
+      expect((exported.events as any[]).filter((e) => e.type === 'capability.requested').map((e) => [e.payload.kind, e.payload.name, e.payload.effect])).toEqual([
+        ['node', 'acme.compensate@1', 'idempotent'],
+        ['node', 'acme.compensate@1', 'idempotent'],
+        ['node', 'acme.compensate@1', 'idempotent'],
+      ]);
+      expect(await rt.replay(handle.runId, { mode: 'recorded' })).toMatchObject({ identical: true });
+      expect(calls).toHaveLength(3);
+    } finally {
+      await rt.close();
+    }
+  });
+
   it('validate, publish with a digest, run once through the gateway, replay calling nothing', async () => {
     const calls: Call[] = [];
     const dir = tempDir();
