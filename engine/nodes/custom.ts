@@ -4,6 +4,7 @@
 // A node of such a kind makes one gateway call of kind `node`, named by its `uses`, settled like
 // `tool.call@1`'s: same retry policy, timeouts and unknown-effect rules, with the pinned effect.
 import { canonicalDigest } from '../hash.js';
+import { nodeCapability } from '../protocol/authority.js';
 import type { HostNodeDefinition, PinnedNodeDefinition } from '../protocol/plan.js';
 import type { ValidationError } from '../protocol/template.js';
 import { schemaCompileProblem } from '../compiler/schemas.js';
@@ -16,14 +17,9 @@ export type { HostNodeDefinition };
 const usesPattern = /^[a-z][a-z0-9.-]*@[0-9]+$/;
 const effects: readonly string[] = ['read-only', 'idempotent', 'unknown'];
 
-/** The capability a node of a host definition needs: `node:` and its `uses` without the version. */
-export function customCapability(uses: string): string {
-  return `node:${uses.slice(0, uses.lastIndexOf('@'))}`;
-}
-
 /** The kind of a host definition, as a plan pins it. */
 export function customKind(uses: string, pinned: PinnedNodeDefinition): NodeKind {
-  const capability = customCapability(uses);
+  const capability = nodeCapability(uses);
   return {
     uses,
     label: pinned.label ?? uses,

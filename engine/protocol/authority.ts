@@ -4,6 +4,11 @@ export interface Authority {
   scopes: string[];
 }
 
+/** The capability a node of a host's type (`acme.compensate@1`) needs: `node:` and its type without the version. */
+export function nodeCapability(uses: string): string {
+  return `node:${uses.slice(0, uses.lastIndexOf('@'))}`;
+}
+
 /** Does a granted scope pattern (`*`, `tool:*`, `tool:echo`) cover another pattern or capability? */
 export function scopeCovers(granted: string, asked: string): boolean {
   if (granted === '*' || granted === asked) return true;

@@ -10,6 +10,7 @@ import type { Authority, CapabilityOutcome, GatewayRequest } from './types.js';
 import { scrubOutcome, scrubValue, secretStrings } from './redact.js';
 import { generateTurn, type ModelDefinition, type SkillResolver } from './model-gateway.js';
 import type { ModelTurnInput } from '../../engine/protocol/agent-host.js';
+import { nodeCapability } from '../../engine/protocol/authority.js';
 
 export type { ModelDefinition, ModelRequest, SkillResolver, ToolSpec } from './model-gateway.js';
 
@@ -237,7 +238,7 @@ export class RegisteredCapabilities {
     for (const name of Object.keys(this.registry.models ?? {})) add('model', name, {});
     // A node definition's capability names its type without the version; its effect is its own.
     for (const d of this.nodes.list()) {
-      const capability = `node:${d.uses.slice(0, d.uses.lastIndexOf('@'))}`;
+      const capability = nodeCapability(d.uses);
       if (!authority.scopes.some((s) => scopeCovers(s, capability))) continue;
       out.push({ kind: 'node', name: d.uses, capability, effect: d.effect ?? 'unknown', ...(d.description !== undefined ? { description: d.description } : {}) });
     }

@@ -3,7 +3,8 @@
 // through its plan.
 import { describe, expect, it } from 'vitest';
 import { validateTemplate } from '../../engine/compiler/validate.js';
-import { customCapability, hostDefinitions, kindsOfPlan } from '../../engine/nodes/custom.js';
+import { hostDefinitions, kindsOfPlan } from '../../engine/nodes/custom.js';
+import { nodeCapability } from '../../engine/protocol/authority.js';
 import { kindOf } from '../../engine/nodes/index.js';
 
 const noSyntaxErrors = () => undefined;
@@ -48,7 +49,7 @@ describe('host node definitions', () => {
   it('make kinds that call the gateway once, under node:<name>, with the pinned effect and digest', () => {
     const { kinds } = hostDefinitions([{ uses: 'acme.compensate@1', configSchema: {}, effect: 'idempotent', implementationDigest: 'sha256:c' }]);
     const kind = kinds.get('acme.compensate@1')!;
-    expect(customCapability('acme.compensate@1')).toBe('node:acme.compensate');
+    expect(nodeCapability('acme.compensate@1')).toBe('node:acme.compensate');
     expect(kind.capability).toBe('node');
     expect(kind.impliedCapability!({})).toBe('node:acme.compensate');
     expect(kind.effect!({})).toBe('idempotent');

@@ -169,7 +169,8 @@ function completeTurn(a: Activation, spec: NodeSpec, fact: Completed): void {
 
 /** Requests the `index`th tool call of `turn`, or answers the model with its refusal. */
 function requestTool(a: Activation, spec: NodeSpec, turn: number, index: number, declared: Effect, reissued = false): void {
-  const call = lastCalls(a, spec)[index];
+  const calls = lastCalls(a, spec);
+  const call = calls[index];
   const node = a.run.nodes[spec.id];
   const invocationId = toolId(a, spec, turn, index);
   const refused = toolRefusal(a, spec, call.name);
@@ -180,7 +181,7 @@ function requestTool(a: Activation, spec: NodeSpec, turn: number, index: number,
   }
   const effect: Effect = spec.readOnly ? 'read-only' : declared;
   stage(a, spec, { invocationId, kind: 'tool', name: call.name, input: call.input, effect, attempt: node.attempt }, call.input, reissued);
-  rememberToolId(lastCalls(a, spec), index, invocationId);
+  rememberToolId(calls, index, invocationId);
 }
 
 /**

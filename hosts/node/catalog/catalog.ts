@@ -17,6 +17,7 @@ import type { ExecutionPlan, HostNodeDefinition, ValidationReport } from '../../
 import type { NodeImplementation } from '../../core/gateway-registry.js';
 
 import { CodedError } from '../../../engine/protocol/coded-error.js';
+import { nodeCapability } from '../../../engine/protocol/authority.js';
 
 const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as unknown as (value: unknown) => string | undefined;
 
@@ -553,7 +554,7 @@ export class WorkflowCatalog {
     return {
       customNodes: used.map((uses) => {
         const d = this.nodeDefinitions.get(uses)!;
-        return { uses, capability: `node:${uses.slice(0, uses.lastIndexOf('@'))}`, effect: d.effect ?? 'unknown', ...(d.implementationDigest ? { implementationDigest: d.implementationDigest } : {}) };
+        return { uses, capability: nodeCapability(uses), effect: d.effect ?? 'unknown', ...(d.implementationDigest ? { implementationDigest: d.implementationDigest } : {}) };
       }),
     };
   }
