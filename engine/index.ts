@@ -13,7 +13,7 @@ import { validateTemplate } from './compiler/validate.js';
 import { hostDefinitions } from './nodes/custom.js';
 import { EngineCore, type CoreHost } from './core.js';
 import { EngineError } from './errors.js';
-import type { ActivationRequest, ScriptHost } from './runtime/activation.js';
+import { requestTexts, type ActivationRequest, type ScriptHost } from './runtime/activation.js';
 import { inspect, recorded, type ReplayRequest } from './replay/replay.js';
 import { engineVersion, eventSchemaVersion, checkpointSchemaVersion, supportedFlags } from './version.js';
 import { limits } from './limits.js';
@@ -78,7 +78,7 @@ const host: CoreHost = {
   },
   request(r) {
     staged.requests += 1;
-    gatewayRequest(JSON.stringify(r));
+    gatewayRequest(requestTexts.get(r) ?? JSON.stringify(r));
   },
   cancel(invocationId, reason) {
     staged.cancels += 1;

@@ -1,4 +1,4 @@
-// Runs every case of test/cases/ (and the 2-step run of the benchmarks) through two builds of the
+// Runs every case of test/cases/ (and the 2-step run and the ten-turn agent of the benchmarks) through two builds of the
 // engine bundle and compares, byte for byte, every commit (events and checkpoint), gateway
 // request, cancel and summary they produce: hot, and again with the run evicted and rebuilt from
 // its journal before every activation. A change meant to make the engine cheaper must leave this
@@ -91,10 +91,47 @@ globalThis.__host = {
 
 const twoStep = twoStepTemplate;
 
+/** The agent benchmark's ten-turn loop (bench/agents/agent-turns.mjs): two tool calls a turn, the answer on turn ten. */
+const tenTurns = {
+  template: {
+    apiVersion: 'workflow.gm-hz.dev/v1alpha1',
+    kind: 'WorkflowTemplate',
+    metadata: { id: 'agent-ten-turns' },
+    spec: {
+      nodes: [{ id: 'start', uses: 'core.start@1' }, { id: 'agent', uses: 'agent.run@1', config: { model: 'fake', tools: ['lookup'], maxTurns: 11 } }, { id: 'end', uses: 'core.end@1', inputs: { a: { source: 'output', nodeId: 'agent' } } }],
+      edges: [{ from: 'start', to: 'agent' }, { from: 'agent', to: 'end' }],
+      requires: ['model:fake', 'tool:lookup'],
+    },
+  },
+  input: 'q',
+  host: {
+    tools: { lookup: { readOnly: true, execute: () => ({ value: 42 }) } },
+    models: {
+      fake: {
+        generate: ({ turn }) =>
+          turn >= 10
+            ? { text: 'done', toolCalls: [], usage: { inputTokens: 1, outputTokens: 1 }, finishReason: 'stop' }
+            : { toolCalls: [0, 1].map((i) => ({ id: `c${turn}-${i}`, name: 'lookup', input: { q: `${turn}-${i}` } })), usage: { inputTokens: 1, outputTokens: 1 }, finishReason: 'tool-calls' },
+      },
+    },
+  },
+};
+
 async function loadCase(name) {
   if (name === 'two-step') return { template: twoStep, input: { n: 1 }, host: { tools: { noop: () => ({ ok: 1 }) } } };
+  if (name === 'agent-ten-turns') return tenTurns;
   const read = (file) => JSON.parse(readFileSync(join(casesDir, name, file), 'utf8'));
   return { template: read('template.json'), input: read('input.json'), host: (await import(pathToFileURL(join(casesDir, name, 'host.mjs')).href)).default };
+}
+
+/**
+ * A model turn answered by the case's model, as the Node host's model gateway hands it over: the
+ * tools by name, each tool call with the effect class of the tool's definition.
+ */
+function modelTurn(c, r) {
+  const out = c.host.models[r.name].generate({ ...r.input, tools: r.input.tools.map((name) => ({ name, description: c.host.tools?.[name]?.description })) });
+  const effectOf = (name) => (c.host.tools?.[name]?.readOnly ? 'read-only' : c.host.tools?.[name]?.idempotent ? 'idempotent' : 'unknown');
+  return { ...out, toolCalls: (out.toolCalls ?? []).map((call) => ({ ...call, effect: effectOf(call.name) })) };
 }
 
 /** The outcomes of the calls an activation requested, as the case's recorded host answers them. */
@@ -103,8 +140,10 @@ function answer(c, requests) {
   for (const r of requests) {
     try {
       let output;
-      if (r.kind === 'tool') output = c.host.tools[r.name](r.input, { attempt: r.attempt });
+      const tool = c.host.tools?.[r.name];
+      if (r.kind === 'tool') output = typeof tool === 'function' ? tool(r.input, { attempt: r.attempt }) : tool.execute(r.input, { attempt: r.attempt });
       else if (r.kind === 'agent') output = c.host.agents[r.name](r.input);
+      else if (r.kind === 'model') output = modelTurn(c, r);
       else if (r.kind === 'approval' && c.host.approvals) output = c.host.approvals(r);
       else continue;
       facts.push({ type: 'capability-completed', invocationId: r.invocationId, ok: true, output });
@@ -130,7 +169,7 @@ async function runAll(bundle) {
   log.length = 0;
   journal.clear();
   const { engine } = await import(bundle);
-  const names = [...readdirSync(casesDir).filter((n) => existsSync(join(casesDir, n, 'template.json'))), 'two-step'];
+  const names = [...readdirSync(casesDir).filter((n) => existsSync(join(casesDir, n, 'template.json'))), 'two-step', 'agent-ten-turns'];
   for (const mode of ['hot', 'cold']) {
     for (const name of names) {
       const c = await loadCase(name);

@@ -26,6 +26,12 @@ export interface ScriptHost {
 
 export type { ActivationRequest, ArtifactRef, Fact, GatewayRequest };
 
+/**
+ * The JSON text of a staged request, when the node that staged it built it then (an agent's model
+ * turn, from the conversation's kept text); it is `JSON.stringify` of the request either way.
+ */
+export const requestTexts = new WeakMap<GatewayRequest, string>();
+
 /** The node (and call, and item) an event is about. */
 export interface EventRef {
   id: string;

@@ -14,8 +14,30 @@ function implied(config: NodeConfig): string[] {
   return [`model:${config.model}`, ...((config.tools ?? []) as string[]).map((t) => `tool:${t}`), ...((config.skills ?? []) as string[]).map((s) => `skill:${s}`)];
 }
 
+/**
+ * The capabilities a node was found to be allowed, by the authority object they were checked
+ * under: what decides is the node's declarations and the template's `requires` (the plan's, fixed)
+ * and the authority, which a resume or an operator command replaces in the run's state, never
+ * changes in place. A loop asks before every turn and every tool call.
+ */
+const allowedUnder = new WeakMap<object, WeakMap<NodeSpec, Set<string>>>();
+
 /** Why `capability` may not be used now, or `undefined` when it may. */
 export function refusal(a: Activation, spec: NodeSpec, capability: string): ErrorInfo | undefined {
+  const authority = a.run.authority;
+  let byNode = allowedUnder.get(authority);
+  const allowed = byNode?.get(spec);
+  if (allowed?.has(capability)) return undefined;
+  const denied = refused(a, spec, capability);
+  if (denied === undefined) {
+    if (byNode === undefined) allowedUnder.set(authority, (byNode = new WeakMap()));
+    if (allowed === undefined) byNode.set(spec, new Set([capability]));
+    else allowed.add(capability);
+  }
+  return denied;
+}
+
+function refused(a: Activation, spec: NodeSpec, capability: string): ErrorInfo | undefined {
   const config = (spec.config ?? {}) as NodeConfig;
   const declared = spec.requires ?? implied(config);
   const denied = (message: string): ErrorInfo => ({ code: 'capability.denied', message, retryable: false });

@@ -16,7 +16,7 @@ import type { AgentMessage, ModelTurnInput, ModelTurnRecord } from '../../protoc
 import type { ErrorInfo } from '../../protocol/events.js';
 import type { Effect } from '../../protocol/statuses.js';
 import type { NodeSpec } from '../../protocol/template.js';
-import type { Activation, Fact, GatewayRequest } from '../../runtime/activation.js';
+import { requestTexts, type Activation, type Fact, type GatewayRequest } from '../../runtime/activation.js';
 import { resolveInputs } from '../../runtime/bindings.js';
 import type { Invocation } from '../../state/types.js';
 import { normaliseError, withSecretRefs } from '../call.js';
@@ -41,48 +41,54 @@ export function startLoop(a: Activation, spec: NodeSpec, attempt: number, timeou
 }
 
 /**
- * The canonical JSON of each folded message, kept while the run's state is in memory: a message
- * never changes once folded, so a turn writes only the messages that are new since the last one
- * instead of the whole conversation again (RFC 8785 writes an array as its members' canonical
- * texts joined by commas, so the conversation's text and digest are the same either way).
+ * The first message of a loop's conversation (the node's input), its canonical JSON and its JSON,
+ * by the loop's state: its bindings' sources are settled before the node starts, so it is the
+ * same for every turn of an attempt (a new attempt starts a new state).
  */
-const messageTexts = new WeakMap<AgentMessage, string>();
+const firstMessages = new WeakMap<object, FirstMessage>();
 
-function messageText(message: AgentMessage): string {
-  let text = messageTexts.get(message);
-  if (text === undefined) {
-    text = canonicalJson(message);
-    messageTexts.set(message, text);
-  }
-  return text;
+interface FirstMessage {
+  message: AgentMessage;
+  canonical: string;
+  json: string;
 }
 
-/**
- * The first message of a loop's conversation (the node's input) and its canonical JSON, by the
- * loop's state: its bindings' sources are settled before the node starts, so it is the same for
- * every turn of an attempt (a new attempt starts a new state).
- */
-const firstMessages = new WeakMap<object, { message: AgentMessage; text: string }>();
-
-function firstMessage(a: Activation, spec: NodeSpec): { message: AgentMessage; text: string } {
+function firstMessage(a: Activation, spec: NodeSpec): FirstMessage {
   const agent = a.run.nodes[spec.id].agent;
   let first = agent && firstMessages.get(agent);
   if (first === undefined) {
     const input = resolveInputs(spec.inputs, a.run);
     const message: AgentMessage = { role: 'user', content: typeof input === 'string' ? input : canonicalJson(input) };
-    first = { message, text: canonicalJson(message) };
+    first = { message, canonical: canonicalJson(message), json: JSON.stringify(message) };
     if (agent) firstMessages.set(agent, first);
   }
   return first;
 }
 
-/** The whole conversation so far, the node's input first, then what the journal folded; and its canonical JSON. */
-function conversation(a: Activation, spec: NodeSpec): { messages: AgentMessage[]; text: string } {
+/**
+ * The conversation's texts so far, by the loop's list of folded messages (which only grows: the
+ * journal appends to it): its canonical JSON and its JSON without the brackets, and how many
+ * folded messages they hold. A turn writes only the messages that are new since the last one
+ * instead of the whole conversation again (RFC 8785 writes an array as its members' canonical
+ * texts joined by commas, and `JSON.stringify` its members' JSON: the texts, and the digest, are
+ * the same either way).
+ */
+const transcripts = new WeakMap<readonly AgentMessage[], { first: FirstMessage; count: number; canonical: string; json: string }>();
+
+/** The whole conversation so far, the node's input first, then what the journal folded; its canonical JSON and its JSON. */
+function conversation(a: Activation, spec: NodeSpec): { messages: AgentMessage[]; canonical: string; json: string } {
   const first = firstMessage(a, spec);
   const folded = a.run.nodes[spec.id].agent?.messages ?? [];
-  const texts = [first.text];
-  for (const message of folded) texts.push(messageText(message));
-  return { messages: [first.message, ...folded], text: `[${texts.join(',')}]` };
+  let t = transcripts.get(folded);
+  if (t === undefined || t.first !== first) {
+    t = { first, count: 0, canonical: first.canonical, json: first.json };
+    transcripts.set(folded, t);
+  }
+  for (; t.count < folded.length; t.count++) {
+    t.canonical += `,${canonicalJson(folded[t.count])}`;
+    t.json += `,${JSON.stringify(folded[t.count])}`;
+  }
+  return { messages: [first.message, ...folded], canonical: `[${t.canonical}]`, json: `[${t.json}]` };
 }
 
 /** Requests model turn `turn`, unless the node's `maxTurns` is spent. */
@@ -94,14 +100,14 @@ function requestTurn(a: Activation, spec: NodeSpec, turn: number, reissued = fal
     return;
   }
   const node = a.run.nodes[spec.id];
-  const { messages, text } = conversation(a, spec);
-  if (text.length > limits.agentConversationCharsMax) {
-    a.settle.failNode(a, spec.id, { code: 'agent.conversation-too-large', message: `node ${spec.id}: the conversation has ${text.length} characters after ${turn - 1} turns (at most ${limits.agentConversationCharsMax})`, retryable: false });
+  const { messages, canonical, json } = conversation(a, spec);
+  if (canonical.length > limits.agentConversationCharsMax) {
+    a.settle.failNode(a, spec.id, { code: 'agent.conversation-too-large', message: `node ${spec.id}: the conversation has ${canonical.length} characters after ${turn - 1} turns (at most ${limits.agentConversationCharsMax})`, retryable: false });
     return;
   }
   const tools = allowedNow(a, spec, 'tools');
   const skills = allowedNow(a, spec, 'skills');
-  const input: ModelTurnInput = { turn, tools, messages, messagesDigest: `sha256:${sha256Hex(text)}` };
+  const input: ModelTurnInput = { turn, tools, messages, messagesDigest: `sha256:${sha256Hex(canonical)}` };
   const record: ModelTurnRecord = { turn, tools, messagesDigest: input.messagesDigest, messagesCount: messages.length };
   if (config.instructions !== undefined) {
     input.instructions = config.instructions;
@@ -115,10 +121,15 @@ function requestTurn(a: Activation, spec: NodeSpec, turn: number, reissued = fal
   const invocationId = turnId(a, spec, turn);
   // A model call changes nothing outside: a turn whose outcome is unknown may be asked again. One
   // whose outcome is journaled never is: the next request is for the next turn.
-  stage(a, spec, { invocationId, kind: 'model', name: config.model, input: input as unknown as Json, effect: 'read-only', attempt: node.attempt }, record as unknown as Json, reissued);
+  stage(a, spec, { invocationId, kind: 'model', name: config.model, input: input as unknown as Json, effect: 'read-only', attempt: node.attempt }, record as unknown as Json, reissued, json);
 }
 
-function stage(a: Activation, spec: NodeSpec, call: Pick<GatewayRequest, 'invocationId' | 'kind' | 'name' | 'input' | 'effect' | 'attempt'>, journaled: Json, reissued: boolean): void {
+/**
+ * Journals a call of the loop and stages its request. `messagesJson`: a model turn's conversation
+ * as JSON text (`conversation`), which the request's text takes as it is instead of serialising
+ * the whole conversation again at every turn.
+ */
+function stage(a: Activation, spec: NodeSpec, call: Pick<GatewayRequest, 'invocationId' | 'kind' | 'name' | 'input' | 'effect' | 'attempt'>, journaled: Json, reissued: boolean, messagesJson?: string): void {
   a.emit(
     'capability.requested',
     { invocationId: call.invocationId, kind: call.kind, name: call.name, effect: call.effect, input: journaled, reissued: reissued || undefined },
@@ -130,7 +141,21 @@ function stage(a: Activation, spec: NodeSpec, call: Pick<GatewayRequest, 'invoca
   const timeoutAt = a.run.nodes[spec.id].timeoutAt;
   if (timeoutAt !== undefined) request.deadlineAt = timeoutAt;
   if (reissued) request.reissued = true;
+  if (messagesJson !== undefined) requestTexts.set(request, withMessages(request, messagesJson));
   a.requests.push(request);
+}
+
+/** Stands for a request's `input.messages` in its text until the conversation's JSON replaces it. */
+const messagesMark = '\u0000messages\u0000';
+
+/**
+ * `JSON.stringify(request)`, with the JSON of `input.messages` given. The members written before
+ * `input.messages` (the invocation id, kind, name, turn and tools) are strings and numbers, whose
+ * JSON never holds an unescaped quote: the first `"messages":` member in the text is that one.
+ */
+function withMessages(request: GatewayRequest, messagesJson: string): string {
+  const shell = JSON.stringify({ ...request, input: { ...(request.input as Record<string, Json>), messages: messagesMark } });
+  return shell.replace(`"messages":${JSON.stringify(messagesMark)}`, () => `"messages":${messagesJson}`);
 }
 
 export function completeLoopCall(a: Activation, spec: NodeSpec, inv: Invocation, fact: Completed): void {
