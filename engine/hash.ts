@@ -180,11 +180,31 @@ export function derivedId(prefix: string, ...parts: (string | number)[]): string
   if (parts.length < 2) {
     s = absorb(startState(1, 2), parts.join('\u0000'));
   } else {
-    // The hash of `parts.join('\u0000')`, continued from the kept state after the first part.
-    const head = stateAfterHead(String(parts[0]));
-    s = absorb([head[0], head[1], head[2], head[3]], parts.length === 2 ? String(parts[1]) : parts.slice(1).join('\u0000'));
+    // The hash of `parts.join('\u0000')`, continued from the kept state after the parts but the last.
+    const before = parts.length === 2 ? stateAfterHead(String(parts[0])) : stateBeforeLast(parts);
+    s = absorb([before[0], before[1], before[2], before[3]], String(parts[parts.length - 1]));
   }
   return `${prefix}-${(finish(s[0], s[1]) + finish(s[2], s[3])).slice(0, 35 - prefix.length)}`;
+}
+
+/**
+ * The state of seeds 1 and 2 after every part but the last, each followed by `\u0000`, by those
+ * parts (a run's node and attempt: the ids of an agent loop's turns and tool calls, of a
+ * foreach's items, differ only in their last part). Most recent last.
+ */
+const stemStates = new Map<string, HashState>();
+
+function stateBeforeLast(parts: readonly (string | number)[]): HashState {
+  const stem = parts.slice(1, -1).join('\u0000');
+  const key = `${parts[0]}\u0000${stem}`;
+  let state = stemStates.get(key);
+  if (state === undefined) {
+    const head = stateAfterHead(String(parts[0]));
+    state = absorb([head[0], head[1], head[2], head[3]], `${stem}\u0000`);
+    if (stemStates.size >= headStatesMax) stemStates.delete(stemStates.keys().next().value as string);
+    stemStates.set(key, state);
+  }
+  return state;
 }
 
 const runKeys = new Map<string, string>();
