@@ -4,6 +4,8 @@
 //
 //   two-turn   N runs of a two-turn agent (one tool call, then the answer)
 //   ten-turn   N/5 runs of a ten-turn loop with two tool calls a turn (the answer on turn ten)
+//   fifty-turn N/25 runs of a fifty-turn loop with two tool calls a turn: how the cost of a turn
+//              grows with the conversation
 //
 // This product is measured as users open it (safe calls start beside their commit, and outcomes
 // that are ready before it is written are folded into it) and with `dispatchBeforeCommit: false`
@@ -21,6 +23,7 @@ const usage = { inputTokens: 1, outputTokens: 1 };
 const scenarios = [
   { name: 'two-turn, 1 tool call', turns: 2, toolsPerTurn: 1, runs: RUNS },
   { name: 'ten-turn, 2 tool calls a turn', turns: 10, toolsPerTurn: 2, runs: Math.max(1, Math.round(RUNS / 5)) },
+  { name: 'fifty-turn, 2 tool calls a turn', turns: 50, toolsPerTurn: 2, runs: Math.max(2, Math.round(RUNS / 25)) },
 ];
 
 /**
