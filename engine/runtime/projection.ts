@@ -39,9 +39,9 @@ export function projectRun(state: RunState, graph: Graph): RunProjection<Json> {
   const approvals: WaitingApproval<Json>[] = [];
   const calls: CallInFlight[] = [];
   for (const inv of Object.values(state.inflight)) {
-    const call: CallInFlight = { ...inv };
-    if (call.item === undefined) delete call.item;
-    calls.push(call);
+    // The state's own objects: a projection is written out as JSON at once (an `item` that is
+    // `undefined` is left out of the text), never kept, so it shares what it shows.
+    calls.push(inv);
     if (inv.kind !== 'approval') continue;
     const approval: WaitingApproval<Json> = { nodeId: inv.nodeId, invocationId: inv.invocationId, attempt: inv.attempt };
     if (inv.item !== undefined) approval.item = inv.item;
@@ -62,6 +62,6 @@ export function projectRun(state: RunState, graph: Graph): RunProjection<Json> {
   if (approvals.length > 0) p.approvals = approvals;
   if (calls.length > 0) p.calls = calls;
   if (attention.length > 0) p.attention = attention;
-  if (state.usage !== undefined) p.usage = JSON.parse(JSON.stringify(state.usage)) as RunProjection<Json>['usage'];
+  if (state.usage !== undefined) p.usage = state.usage;
   return p;
 }
