@@ -1,6 +1,6 @@
 // Agent turn overhead, with the same fake model (it answers at once) on this product
 // (agent.run@1, SQLite store) and on LangGraph's prebuilt ReAct agent with its SQLite
-// checkpointer (from bench/peers, when installed), in one process, one system after the other:
+// checkpointer (from bench/peers, when installed), in one process, the systems taking turns:
 //
 //   two-turn   N runs of a two-turn agent (one tool call, then the answer)
 //   ten-turn   N/5 runs of a ten-turn loop with two tool calls a turn (the answer on turn ten)
@@ -10,7 +10,8 @@
 // This product is measured as users open it (safe calls start beside their commit, and outcomes
 // that are ready before it is written are folded into it) and with `dispatchBeforeCommit: false`
 // (every call after its commit, one commit per activation). Each system gets untimed warm-up
-// runs first (`warmupOf`). Prints a table; never fails.
+// runs first (`warmupOf`); the timed runs are interleaved in rounds (`measure`). Prints a table;
+// never fails.
 import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
@@ -49,6 +50,7 @@ function templateOf(s) {
   };
 }
 
+/** This product, opened as users open it: a runtime whose `batch(from, count)` runs `count` runs. */
 async function ours(s, options = {}) {
   const rt = await WorkflowRuntime.open({
     dir: mkdtempSync(join(tmpdir(), 'bench-agent-')),
@@ -69,14 +71,7 @@ async function ours(s, options = {}) {
     const outcome = await (await rt.launch({ type: 'inline', template }, { input: `q${i}` })).settled();
     if (outcome.status !== 'completed') throw new Error(`run ${i} ${outcome.status}`);
   };
-  try {
-    for (let i = 0; i < warmupOf(s); i++) await run(-1 - i);
-    const start = performance.now();
-    for (let i = 0; i < s.runs; i++) await run(i);
-    return performance.now() - start;
-  } finally {
-    await rt.close();
-  }
+  return { run, close: () => rt.close() };
 }
 
 async function langgraph(s) {
@@ -103,10 +98,7 @@ async function langgraph(s) {
     const result = await agent.invoke({ messages: [{ role: 'user', content: `q${i}` }] }, { configurable: { thread_id: `t${i}` }, recursionLimit: 4 * s.turns + 10 });
     if (result.messages.length !== 1 + s.turns + (s.turns - 1) * s.toolsPerTurn) throw new Error(`run ${i} ended with ${result.messages.length} messages`);
   };
-  for (let i = 0; i < warmupOf(s); i++) await run(-1 - i);
-  const start = performance.now();
-  for (let i = 0; i < s.runs; i++) await run(i);
-  return performance.now() - start;
+  return { run, close: () => undefined };
 }
 
 const load = () => loadavg().map((x) => x.toFixed(2)).join(' ');
@@ -115,25 +107,55 @@ const systems = [
   ['agent-dag-workflow, dispatchBeforeCommit: false', (s) => ours(s, { dispatchBeforeCommit: false })],
   ['LangGraph createReactAgent (SqliteSaver)', langgraph],
 ];
+/**
+ * The timed runs of a scenario, interleaved: every system gets its warm-up runs first, then the
+ * runs go in `rounds` rounds, each system one after the other in every round, so that a machine
+ * that slows down or speeds up while the benchmark runs (a shared one does) weighs on every system
+ * alike. Returns each system's total time of timed runs, or the error it could not run with.
+ */
+async function measure(s) {
+  const rounds = Math.min(s.runs, 10);
+  const entries = [];
+  for (const [name, open] of systems) {
+    try {
+      const system = await open(s);
+      for (let i = 0; i < warmupOf(s); i++) await system.run(-1 - i);
+      entries.push({ name, system, ms: 0 });
+    } catch (error) {
+      entries.push({ name, error: String(error.message).slice(0, 60) });
+    }
+  }
+  let next = 0;
+  for (let round = 0; round < rounds; round++) {
+    const count = Math.floor(((round + 1) * s.runs) / rounds) - Math.floor((round * s.runs) / rounds);
+    for (const e of entries) {
+      if (e.error) continue;
+      try {
+        const start = performance.now();
+        for (let i = 0; i < count; i++) await e.system.run(next + i);
+        e.ms += performance.now() - start;
+      } catch (error) {
+        e.error = String(error.message).slice(0, 60);
+      }
+    }
+    next += count;
+  }
+  for (const e of entries) await e.system?.close();
+  return entries;
+}
+
 console.log(`agent turn overhead, loadavg at start: ${load()}`);
 console.log('| scenario | system | runs | total ms | ms/run | ms/turn | vs LangGraph |\n|---|---|---|---|---|---|---|');
 for (const s of scenarios) {
-  const rows = [];
-  for (const [name, fn] of systems) {
-    try {
-      rows.push({ name, ms: await fn(s) });
-    } catch (error) {
-      rows.push({ name, error: String(error.message).slice(0, 60) });
-    }
-  }
-  const peer = rows.find((r) => r.name.startsWith('LangGraph'));
+  const rows = await measure(s);
+  const peer = rows.find((r) => r.name.startsWith('LangGraph') && !r.error);
   for (const r of rows) {
     if (r.error) {
       console.log(`| ${s.name} | ${r.name} | ${s.runs} | skipped | ${r.error} | | |`);
       continue;
     }
     const perTurn = r.ms / s.runs / s.turns;
-    const ratio = peer?.ms ? `${(r.ms / peer.ms).toFixed(2)}x` : '';
+    const ratio = peer ? `${(r.ms / peer.ms).toFixed(2)}x` : '';
     console.log(`| ${s.name} | ${r.name} | ${s.runs} | ${r.ms.toFixed(0)} | ${(r.ms / s.runs).toFixed(2)} | ${perTurn.toFixed(2)} | ${ratio} |`);
   }
 }
