@@ -25,8 +25,8 @@ export function escapePointerToken(token: string | number): string {
   return String(token).replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
-export function isValidPointer(pointer: string): boolean {
-  return pointer === '' || (pointer.startsWith('/') && !/~[^01]|~$/.test(pointer));
+export function isValidPointer(pointer: unknown): pointer is string {
+  return typeof pointer === 'string' && (pointer === '' || (pointer.startsWith('/') && !/~[^01]|~$/.test(pointer)));
 }
 
 /**

@@ -110,7 +110,8 @@ export function validateTemplate(value: unknown, checkSyntax: SyntaxChecker, cus
   const checkBinding = (b: Binding, at: string, upstream: Set<string> | undefined) => {
     if (!b || typeof b !== 'object') return;
     if (b.source === 'input') {
-      if (!isValidPointer(b.path)) add('binding.bad-path', `${at}/path`, `${JSON.stringify(b.path)} is not a JSON pointer (use "" or "/field/0")`);
+      if (b.path === undefined) add('binding.bad-path', at, 'an input binding needs a path: "" for the whole run input, "/field/0" for a part of it');
+      else if (!isValidPointer(b.path)) add('binding.bad-path', `${at}/path`, `${JSON.stringify(b.path)} is not a JSON pointer (use "" or "/field/0")`);
       else if (inputSchema && inputSchema.additionalProperties === false && inputSchema.properties && b.path !== '') {
         const first = b.path.slice(1).split('/')[0].replace(/~1/g, '/').replace(/~0/g, '~');
         if (!(first in inputSchema.properties)) add('binding.input-path-unknown', `${at}/path`, `the input schema has no property ${JSON.stringify(first)}`);

@@ -50,6 +50,27 @@ describe('template validation', () => {
     }
   });
 
+  it('a binding without a path, or with a path that is not text, is a typed error, never an engine fault', async () => {
+    const rt = await openRuntime();
+    try {
+      const template = chain(
+        'paths',
+        [
+          { id: 'a', uses: 'tool.call@1', config: { tool: 'echo' }, inputs: { whole: { source: 'input' }, odd: { source: 'input', path: 5 }, out: { source: 'output', nodeId: 'start', path: ['x'] } } },
+        ],
+        { requires: ['tool:echo'] },
+      );
+      const report = await rt.validate(template);
+      const codes = report.errors.map((e) => `${e.code} ${e.pointer}`);
+      expect(codes).toEqual(expect.arrayContaining(['binding.bad-path /spec/nodes/1/inputs/whole', 'binding.bad-path /spec/nodes/1/inputs/odd/path', 'binding.bad-path /spec/nodes/1/inputs/out/path']));
+      expect(codes.filter((c) => c.startsWith('engine.'))).toEqual([]);
+      await expect(rt.launch(template)).rejects.toMatchObject({ code: 'template.invalid' });
+      expect(await rt.listRuns()).toEqual([]);
+    } finally {
+      await rt.close();
+    }
+  });
+
   it('names the legacy protocol and how to convert it', async () => {
     const rt = await openRuntime();
     try {
