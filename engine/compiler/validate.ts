@@ -155,22 +155,34 @@ function checkNodeSemantics(
   kindOf: (uses: string) => NodeKind | undefined,
 ): void {
   const at = `/spec/nodes/${i}`;
-  const config = (node.config ?? {}) as Record<string, any>;
-  const inputs = node.inputs ?? {};
-  const allowed = template.spec.requires ?? [];
+  // A member of the wrong type was reported by the template's schema already: the checks below
+  // read it as absent instead of failing on it.
+  const config = (isObject(node.config) ? node.config : {}) as Record<string, any>;
+  const inputs = (isObject(node.inputs) ? node.inputs : {}) as NonNullable<NodeSpec['inputs']>;
+  const allowed = strings(template.spec.requires);
   const kind = kindOf(node.uses);
+  const checked: NodeSpec = { ...node, config, inputs };
   // The capability of the call a node makes: its own, or its body's (a foreach of a host type).
-  const call = kind?.callOf?.(node);
+  const call = kind?.callOf?.(checked);
   const implied = call ? kindOf(call.uses)?.impliedCapability?.(call.config ?? {}) : kind?.impliedCapability?.(config);
   if (implied && !implied.endsWith(':undefined')) {
     if (!allowed.some((p) => capabilityCovers(p, implied))) {
       add('requires.missing', `${at}/uses`, `node ${JSON.stringify(node.id)} needs capability ${JSON.stringify(implied)}; add it to /spec/requires`);
     }
   }
-  (node.requires ?? []).forEach((cap, j) => {
-    if (!allowed.some((p) => capabilityCovers(p, cap))) add('requires.not-allowed', `${at}/requires/${j}`, `capability ${JSON.stringify(cap)} is not in /spec/requires`);
+  (Array.isArray(node.requires) ? node.requires : []).forEach((cap, j) => {
+    if (typeof cap === 'string' && !allowed.some((p) => capabilityCovers(p, cap))) add('requires.not-allowed', `${at}/requires/${j}`, `capability ${JSON.stringify(cap)} is not in /spec/requires`);
   });
-  kind?.validate?.(node, { at, config, inputs, add, checkSyntax, allowed, kindOf });
+  kind?.validate?.(checked, { at, config, inputs, add, checkSyntax, allowed, kindOf });
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** The strings of a list, or none when it is not one. */
+function strings(value: unknown): string[] {
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
 }
 
 const noKinds: ReadonlyMap<string, NodeKind> = new Map();
