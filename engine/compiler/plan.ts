@@ -97,7 +97,30 @@ function callTargets(template: WorkflowTemplate): { id: string; revision: number
   return out.filter((t) => t && typeof t.id === 'string');
 }
 
+/** What is wrong with the shape of a compile request: `root.template`, and `dependencies` as a list of `{ template, revision }`. */
+function requestProblems(request: CompileRequest): ValidationError[] {
+  const problems: ValidationError[] = [];
+  const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (!isObject(request) || !isObject(request.root) || !('template' in request.root)) {
+    problems.push({ code: 'compile.bad-request', pointer: '/root', message: 'a compile request needs root: { template }' });
+    return problems;
+  }
+  const deps: unknown = request.dependencies;
+  if (deps === undefined) return problems;
+  if (!Array.isArray(deps)) {
+    problems.push({ code: 'compile.bad-dependencies', pointer: '/dependencies', message: 'dependencies must be a list of { template, revision }' });
+    return problems;
+  }
+  deps.forEach((d: unknown, i) => {
+    if (!isObject(d) || !('template' in d)) problems.push({ code: 'compile.bad-dependencies', pointer: `/dependencies/${i}`, message: 'a dependency must be { template, revision }' });
+    else if (!Number.isInteger(d.revision) || (d.revision as number) < 1) problems.push({ code: 'compile.bad-dependencies', pointer: `/dependencies/${i}/revision`, message: `a dependency's revision must be an integer of 1 or more, got ${JSON.stringify(d.revision) ?? 'none'}` });
+  });
+  return problems;
+}
+
 export function compilePlan(request: CompileRequest, checkSyntax: SyntaxChecker): ExecutionPlan {
+  const problems = requestProblems(request);
+  if (problems.length > 0) throw new CompileError(problems[0].code, `the compile request has ${problems.length} error(s): ${problems[0].message}`, problems);
   const available = new Map<string, { template: unknown; revision: number }>();
   for (const dep of request.dependencies ?? []) {
     const id = (dep.template as WorkflowTemplate)?.metadata?.id;

@@ -613,8 +613,11 @@ export class EngineInstance {
   }
 
   compile(request: { root: { template: unknown; revision?: number }; dependencies?: { template: unknown; revision: number }[]; nodeDefinitions?: HostNodeDefinition[] }): ExecutionPlan {
-    assertTemplateJson(request.root.template);
-    for (const d of request.dependencies ?? []) assertTemplateJson(d.template);
+    // The engine names what is wrong with the request's shape; what it cannot read is named here.
+    const deps: unknown = request.dependencies;
+    const templateOf = (v: unknown): unknown => (v !== null && typeof v === 'object' ? (v as { template?: unknown }).template : undefined);
+    if (templateOf(request.root) !== undefined) assertTemplateJson(templateOf(request.root));
+    if (Array.isArray(deps)) for (const d of deps) if (templateOf(d) !== undefined) assertTemplateJson(templateOf(d));
     const text = encodeRequest('compile', request);
     this.assertScriptsFor('compiling this template', text);
     return JSON.parse(this.call('compile', (e) => e.compile(text))) as ExecutionPlan;

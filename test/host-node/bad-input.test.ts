@@ -71,6 +71,31 @@ describe('template validation', () => {
     }
   });
 
+  it('refuses dependencies that are not a list of { template, revision } with compile.bad-dependencies, and writes nothing', async () => {
+    const rt = await openRuntime();
+    try {
+      const template = chain('deps', [{ id: 'a', uses: 'tool.call@1', config: { tool: 'echo' } }], { requires: ['tool:echo'] });
+      const cases: [unknown, string][] = [
+        [7, '/dependencies'],
+        [{}, '/dependencies'],
+        ['abc', '/dependencies'],
+        [[null], '/dependencies/0'],
+        [[{ revision: 1 }], '/dependencies/0'],
+        [[{ template, revision: 'x' }], '/dependencies/0/revision'],
+        [[{ template, revision: 0 }], '/dependencies/0/revision'],
+      ];
+      for (const [dependencies, pointer] of cases) {
+        await expect(rt.launch({ type: 'inline', template, dependencies } as never), JSON.stringify(dependencies)).rejects.toMatchObject({
+          code: 'compile.bad-dependencies',
+          detail: { errors: [expect.objectContaining({ code: 'compile.bad-dependencies', pointer })] },
+        });
+      }
+      expect(await rt.listRuns()).toEqual([]);
+    } finally {
+      await rt.close();
+    }
+  });
+
   it('names the legacy protocol and how to convert it', async () => {
     const rt = await openRuntime();
     try {
