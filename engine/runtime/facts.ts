@@ -50,6 +50,15 @@ function applyFact(a: Activation, fact: Fact): void {
 
 function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>): void {
   if (a.state) throw new EngineError('engine.run-exists', `run ${a.request.runId} already exists`);
+  // What a host passes on from its caller: checked before anything is journaled (a deadline of
+  // `now + "x"` would be journaled as text, a missing scope list fail every call later).
+  const auth = fact.authority as unknown as { id?: unknown; scopes?: unknown } | null | undefined;
+  if (auth === null || typeof auth !== 'object' || typeof auth.id !== 'string' || !Array.isArray(auth.scopes) || !auth.scopes.every((s) => typeof s === 'string')) {
+    throw new EngineError('run.bad-authority', 'a run needs an authority { id: string, scopes: string[] }');
+  }
+  if (fact.timeoutMs !== undefined && !(Number.isInteger(fact.timeoutMs) && fact.timeoutMs >= 1 && fact.timeoutMs <= limits.timeoutMsMax)) {
+    throw new EngineError('run.bad-timeout', `a run's timeoutMs must be an integer of 1 to ${limits.timeoutMsMax} ms, got ${JSON.stringify(fact.timeoutMs) ?? typeof fact.timeoutMs}`);
+  }
   const template = a.graph.template;
   const inputProblem = jsonProblem(fact.input);
   const schema = template.spec.inputSchema;

@@ -53,6 +53,45 @@ describe('launch options', () => {
       await rt.close();
     }
   });
+
+  it('refuses an option of the wrong type or out of range with its own code, before anything is written', async () => {
+    const rt = await openRuntime();
+    try {
+      const t = chain('typed', []);
+      const throwing = {
+        toJSON() {
+          throw new Error('not serialisable');
+        },
+      };
+      const cases: [string, unknown[], string][] = [
+        ['runId', [7, {}, null, 10n], 'launch.bad-run-id'],
+        ['authority', ['admin', { id: 'a' }, { id: 'a', scopes: 'tool:*' }, { id: 1, scopes: [] }, { id: 'a', scopes: [7] }, null], 'launch.bad-authority'],
+        ['timeoutMs', ['60000', '', [], {}, 0, -1, 1.5, NaN, Infinity, 31 * 86_400_000 + 1, true], 'launch.bad-timeout'],
+        ['executionMode', ['backgroud', '', 1, null], 'launch.bad-execution-mode'],
+        ['idempotencyKey', ['', 7, {}, null], 'launch.bad-idempotency-key'],
+        ['concurrencyKey', ['', 7, {}, []], 'launch.bad-concurrency'],
+        ['concurrencyLimit', [0, -1, 1.5, '2', null], 'launch.bad-concurrency'],
+        ['actor', ['', 'Robert Tables', 7, {}, 'x'.repeat(40)], 'launch.bad-actor'],
+        ['correlation', [() => 1, 10n, throwing, NaN, { deep: { fn: () => 1 } }], 'launch.bad-correlation'],
+        ['origin', [() => 1, 10n, throwing], 'launch.bad-correlation'],
+      ];
+      for (const [option, values, code] of cases) {
+        for (const value of values) {
+          const options = { [option]: value, ...(option === 'concurrencyLimit' ? { concurrencyKey: 'k' } : {}) };
+          await expect(rt.launch(t, options as never), `${option}: ${typeof value === 'bigint' ? 'bigint' : String(value)}`).rejects.toMatchObject({ code });
+        }
+      }
+      expect(await rt.listRuns()).toEqual([]);
+      // The values the types allow still run.
+      const handle = await rt.launch(t, { runId: 'run-typed-ok', authority: { id: 'ops', scopes: ['*'] }, timeoutMs: 60_000, executionMode: 'inline', idempotencyKey: 'k-1', actor: 'cli', correlation: { ticket: 'T-2' } });
+      expect((await handle.result).status).toBe('completed');
+      const accepted = (await rt.readEvents(handle.runId)).events[0];
+      expect(accepted).toMatchObject({ origin: { actor: 'cli' }, correlation: { ticket: 'T-2' }, payload: { authority: { id: 'ops', scopes: ['*'] } } });
+      expect(accepted.payload.deadlineAt).toBe(Date.parse(accepted.occurredAt) + 60_000);
+    } finally {
+      await rt.close();
+    }
+  });
 });
 
 describe('capture options', () => {

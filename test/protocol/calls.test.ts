@@ -28,6 +28,18 @@ describe('start and end', () => {
     expect(t.refused(fact.runRequested({})).code).toBe('run.input-invalid');
     expect(t.events()).toEqual([]);
   });
+
+  it('a run request with an authority or a timeout of the wrong shape is refused and nothing is journaled', () => {
+    const t = protocolRun(template('checked', [node.start(), node.end()]));
+    for (const authority of [undefined, null, 'admin', { id: 'a' }, { id: 'a', scopes: 'tool:*' }, { id: 'a', scopes: [7] }, { id: 7, scopes: [] }]) {
+      expect(t.refused(fact.runRequested({}, { authority })).code, JSON.stringify(authority) ?? 'undefined').toBe('run.bad-authority');
+    }
+    for (const timeoutMs of ['60000', 0, -5, 1.5, null, 31 * 86_400_000 + 1]) {
+      expect(t.refused(fact.runRequested({}, { timeoutMs })).code, JSON.stringify(timeoutMs)).toBe('run.bad-timeout');
+    }
+    expect(t.events()).toEqual([]);
+    expect(t.start({}, { timeoutMs: 31 * 86_400_000 }).summary.status).toBe('completed');
+  });
 });
 
 describe('tool.call@1', () => {
