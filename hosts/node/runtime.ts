@@ -21,6 +21,7 @@ import type { RunListFilter } from '../core/store.js';
 import type { RunExport } from '../core/export-format.js';
 import { LaunchPlanner, idempotentRunId, type PreparedLaunch } from './sdk/launch.js';
 import { OperatorInbox } from './sdk/operator-inbox.js';
+import { assertApproveOptions, assertCommandIdArgument, assertPageOptions, assertResolutionArgument, assertRunIdArgument, assertRunListFilter } from './sdk/arguments.js';
 import { runHandle } from './sdk/run-handle.js';
 import { openParts, type RuntimeParts } from './sdk/open.js';
 import type { CommandOutcome, LaunchOptions, NodeType, RuntimeDeliveries, RuntimeOptions, WorkflowRunHandle } from './sdk/runtime-types.js';
@@ -79,6 +80,7 @@ export class WorkflowRuntime implements Operator {
   }
 
   private async record(runId: string) {
+    assertRunIdArgument(runId);
     const record = await this.store.getRun(runId);
     if (!record) throw asError(runNotFound(runId));
     return record;
@@ -233,6 +235,7 @@ export class WorkflowRuntime implements Operator {
 
   /** Whether this engine and host can continue a stored run as pinned; never guesses. */
   async checkRun(runId: string): Promise<RunCompatibility> {
+    assertRunIdArgument(runId);
     const tail = await this.store.load(runId);
     if (!tail) throw asError(runNotFound(runId));
     const d = this.engine.describe() as { flags: string[]; checkpointSchemaVersion: number };
@@ -279,6 +282,7 @@ export class WorkflowRuntime implements Operator {
   }
 
   async listRuns(filter?: RunListFilter) {
+    assertRunListFilter(filter);
     return this.store.listRuns(filter);
   }
 
@@ -289,6 +293,7 @@ export class WorkflowRuntime implements Operator {
 
   /** A page of events, ascending by seq. */
   async readEvents(runId: string, options: { afterSeq?: number; limit?: number } = {}): Promise<TracePage> {
+    assertPageOptions(options);
     await this.record(runId);
     return tracePage(this.store, runId, options);
   }
@@ -310,7 +315,8 @@ export class WorkflowRuntime implements Operator {
    * command posted to a run that had ended is stored refused (`run.terminal`); one still pending
    * when its run ended is refused by the first reader that sees the run ended (`settleEnded`).
    */
-  commandResult(commandId: number): Promise<CommandResult | undefined> {
+  async commandResult(commandId: number): Promise<CommandResult | undefined> {
+    assertCommandIdArgument(commandId);
     return this.inbox.commandResult(commandId);
   }
 
@@ -336,6 +342,7 @@ export class WorkflowRuntime implements Operator {
 
   /** A handle on any run of the store, followed through the store when another process runs it. */
   follow(runId: string): WorkflowRunHandle {
+    assertRunIdArgument(runId);
     return this.handle(runId);
   }
 
@@ -356,6 +363,7 @@ export class WorkflowRuntime implements Operator {
   }
 
   async approve(runId: string, nodeId: string, options: { by: string; comment?: string; approved?: boolean; /** How long to wait for the command to be applied (default 30 s); then `command.pending`. */ timeoutMs?: number }): Promise<CommandOutcome> {
+    assertApproveOptions(options);
     const record = await this.record(runId);
     const projection = isTerminal(record) ? {} : await this.kernel.projectionOf(record);
     let invocationId: string;
@@ -373,12 +381,14 @@ export class WorkflowRuntime implements Operator {
 
   /** Settles a node whose outcome is unknown (`needs_attention`); recorded with who did it. */
   async resolve(runId: string, nodeId: string, resolution: Resolution): Promise<CommandOutcome> {
+    assertResolutionArgument(resolution);
     await this.record(runId);
     return this.command(runId, { type: 'resolve', nodeId, ...resolutionFields(resolution) });
   }
 
   /** A self-contained export of a run: events, pinned plan, captured artifacts. */
   async exportRun(runId: string): Promise<RunExport> {
+    assertRunIdArgument(runId);
     try {
       return await exportFromStore(this.store, runId);
     } catch (err) {
@@ -426,6 +436,7 @@ export class WorkflowRuntime implements Operator {
 
   /** The pinned plan of a stored run. */
   async planOfRun(runId: string): Promise<ExecutionPlan> {
+    assertRunIdArgument(runId);
     const tail = await this.store.load(runId);
     if (tail) return planOfTail(tail);
     const queued = await this.stores.ownership.queuedLaunch(runId);
@@ -443,7 +454,8 @@ export class WorkflowRuntime implements Operator {
     return this.resolveAuthority({ runId, workflowId: workflowIdOf(plan), resuming: true });
   }
 
-  replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Promise<Record<string, unknown>> {
+  async replay(runId: string, options: { mode: 'inspect' | 'recorded'; editedTemplate?: unknown } = { mode: 'inspect' }): Promise<Record<string, unknown>> {
+    assertRunIdArgument(runId);
     return import('./sdk/replay.js').then((r) => r.replayStored(this, runId, options));
   }
 
@@ -451,7 +463,8 @@ export class WorkflowRuntime implements Operator {
    * `live` replay: a new run of the same pinned plan and input that calls the gateways again,
    * linked to the source run, and a comparison of every node's output by digest.
    */
-  replayLive(sourceRunId: string, options: { by?: string } = {}): Promise<Record<string, unknown>> {
+  async replayLive(sourceRunId: string, options: { by?: string } = {}): Promise<Record<string, unknown>> {
+    assertRunIdArgument(sourceRunId);
     return import('./sdk/replay.js').then((r) => r.replayLive(this, sourceRunId, options));
   }
 

@@ -5,6 +5,7 @@ import { isTerminal } from '../../core/host-runtime.js';
 import type { Kernel } from '../../core/kernel.js';
 import type { CommandResult, OperatorCommand, RunOwnership } from '../../core/ownership-store.js';
 import type { JournalStore } from '../../core/store.js';
+import { assertCommandArgument, assertRunIdArgument } from './arguments.js';
 import { asError, WorkflowError } from './errors.js';
 import type { CommandOutcome } from './runtime-types.js';
 
@@ -28,6 +29,10 @@ export class OperatorInbox {
    * once it is applied; a command the engine refuses rejects with the engine's error.
    */
   async command(runId: string, command: OperatorCommand, options: { timeoutMs?: number } = {}): Promise<CommandOutcome> {
+    const wait = (options as { timeoutMs?: unknown } | null)?.timeoutMs;
+    if (wait !== undefined && !(Number.isSafeInteger(wait) && (wait as number) >= 1)) {
+      throw new WorkflowError('sdk.bad-argument', `options.timeoutMs (how long to wait for the command to be applied) must be an integer of 1 ms or more, not ${typeof wait === 'number' ? wait : typeof wait}`, { argument: 'options.timeoutMs' });
+    }
     const id = await this.post(runId, command);
     const leases = this.host.kernel.leases!;
     // Set when the run was found terminal (`run <id> is <status>`): the commit that ended it either
@@ -74,6 +79,8 @@ export class OperatorInbox {
    * or a worker when the run has none, applies it (`commandResult` tells when).
    */
   async post(runId: string, command: OperatorCommand): Promise<number> {
+    assertRunIdArgument(runId);
+    assertCommandArgument(command);
     let id: number;
     try {
       id = await this.host.ownership.postCommand(runId, command, this.host.kernel.now());
