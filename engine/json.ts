@@ -25,6 +25,11 @@ export function escapePointerToken(token: string | number): string {
   return String(token).replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
+/** A JSON object: not null, not a list. */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
 export function isValidPointer(pointer: unknown): pointer is string {
   return typeof pointer === 'string' && (pointer === '' || (pointer.startsWith('/') && !/~[^01]|~$/.test(pointer)));
 }

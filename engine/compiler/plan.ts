@@ -1,6 +1,7 @@
 // Compiles a root template and the closure of its `workflow.call@1` dependencies into a pinned
 // execution plan. Resume and replay read only the plan, never "the latest" template.
 import { canonicalDigest, canonicalJson, sha256Hex } from '../hash.js';
+import { isObject } from '../json.js';
 import { nodeDefinitions, nodeKinds } from '../nodes/index.js';
 import { hostDefinitions, setHashWithHost, pinnedOf, type HostNodeDefinition } from '../nodes/custom.js';
 import type { ExecutionPlan, PinnedNodeDefinition, PlanTemplate } from '../protocol/plan.js';
@@ -100,7 +101,6 @@ function callTargets(template: WorkflowTemplate): { id: string; revision: number
 /** What is wrong with the shape of a compile request: `root.template`, and `dependencies` as a list of `{ template, revision }`. */
 function requestProblems(request: CompileRequest): ValidationError[] {
   const problems: ValidationError[] = [];
-  const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
   if (!isObject(request) || !isObject(request.root) || !('template' in request.root)) {
     problems.push({ code: 'compile.bad-request', pointer: '/root', message: 'a compile request needs root: { template }' });
     return problems;

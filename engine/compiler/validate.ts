@@ -1,6 +1,6 @@
 // Validation of a WorkflowTemplate. Reports every error it finds, each with a stable code, a
 // JSON pointer into the template and a message a person can act on.
-import { isValidPointer } from '../json.js';
+import { isObject, isValidPointer } from '../json.js';
 import { limits } from '../limits.js';
 import { capabilityCovers } from '../nodes/call.js';
 import { nodeDefinitions, nodeKinds } from '../nodes/index.js';
@@ -174,10 +174,6 @@ function checkNodeSemantics(
     if (typeof cap === 'string' && !allowed.some((p) => capabilityCovers(p, cap))) add('requires.not-allowed', `${at}/requires/${j}`, `capability ${JSON.stringify(cap)} is not in /spec/requires`);
   });
   kind?.validate?.(checked, { at, config, inputs, add, checkSyntax, allowed, kindOf });
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** The strings of a list, or none when it is not one. */

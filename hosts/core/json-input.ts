@@ -28,6 +28,11 @@ export class JsonInputError extends CodedError {
   }
 }
 
+/** A JSON object: not null, not a list. */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
 function escapeToken(key: string): string {
   return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }

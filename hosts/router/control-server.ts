@@ -10,6 +10,7 @@
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
+import { isObject } from '../core/json-input.js';
 import { CodedError } from '../../engine/protocol/coded-error.js';
 import { readEventsLimitMax } from './limits.js';
 import { controlCloseGraceMs, controlOps, controlRequestBytesMax, controlSocketName, socketPathBytesMax, submitCountMax, traceFrameEventsMax, type ControlFrame, type ControlRequest } from './control-protocol.js';
@@ -42,7 +43,6 @@ function field<T>(request: ControlRequest, name: string, check: (v: unknown) => 
   return value as T;
 }
 const isString = (v: unknown) => typeof v === 'string' && v.length > 0;
-const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export class ControlServer {
   private readonly sockets = new Set<net.Socket>();

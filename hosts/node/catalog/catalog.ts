@@ -12,6 +12,7 @@
 // its `workflow.call@1` revisions into a pinned plan, so deleting a revision never breaks a run.
 import { sha256Digest } from '../../shared/digest.js';
 import canonicalizeModule from 'canonicalize';
+import { isObject } from '../../core/json-input.js';
 import { isPortableId, portableIdSource } from '../../../engine/protocol/ids.js';
 import type { ExecutionPlan, HostNodeDefinition, ValidationReport } from '../../core/types.js';
 import type { NodeImplementation } from '../../core/gateway-registry.js';
@@ -200,10 +201,6 @@ export class NodeDefinitionRegistry {
 
 function escapePointer(token: string): string {
   return token.replace(/~/g, '~0').replace(/\//g, '~1');
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function diffValues(a: unknown, b: unknown, pointer: string, out: SemanticChange[]): void {

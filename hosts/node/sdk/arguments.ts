@@ -2,7 +2,7 @@
 // inbox: a run id that is not text, a command whose `by` is an object, a filter whose `limit` is
 // a list used to fail as an SQL binding error or a TypeError deep inside. Each is refused here with
 // a typed error that names the argument (`store.bad-id`, `sdk.bad-argument`).
-import { jsonInputLimits, jsonValueProblem } from '../../core/json-input.js';
+import { isObject, jsonInputLimits, jsonValueProblem } from '../../core/json-input.js';
 import type { OperatorCommand } from '../../core/ownership-store.js';
 import type { RunListFilter } from '../../core/store.js';
 import { WorkflowError } from './errors.js';
@@ -21,10 +21,6 @@ export function assertRunIdArgument(runId: unknown): asserts runId is string {
 /** The id `post` returned for a command: a whole number of 1 or more. */
 export function assertCommandIdArgument(commandId: unknown): void {
   if (!(Number.isSafeInteger(commandId) && (commandId as number) >= 1)) bad('commandId', `must be the whole number post returned, not ${typeof commandId === 'number' ? commandId : kind(commandId)}`);
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function optionalText(o: Record<string, unknown>, key: string, at: string): void {

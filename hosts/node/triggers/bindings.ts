@@ -10,7 +10,7 @@
 // The active revision of a binding id is its highest `published` revision: a webhook or DingTalk
 // callback to `<bindingId>` and a cron schedule use that one. Secrets are references (names of
 // environment variables of the serving process), never stored.
-import { jsonValueProblem } from '../../core/json-input.js';
+import { isObject, jsonValueProblem } from '../../core/json-input.js';
 import { Cron } from 'croner';
 import { isPortableId, portableIdSource } from '../../../engine/protocol/ids.js';
 import { CodedError } from '../../../engine/protocol/coded-error.js';
@@ -101,7 +101,6 @@ export interface BindingProblem {
 const sources = new Set<BindingSource>(['webhook', 'dingtalk', 'cron']);
 const policies = new Set<MisfirePolicy>(['skip', 'run-once', 'run-all']);
 const envName = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 function checkDelivery(d: unknown, problems: BindingProblem[]): void {
   if (!isObject(d)) return void problems.push({ pointer: '/delivery', message: 'must be an object' });
