@@ -4,6 +4,12 @@ export interface Authority {
   scopes: string[];
 }
 
+/** Whether a value has the shape of an authority: an `id` and a list of scopes, all text. */
+export function isAuthority(value: unknown): value is Authority {
+  const a = value as { id?: unknown; scopes?: unknown } | null;
+  return a !== null && typeof a === 'object' && typeof a.id === 'string' && Array.isArray(a.scopes) && a.scopes.every((s) => typeof s === 'string');
+}
+
 /** The capability a node of a host's type (`acme.compensate@1`) needs: `node:` and its type without the version. */
 export function nodeCapability(uses: string): string {
   return `node:${uses.slice(0, uses.lastIndexOf('@'))}`;

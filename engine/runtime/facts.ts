@@ -3,6 +3,7 @@ import { applyDefaultsAndCheck, checkAgainst } from '../compiler/schemas.js';
 import { EngineError } from '../errors.js';
 import { jsonProblem, type Json } from '../json.js';
 import { limits } from '../limits.js';
+import { isAuthority } from '../protocol/authority.js';
 import { grantedCapability, normaliseError, requestFor, stageRequest } from '../nodes/call.js';
 import { resolveUnknownItem, retryUnknownItems, settleItemAndContinue } from '../nodes/foreach.js';
 import type { CapabilityResult, ErrorInfo } from '../protocol/events.js';
@@ -52,8 +53,7 @@ function acceptRun(a: Activation, fact: Extract<Fact, { type: 'run-requested' }>
   if (a.state) throw new EngineError('engine.run-exists', `run ${a.request.runId} already exists`);
   // What a host passes on from its caller: checked before anything is journaled (a deadline of
   // `now + "x"` would be journaled as text, a missing scope list fail every call later).
-  const auth = fact.authority as unknown as { id?: unknown; scopes?: unknown } | null | undefined;
-  if (auth === null || typeof auth !== 'object' || typeof auth.id !== 'string' || !Array.isArray(auth.scopes) || !auth.scopes.every((s) => typeof s === 'string')) {
+  if (!isAuthority(fact.authority)) {
     throw new EngineError('run.bad-authority', 'a run needs an authority { id: string, scopes: string[] }');
   }
   if (fact.timeoutMs !== undefined && !(Number.isInteger(fact.timeoutMs) && fact.timeoutMs >= 1 && fact.timeoutMs <= limits.timeoutMsMax)) {

@@ -1,6 +1,7 @@
 // Launch and runtime options that are checked, not silently dropped: an option this host does not
 // carry out is refused with a typed error, and `origin` / `delivery` are recorded with the run.
 
+import { isAuthority } from '../../../engine/protocol/authority.js';
 import { jsonInputLimits, jsonValueProblem } from '../../core/json-input.js';
 import { assertTraceparent } from '../../core/trace-context.js';
 import { WorkflowError as OptionError } from './errors.js';
@@ -46,10 +47,6 @@ export function assertLaunchOptions(options: object): void {
   }
 }
 
-function isAuthority(value: unknown): boolean {
-  const a = value as { id?: unknown; scopes?: unknown } | null;
-  return a !== null && typeof a === 'object' && typeof a.id === 'string' && Array.isArray(a.scopes) && a.scopes.every((s) => typeof s === 'string');
-}
 
 /**
  * The correlation a run is launched with: the caller's correlation, plus `origin` (where the
