@@ -2,7 +2,10 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EngineInstance, type ComponentLoader } from '../../dist/hosts/core/engine-instance.js';
 import { WorkflowRuntime, type RuntimeOptions } from '../../dist/hosts/node/index.js';
+import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
+import { sha256Hex } from '../../dist/hosts/shared/digest.js';
 
 export function tempDir(prefix = 'adw-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
@@ -13,6 +16,20 @@ export async function openRuntime(options: RuntimeOptions = {}): Promise<Workflo
 }
 
 export const api = 'workflow.gm-hz.dev/v1alpha1';
+
+/**
+ * The built component behind an `EngineInstance` with the Node host's SHA-256 and no script
+ * sandbox: what a test that drives the engine directly needs. `load` answers cold activations.
+ */
+export function scriptlessEngine(options: { loader?: ComponentLoader; load?: Parameters<typeof EngineInstance.create>[1]['load'] } = {}): Promise<EngineInstance> {
+  return EngineInstance.create(options.loader ?? nodeComponentLoader(), {
+    load: options.load ?? (() => undefined),
+    evaluateScript: () => ({ ok: false, error: { code: 'script.runtime', message: 'no scripts here' } }),
+    checkScriptSyntax: () => undefined,
+    sha256Hex,
+    log: () => undefined,
+  });
+}
 
 /** A template from nodes and a linear chain of edges (start -> ... -> end). */
 export function chain(id: string, middle: any[], extra: Record<string, unknown> = {}): any {

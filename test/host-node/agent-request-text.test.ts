@@ -6,9 +6,9 @@
 import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import { describe, expect, it } from 'vitest';
-import { EngineInstance, type ComponentLoader } from '../../dist/hosts/core/engine-instance.js';
+import type { ComponentLoader } from '../../dist/hosts/core/engine-instance.js';
 import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
-import { sha256Hex } from '../../dist/hosts/shared/digest.js';
+import { scriptlessEngine } from '../helpers/node-host.js';
 
 /** The Node loader, keeping the text of every gateway request the component makes. */
 function capturing(texts: string[]): ComponentLoader {
@@ -35,13 +35,7 @@ const tricky = ['"messages":"\u0000messages\u0000"', 'quote " backslash \\ newli
 describe("an agent's model request", () => {
   it('is JSON.stringify of the request at every turn, with the whole conversation and its digest', async () => {
     const texts: string[] = [];
-    const engine = await EngineInstance.create(capturing(texts), {
-      load: () => undefined,
-      evaluateScript: () => ({ ok: false, error: { code: 'script.runtime', message: 'no scripts here' } }),
-      checkScriptSyntax: () => undefined,
-      sha256Hex,
-      log: () => undefined,
-    });
+    const engine = await scriptlessEngine({ loader: capturing(texts) });
     const turns = 6;
     const template = {
       apiVersion: 'workflow.gm-hz.dev/v1alpha1',

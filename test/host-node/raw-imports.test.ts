@@ -6,9 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { EngineCallError, EngineInstance, type ComponentLoader } from '../../dist/hosts/core/engine-instance.js';
 import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
-import { sha256Hex } from '../../dist/hosts/shared/digest.js';
 import { memoryJournal } from '../helpers/memory-journal.js';
-import { chain } from '../helpers/node-host.js';
+import { chain, scriptlessEngine } from '../helpers/node-host.js';
 
 const cabiLower = Symbol.for('cabiLower');
 const decoder = new TextDecoder();
@@ -42,13 +41,7 @@ function loader(asked: string[], generic: boolean): ComponentLoader {
 async function scenario(generic: boolean) {
   const asked: string[] = [];
   const journal = memoryJournal();
-  const engine = await EngineInstance.create(loader(asked, generic), {
-    load: (runId) => journal.load(runId),
-    evaluateScript: () => ({ ok: false, error: { code: 'script.runtime', message: 'no scripts here' } }),
-    checkScriptSyntax: () => undefined,
-    sha256Hex,
-    log: () => undefined,
-  });
+  const engine = await scriptlessEngine({ loader: loader(asked, generic), load: (runId) => journal.load(runId) });
   const template = chain(
     'raw',
     [

@@ -5,9 +5,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { EngineInstance } from '../../dist/hosts/core/engine-instance.js';
-import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
-import { sha256Hex } from '../../dist/hosts/shared/digest.js';
+import { scriptlessEngine } from '../helpers/node-host.js';
 
 const casesDir = fileURLToPath(new URL('../cases/', import.meta.url));
 const replacements: unknown[] = [null, 7, 'x', [], {}, ['x']];
@@ -32,13 +30,7 @@ function mutated(value: unknown, path: string[], to: unknown, remove: boolean): 
 
 describe('validation of templates wrong anywhere', () => {
   it('answers every mutation of every test/cases template with typed errors, never an engine fault', async () => {
-    const engine = await EngineInstance.create(nodeComponentLoader(), {
-      load: () => undefined,
-      evaluateScript: () => ({ ok: false, error: { code: 'script.runtime', message: 'no scripts here' } }),
-      checkScriptSyntax: () => undefined,
-      sha256Hex,
-      log: () => undefined,
-    });
+    const engine = await scriptlessEngine();
     const names = readdirSync(casesDir).filter((n) => existsSync(`${casesDir}${n}/template.json`));
     expect(names.length).toBeGreaterThan(10);
     const faults: string[] = [];

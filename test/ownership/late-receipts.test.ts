@@ -6,14 +6,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EngineInstance } from '../../dist/hosts/core/engine-instance.js';
 import { Kernel } from '../../dist/hosts/core/kernel.js';
 import { StoreError } from '../../dist/hosts/core/store.js';
-import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
 import { registryGateway } from '../../dist/hosts/node/sdk/gateway.js';
 import { openJournalStore } from '../../dist/hosts/node/stores/open-store.js';
-import { sha256Hex } from '../../dist/hosts/shared/digest.js';
-import { chain } from '../helpers/node-host.js';
+import { chain, scriptlessEngine } from '../helpers/node-host.js';
 import { pgUrl, testSchema } from '../helpers/postgres.js';
 
 const everything = { id: 'local', scopes: ['*'] };
@@ -45,7 +42,7 @@ async function host(location: string, loss: Loss) {
   });
   // The engine reads runs through the kernel, which preloads them from an asynchronous store.
   let kernel: Kernel | undefined;
-  const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => kernel!.loadForEngine(runId), evaluateScript: () => ({ ok: false, error: { code: 'script.runtime', message: 'none' } }), checkScriptSyntax: () => undefined, sha256Hex, log: () => undefined });
+  const engine = await scriptlessEngine({ load: (runId) => kernel!.loadForEngine(runId) });
   const gateway = registryGateway({
     tools: {
       charge: async (_input: unknown, ctx: { invocationId: string }) => {

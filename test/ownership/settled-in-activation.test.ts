@@ -8,13 +8,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EngineInstance } from '../../dist/hosts/core/engine-instance.js';
 import { Kernel } from '../../dist/hosts/core/kernel.js';
-import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
 import { registryGateway } from '../../dist/hosts/node/sdk/gateway.js';
 import { openJournalStore } from '../../dist/hosts/node/stores/open-store.js';
-import { sha256Hex } from '../../dist/hosts/shared/digest.js';
-import { chain } from '../helpers/node-host.js';
+import { chain, scriptlessEngine } from '../helpers/node-host.js';
 
 const everything = { id: 'local', scopes: ['*'] };
 
@@ -22,7 +19,7 @@ describe('a call requested and abandoned by one activation', () => {
   it('is not carried out: the tool is never called for it', async () => {
     const store = await openJournalStore(join(mkdtempSync(join(tmpdir(), 'adw-settled-')), 'workflow.db'));
     const calls: string[] = [];
-    const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => store.loadSync!(runId), evaluateScript: () => ({ ok: false, error: { code: 'script.runtime', message: 'none' } }), checkScriptSyntax: () => undefined, sha256Hex, log: () => undefined });
+    const engine = await scriptlessEngine({ load: (runId) => store.loadSync!(runId) });
     // A charge that never answers: its first attempt stays in flight until the "restart".
     const gateway = registryGateway({ tools: { charge: { execute: (_input: unknown, ctx: { invocationId: string }) => (calls.push(ctx.invocationId), new Promise(() => {})) } } } as never);
     const kernel = new Kernel({ store: store as never, engine, gateway, log: () => undefined, authority: () => everything, flushMode: 'manual' });
@@ -72,7 +69,7 @@ describe('a call requested and abandoned by one activation', () => {
     const store = await openJournalStore(join(mkdtempSync(join(tmpdir(), 'adw-settled-')), 'workflow.db'));
     const TTL = 3000;
     let clock = 1_700_000_000_000;
-    const engineOf = () => EngineInstance.create(nodeComponentLoader(), { load: (runId) => store.loadSync!(runId), evaluateScript: () => ({ ok: false, error: { code: 'script.runtime', message: 'none' } }), checkScriptSyntax: () => undefined, sha256Hex, log: () => undefined });
+    const engineOf = () => scriptlessEngine({ load: (runId) => store.loadSync!(runId) });
     const plan = (await engineOf()).compile({ root: { template: chain('charge', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], { requires: ['tool:charge'] }) } });
     const runId = 'run-resumed-while-committing';
     // The first owner's attempt never answers; the worker's answers after 100 ms.

@@ -9,13 +9,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { EngineInstance } from '../../dist/hosts/core/engine-instance.js';
 import { Kernel } from '../../dist/hosts/core/kernel.js';
-import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
 import { registryGateway } from '../../dist/hosts/node/sdk/gateway.js';
 import { openJournalStore } from '../../dist/hosts/node/stores/open-store.js';
-import { sha256Hex } from '../../dist/hosts/shared/digest.js';
-import { chain } from '../helpers/node-host.js';
+import { chain, scriptlessEngine } from '../helpers/node-host.js';
 
 const TTL = 3000;
 const everything = { id: 'local', scopes: ['*'] };
@@ -81,7 +78,7 @@ async function stalledHost(stall: Stall) {
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
-  const engine = await EngineInstance.create(nodeComponentLoader(), { load: (runId) => store.loadSync!(runId), evaluateScript: () => ({ ok: false, error: { code: 'script.runtime', message: 'none' } }), checkScriptSyntax: () => undefined, sha256Hex, log: () => undefined });
+  const engine = await scriptlessEngine({ load: (runId) => store.loadSync!(runId) });
   const gateway = registryGateway({
     credentials: async (ref: { runId: string }) => {
       if (stall === 'in-gateway' && !takenOver) {
