@@ -1,6 +1,7 @@
 // Agent turn overhead, with the same fake model (it answers at once) on this product
 // (agent.run@1, SQLite store) and on LangGraph's prebuilt ReAct agent with its SQLite
-// checkpointer (from bench/peers, when installed), in one process, the systems taking turns:
+// checkpointer (from bench/peers, when installed), each system in a process of its own, the
+// systems taking turns:
 //
 //   two-turn   N runs of a two-turn agent (one tool call, then the answer)
 //   ten-turn   N/5 runs of a ten-turn loop with two tool calls a turn (the answer on turn ten)
@@ -12,10 +13,16 @@
 // (every call after its commit, one commit per activation). Each system gets untimed warm-up
 // runs first (`warmupOf`); the timed runs are interleaved in rounds (`measure`). Prints a table;
 // never fails.
+//
+// Each system runs in a child process of this script (`--system <index> --scenario <index>`),
+// as a user runs one of them: no system's garbage is collected, nor its heap walked, in another's
+// timed runs. The parent only tells the children when to run and adds up what they measure.
+import { fork } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
 
@@ -32,7 +39,7 @@ const scenarios = [
  * engine's WebAssembly is compiled to its optimized tier in the background while it runs (on
  * this 2-core machine, beside the runs), which a tenth did not always cover.
  */
-const warmupOf = (s) => Math.max(10, Math.round(s.runs / 4));
+const warmupOf = (s) => Number(process.env.WARM ?? Math.max(10, Math.round(s.runs / 4)));
 
 /** The tool calls of turn `turn` (none on the last turn: the answer). */
 const callsOf = (s, turn) => (turn >= s.turns ? [] : Array.from({ length: s.toolsPerTurn }, (_, i) => ({ id: `c${turn}-${i}`, name: 'lookup', input: { q: `${turn}-${i}` } })));
@@ -107,56 +114,106 @@ const systems = [
   ['agent-dag-workflow, dispatchBeforeCommit: false', (s) => ours(s, { dispatchBeforeCommit: false })],
   ['LangGraph createReactAgent (SqliteSaver)', langgraph],
 ];
+const flag = (name) => (process.argv.includes(name) ? Number(process.argv[process.argv.indexOf(name) + 1]) : undefined);
+
 /**
- * The timed runs of a scenario, interleaved: every system gets its warm-up runs first, then the
- * runs go in `rounds` rounds, each system one after the other in every round, so that a machine
- * that slows down or speeds up while the benchmark runs (a shared one does) weighs on every system
- * alike. Returns each system's total time of timed runs, or the error it could not run with.
+ * A child: opens one system for one scenario, runs its warm-up, then runs what each message asks
+ * (`{ count, from }`) and answers the time it took (`{ ms }`), or the error it could not run with.
  */
-async function measure(s) {
+async function child(systemIndex, scenarioIndex) {
+  const s = scenarios[scenarioIndex];
+  let system;
+  try {
+    system = await systems[systemIndex][1](s);
+    for (let i = 0; i < warmupOf(s); i++) await system.run(-1 - i);
+    process.send({ ready: true });
+  } catch (error) {
+    process.send({ error: String(error.message).slice(0, 60) }, () => process.disconnect());
+    return;
+  }
+  process.on('message', async ({ count, from, close }) => {
+    if (close) {
+      await system.close();
+      process.disconnect();
+      return;
+    }
+    try {
+      const start = performance.now();
+      for (let i = 0; i < count; i++) await system.run(from + i);
+      process.send({ ms: performance.now() - start });
+    } catch (error) {
+      process.send({ error: String(error.message).slice(0, 60) });
+    }
+  });
+}
+
+/** A system's child process, with `ask(message)` answering its next reply. */
+function spawnSystem(systemIndex, scenarioIndex) {
+  const proc = fork(fileURLToPath(import.meta.url), ['--system', String(systemIndex), '--scenario', String(scenarioIndex)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const replies = [];
+  let waiting;
+  proc.on('message', (m) => (waiting ? (waiting(m), (waiting = undefined)) : replies.push(m)));
+  proc.on('exit', (code) => waiting?.({ error: `its process exited with ${code}` }));
+  const next = () => (replies.length > 0 ? Promise.resolve(replies.shift()) : new Promise((resolve) => (waiting = resolve)));
+  return {
+    next,
+    ask: (message) => (proc.send(message), next()),
+    close: () => new Promise((resolve) => (proc.exitCode !== null ? resolve() : (proc.once('exit', resolve), proc.send({ close: true })))),
+  };
+}
+
+/**
+ * The timed runs of a scenario, interleaved: every system gets its warm-up runs first (in its own
+ * process, one system at a time), then the runs go in `rounds` rounds, each system one after the
+ * other in every round, so that a machine that slows down or speeds up while the benchmark runs
+ * (a shared one does) weighs on every system alike. Returns each system's total time of timed
+ * runs, or the error it could not run with.
+ */
+async function measure(scenarioIndex) {
+  const s = scenarios[scenarioIndex];
   const rounds = Math.min(s.runs, 10);
   const entries = [];
-  for (const [name, open] of systems) {
-    try {
-      const system = await open(s);
-      for (let i = 0; i < warmupOf(s); i++) await system.run(-1 - i);
-      entries.push({ name, system, ms: 0 });
-    } catch (error) {
-      entries.push({ name, error: String(error.message).slice(0, 60) });
-    }
+  for (let i = 0; i < systems.length; i++) {
+    const proc = spawnSystem(i, scenarioIndex);
+    const first = await proc.next();
+    entries.push({ name: systems[i][0], proc, ms: 0, ...(first.error ? { error: first.error } : {}) });
   }
   let next = 0;
   for (let round = 0; round < rounds; round++) {
     const count = Math.floor(((round + 1) * s.runs) / rounds) - Math.floor((round * s.runs) / rounds);
     for (const e of entries) {
       if (e.error) continue;
-      try {
-        const start = performance.now();
-        for (let i = 0; i < count; i++) await e.system.run(next + i);
-        e.ms += performance.now() - start;
-      } catch (error) {
-        e.error = String(error.message).slice(0, 60);
-      }
+      const reply = await e.proc.ask({ count, from: next });
+      if (reply.error) e.error = reply.error;
+      else e.ms += reply.ms;
     }
     next += count;
   }
-  for (const e of entries) await e.system?.close();
+  for (const e of entries) await e.proc.close();
   return entries;
 }
 
-console.log(`agent turn overhead, loadavg at start: ${load()}`);
-console.log('| scenario | system | runs | total ms | ms/run | ms/turn | vs LangGraph |\n|---|---|---|---|---|---|---|');
-for (const s of scenarios) {
-  const rows = await measure(s);
-  const peer = rows.find((r) => r.name.startsWith('LangGraph') && !r.error);
-  for (const r of rows) {
-    if (r.error) {
-      console.log(`| ${s.name} | ${r.name} | ${s.runs} | skipped | ${r.error} | | |`);
-      continue;
-    }
-    const perTurn = r.ms / s.runs / s.turns;
-    const ratio = peer ? `${(r.ms / peer.ms).toFixed(2)}x` : '';
-    console.log(`| ${s.name} | ${r.name} | ${s.runs} | ${r.ms.toFixed(0)} | ${(r.ms / s.runs).toFixed(2)} | ${perTurn.toFixed(2)} | ${ratio} |`);
-  }
+if (flag('--system') !== undefined) {
+  await child(flag('--system'), flag('--scenario'));
+} else {
+  await main();
 }
-console.log(`loadavg at end: ${load()}`);
+
+async function main() {
+  console.log(`agent turn overhead, loadavg at start: ${load()}`);
+  console.log('| scenario | system | runs | total ms | ms/run | ms/turn | vs LangGraph |\n|---|---|---|---|---|---|---|');
+  for (const [index, s] of scenarios.entries()) {
+    const rows = await measure(index);
+    const peer = rows.find((r) => r.name.startsWith('LangGraph') && !r.error);
+    for (const r of rows) {
+      if (r.error) {
+        console.log(`| ${s.name} | ${r.name} | ${s.runs} | skipped | ${r.error} | | |`);
+        continue;
+      }
+      const perTurn = r.ms / s.runs / s.turns;
+      const ratio = peer ? `${(r.ms / peer.ms).toFixed(2)}x` : '';
+      console.log(`| ${s.name} | ${r.name} | ${s.runs} | ${r.ms.toFixed(0)} | ${(r.ms / s.runs).toFixed(2)} | ${perTurn.toFixed(2)} | ${ratio} |`);
+    }
+  }
+  console.log(`loadavg at end: ${load()}`);
+}

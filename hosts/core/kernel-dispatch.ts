@@ -146,17 +146,21 @@ export class Dispatcher {
   /**
    * Starts a call while the commit that records its request is still on its way, when that is
    * safe: a tool or agent call that is read-only or idempotent by the template or by the gateway
-   * (running it again, as after a crash, is harmless), of a run whose lease is known valid for a third of its lifetime more
+   * (running it again, as after a crash, is harmless) — with `readOnlyOnly` (beside a run's first
+   * commit), a read-only one only, of a run whose lease is known valid for a third of its lifetime more
    * without renewing. Its outcome is held until `landed` says whether the commit landed; when it
    * did not, the call is aborted and its outcome dropped (the run's next activation decides again
    * from the journal). Answers whether the call started; one that did not is dispatched as usual
    * once its commit has landed.
    */
-  dispatchEarly(request: GatewayRequest): boolean {
+  dispatchEarly(request: GatewayRequest, readOnlyOnly = false): boolean {
     if (!this.host.dispatchBeforeCommit || !earlyKinds.has(request.kind) || this.host.closed() || this.host.stopping()) return false;
     // Safe by the template's declaration (journaled in the request) or by the gateway's, as for
-    // the calls a takeover reissues.
-    if (request.effect === 'unknown' && (this.host.gateway.effects()[`${request.kind}:${request.name}`] ?? 'unknown') === 'unknown') return false;
+    // the calls a takeover reissues. Beside a run's first commit, only a call that changes nothing.
+    if (request.effect !== 'read-only') {
+      const declared = this.host.gateway.effects()[`${request.kind}:${request.name}`] ?? 'unknown';
+      if (readOnlyOnly ? declared !== 'read-only' : request.effect === 'unknown' && declared === 'unknown') return false;
+    }
     const leases = this.host.leases;
     if (leases && !leases.knownValid(request.runId)) return false;
     let open!: (landed: boolean) => void;

@@ -83,7 +83,14 @@ interface Ready {
 }
 
 /** An activation of a batch, waiting for the batch's commit. */
-type Result = Omit<Committed, 'rest' | 'wrote'> & { commits: CommitEntry[]; rest?: boolean; delivery?: CommitEntry['delivery']; early?: string[] };
+type Result = Omit<Committed, 'rest' | 'wrote'> & {
+  commits: CommitEntry[];
+  rest?: boolean;
+  delivery?: CommitEntry['delivery'];
+  early?: string[];
+  /** The commit is the run's first, of a run id drawn here (`Pending.newRun.fresh`): only read-only calls start beside it. */
+  firstOfFresh?: boolean;
+};
 
 /** What the scheduler works with: the engine, the store, the clock and when it flushes. */
 export interface SchedulerOptions {
@@ -105,8 +112,8 @@ export interface SchedulerOptions {
 export interface SchedulerDispatch {
   /** Calls of the run in flight here that need this process to stay its owner. */
   busyFor(runId: string): number;
-  /** Starts a read-only or idempotent call before its commit lands, when that is safe; answers whether it did. */
-  dispatchEarly(request: GatewayRequest): boolean;
+  /** Starts a read-only or idempotent call (`readOnlyOnly`: a read-only one) before its commit lands, when that is safe; answers whether it did. */
+  dispatchEarly(request: GatewayRequest, readOnlyOnly?: boolean): boolean;
   /** Whether the commit of early calls' requests landed (their outcomes go on) or not (they are aborted). */
   landed(invocationIds: readonly string[], landed: boolean): void;
   /** The outcomes of these early calls, when all of them ended before their commit was written. */
@@ -270,7 +277,17 @@ export class Scheduler {
 
   /** What an activation of a run's `groups` gives the batch's commit. */
   private resultOf({ runId, pending, lease }: Ready, groups: FactGroup[], out: { summary: ActivationSummary } & StagedWork): Result {
-    return { runId, groups, summary: out.summary, requests: stillInFlight(out.requests, out.summary), cancels: out.cancels, commits: out.commits, lease, ...(pending.newRun?.delivery ? { delivery: pending.newRun.delivery } : {}) };
+    return {
+      runId,
+      groups,
+      summary: out.summary,
+      requests: stillInFlight(out.requests, out.summary),
+      cancels: out.cancels,
+      commits: out.commits,
+      lease,
+      ...(pending.newRun?.delivery ? { delivery: pending.newRun.delivery } : {}),
+      ...(pending.newRun?.fresh === true && out.commits.some((c) => c.expectedSeq === 0) ? { firstOfFresh: true } : {}),
+    };
   }
 
   /** The activation that applies `groups` of a run's queued facts. */
@@ -428,12 +445,13 @@ export class Scheduler {
     const leases = this.host.leases;
     if (refused.length > 0 && leases) await leases.refuse(refused).catch((err) => this.host.log('warn', `recording refused commands failed: ${(err as Error).message}`));
     // Read-only and idempotent calls start now, beside the commit (their outcomes wait for it) —
-    // but never beside a run's first commit: until that one is durable the run does not exist,
-    // and a crash would leave an effect of a run no journal holds (a launch acknowledged is a run
-    // that exists).
+    // but beside a run's first commit only read-only ones, and only of a run whose id was drawn
+    // here: until that commit is durable the run does not exist, so a crash would leave an effect
+    // of a run no journal holds (a launch acknowledged is a run that exists), and a run id named
+    // by its caller may be refused by the commit. A read-only call leaves no effect to hold.
     let early = false;
     for (const r of results) {
-      if (r.commits.length === 0 || r.commits.some((c) => c.expectedSeq === 0)) continue;
+      if (r.commits.length === 0 || (!r.firstOfFresh && r.commits.some((c) => c.expectedSeq === 0))) continue;
       if (this.startEarly(r)) early = true;
     }
     // A call starts a few promise steps after `execute` (credentials, the tool's own awaits): one
@@ -496,10 +514,10 @@ export class Scheduler {
     return taken;
   }
 
-  /** Starts the result's read-only and idempotent calls beside its commit; answers whether any started. */
+  /** Starts the result's read-only and idempotent calls (read-only ones only beside a run's first commit) beside its commit; answers whether any started. */
   private startEarly(r: Result): boolean {
     for (const request of r.requests) {
-      if (this.dispatch.dispatchEarly(request)) (r.early ??= []).push(request.invocationId);
+      if (this.dispatch.dispatchEarly(request, r.firstOfFresh === true)) (r.early ??= []).push(request.invocationId);
     }
     return r.early !== undefined;
   }

@@ -2,8 +2,9 @@
 // way; a call whose effect is unknown starts only once its request is durable. The oracle is the
 // tool itself: when it starts, it reads the run's journal through a connection of its own and
 // records whether its `capability.requested` is already there. A commit that does not land aborts
-// an early call, and its outcome reaches no journal. No call starts beside a run's FIRST commit:
-// until it is durable the run does not exist, and a crash would leave an effect no journal holds.
+// an early call, and its outcome reaches no journal. Beside a run's FIRST commit only read-only
+// calls start, and only for a run id the runtime drew itself: until that commit is durable the run
+// does not exist, and a crash would leave an effect no journal holds.
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -50,16 +51,20 @@ function observingTools(file: string, starts: Start[], aborted: string[] = [], l
   return { tools: { lookup: tool('lookup'), notify: tool('notify'), charge: tool('charge') }, close: () => reader?.close() };
 }
 
-/** start -> first (read-only, in the run's first commit) -> lookup (read-only) -> notify (idempotent) -> charge (effect unknown) -> end. */
+/** start -> first (idempotent, in the run's first commit) -> lookup (read-only) -> notify (idempotent) -> charge (effect unknown) -> end. */
 const template = chain('early-dispatch', [
-  { id: 'first', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } },
+  { id: 'first', uses: 'tool.call@1', config: { tool: 'notify', idempotent: true } },
   { id: 'lookup', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } },
   { id: 'notify', uses: 'tool.call@1', config: { tool: 'notify', idempotent: true } },
   { id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } },
 ], { requires: ['tool:lookup', 'tool:notify', 'tool:charge'] });
 
-/** A read-only lookup first, so that what follows is requested after the run's first commit. */
-const afterFirst = (id: string, nodes: unknown[], requires: string[]) => chain(id, [{ id: 'first', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }, ...nodes] as never, { requires: ['tool:lookup', ...requires] });
+/**
+ * An idempotent notify first (requested in the run's first commit, beside which only read-only
+ * calls start), so that what follows is requested after that commit.
+ */
+const afterFirst = (id: string, nodes: unknown[], requires: string[]) =>
+  chain(id, [{ id: 'first', uses: 'tool.call@1', config: { tool: 'notify', idempotent: true } }, ...nodes] as never, { requires: ['tool:lookup', 'tool:notify', ...requires] });
 
 async function journalOf(rt: Awaited<ReturnType<typeof openRuntime>>, runId: string) {
   return (await rt.exportRun(runId)).events as { type: string; payload: { invocationId?: string } }[];
@@ -113,7 +118,7 @@ describe('calls started beside their commit', () => {
   it('starts read-only and idempotent calls before their request is durable, and a call of unknown effect only after', async () => {
     const { starts, events } = await observe(template);
     expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
-      ['lookup', true],
+      ['notify', true],
       ['lookup', false],
       ['notify', false],
       ['charge', true],
@@ -131,7 +136,7 @@ describe('calls started beside their commit', () => {
   it('starts every call after its commit with dispatchBeforeCommit: false', async () => {
     const { starts } = await observe(template, { dispatchBeforeCommit: false });
     expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
-      ['lookup', true],
+      ['notify', true],
       ['lookup', true],
       ['notify', true],
       ['charge', true],
@@ -146,9 +151,60 @@ describe('calls started beside their commit', () => {
     const declared = afterFirst('declared', [{ id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], ['tool:charge']);
     const { starts } = await observe(declared, {}, (tools) => ({ ...tools, charge: { ...tools.charge, idempotent: true } }));
     expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
-      ['lookup', true],
+      ['notify', true],
       ['charge', false],
     ]);
+  });
+
+  it('starts a read-only call beside the first commit of a run whose id it drew, and folds its outcome into that commit; none for a run id the caller named', async () => {
+    const commits: string[][][] = [];
+    const commit = (entries: Entry[], next: Commit) => {
+      commits.push(entries.map((e) => new TextDecoder().decode(e.events).split('\n').filter(Boolean).map((l) => JSON.parse(l).type)));
+      return next(entries);
+    };
+    await observed({ commit }, async ({ rt, starts }) => {
+      const t = chain('first-read-only', [{ id: 'first', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }, { id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], { requires: ['tool:lookup', 'tool:charge'] });
+      const drawn = await rt.launch(t, { input: {} });
+      expect((await drawn.result).status).toBe('completed');
+      expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
+        ['lookup', false],
+        ['charge', true],
+      ]);
+      // One transaction: the run's first activation (the lookup's request) and the next (its
+      // outcome, the charge's request); the charge's outcome after it.
+      expect(commits.map((c) => c.map((types) => types.filter((x) => x.startsWith('capability.')).join('+')))).toEqual([
+        ['capability.requested', 'capability.completed+capability.requested'],
+        ['capability.completed'],
+      ]);
+      expect(commits[0][0]).toContain('run.started');
+      // A run id its caller names may already be taken: the first commit is durable before anything starts.
+      starts.length = 0;
+      const named = await rt.launch(t, { input: {}, runId: 'named-run' });
+      expect((await named.result).status).toBe('completed');
+      expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
+        ['lookup', true],
+        ['charge', true],
+      ]);
+    });
+  });
+
+  it('drops the outcome of a read-only call started beside a first commit that fails: the launch fails and no run exists', async () => {
+    let failed = 0;
+    const commit = (entries: Entry[], next: Commit) => {
+      if (failed === 0 && entries.some((e) => e.expectedSeq === 0)) {
+        failed++;
+        throw Object.assign(new Error('the process died before its first commit was durable'), { code: 'store.io' });
+      }
+      return next(entries);
+    };
+    await observed({ commit }, async ({ rt, starts }) => {
+      const t = chain('first-read-only-fails', [{ id: 'first', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }], { requires: ['tool:lookup'] });
+      await expect(rt.launch(t, { input: {} })).rejects.toMatchObject({ code: 'store.io' });
+      expect(failed).toBe(1);
+      // The lookup ran (it changes nothing); no journal holds it, and no run exists.
+      expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([['lookup', false]]);
+      expect(await rt.listRuns()).toEqual([]);
+    });
   });
 
   it('starts no call beside a run\'s first commit: when that commit fails, no tool ran and no run exists', async () => {
@@ -188,7 +244,7 @@ describe('calls started beside their commit', () => {
       for (let i = 0; i < 100 && aborted.length === 0; i++) await new Promise((r) => setTimeout(r, 20));
       expect(failed).toBe(1);
       expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
-        ['lookup', true],
+        ['notify', true],
         ['lookup', false],
       ]);
       expect(aborted).toEqual([starts[1].invocationId]);
@@ -215,7 +271,7 @@ describe('calls started beside their commit', () => {
       expect((await handle.result).status).toBe('completed');
       const second = starts[1].invocationId;
       expect(starts.map((s) => [s.tool, s.requestDurable])).toEqual([
-        ['lookup', true],
+        ['notify', true],
         ['lookup', false],
         ['charge', true],
       ]);
@@ -252,7 +308,7 @@ describe('calls started beside their commit', () => {
       const before = await journalOf(rt, failing.runId);
       expect(before.filter((e) => e.payload.invocationId === second)).toEqual([]);
       expect(before.map((e) => e.type)).not.toContain('capability.completed');
-      // Resumed, it goes on from the journal: the first call (read-only, in flight there) is asked again.
+      // Resumed, it goes on from the journal: the first call (idempotent, in flight there) is asked again.
       const resumed = await rt.resume(failing.runId);
       expect((await resumed.result).status).toBe('completed');
       const after = await journalOf(rt, failing.runId);
