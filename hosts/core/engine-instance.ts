@@ -421,7 +421,17 @@ export class EngineInstance {
         },
       },
       'gm-hz:workflow/digest@1.0.0': {
-        sha256: this.sha256Hex,
+        sha256: withRawLowering(
+          (text: string) => this.sha256Hex!(text),
+          // sha256(text: string) -> string: the text's pointer and length, then where the
+          // result's pointer (+0) and length (+4) go.
+          (memory, realloc) => (ptr: number, len: number, retPtr: number) => {
+            const [hexPtr, hexLen] = lowerString(memory, realloc, this.sha256Hex!(utf8Text(memory, ptr, len)));
+            const view = new DataView(memory.buffer);
+            view.setUint32(retPtr, hexPtr, true);
+            view.setUint32(retPtr + 4, hexLen, true);
+          },
+        ),
       },
       'gm-hz:workflow/log@1.0.0': {
         write(level: 'debug' | 'info' | 'warn' | 'error', message: string) {

@@ -1,4 +1,4 @@
-// The journal and gateway imports hand the transpiled bindings a canonical-ABI lowering of their
+// The journal, gateway and digest imports hand the transpiled bindings a canonical-ABI lowering of their
 // own (`Symbol.for('cabiLower')`, jco's `--import-bindings hybrid`), which skips the bindings'
 // task machinery on every call. The bindings must really take it, and what the host receives
 // through it must be exactly what the generic path gives: the same commits byte for byte, the
@@ -52,6 +52,9 @@ async function scenario(generic: boolean) {
   );
   const plan = engine.compile({ root: { template } });
   const record: string[] = [];
+  // The plan's hashes are the digest import's answers (SHA-256 of its canonical text), here of text beyond ASCII.
+  const described = engine.compile({ root: { template: { ...template, metadata: { id: 'raw', description: 'ünïcödé ✓ \u2028 𝄞' } } } });
+  record.push(`plans ${plan.planHash} ${described.planHash} ${JSON.stringify(described.templates)}`);
   const note = (out: ReturnType<EngineInstance['activate']>) => {
     journal.apply(out.commits);
     for (const c of out.commits) {
@@ -86,10 +89,10 @@ async function scenario(generic: boolean) {
   return { asked, record, loadError, dead: engine.dead };
 }
 
-describe('raw lowerings of the journal and gateway imports', () => {
-  it('are what the bindings call, for load, commit, request and cancel', async () => {
+describe('raw lowerings of the journal, gateway and digest imports', () => {
+  it('are what the bindings call, for load, commit, request, cancel and sha256', async () => {
     const { asked } = await scenario(false);
-    expect(asked.sort()).toEqual(['gm-hz:workflow/gateway#cancel', 'gm-hz:workflow/gateway#request', 'gm-hz:workflow/journal#commit', 'gm-hz:workflow/journal#load']);
+    expect(asked.sort()).toEqual(['gm-hz:workflow/digest#sha256', 'gm-hz:workflow/gateway#cancel', 'gm-hz:workflow/gateway#request', 'gm-hz:workflow/journal#commit', 'gm-hz:workflow/journal#load']);
   });
 
   it('hand the host and the engine exactly what the generic path does', async () => {
