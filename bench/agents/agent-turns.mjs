@@ -35,11 +35,12 @@ const scenarios = [
 ];
 
 /**
- * Untimed runs before the timed ones, on the same runtime or agent: a quarter, at least 10. The
- * engine's WebAssembly is compiled to its optimized tier in the background while it runs (on
- * this 2-core machine, beside the runs), which a tenth did not always cover.
+ * Untimed runs before the timed ones, on the same runtime or agent: a quarter, at least 10, and
+ * at least 200 turns. The engine's WebAssembly is compiled to its optimized tier in the
+ * background, function by function as it is called (on this 2-core machine, beside the runs):
+ * ten runs of the ten-turn loop left it a third slower than it runs once warm.
  */
-const warmupOf = (s) => Number(process.env.WARM ?? Math.max(10, Math.round(s.runs / 4)));
+const warmupOf = (s) => Math.max(10, Math.round(s.runs / 4), Math.ceil(200 / s.turns));
 
 /** The tool calls of turn `turn` (none on the last turn: the answer). */
 const callsOf = (s, turn) => (turn >= s.turns ? [] : Array.from({ length: s.toolsPerTurn }, (_, i) => ({ id: `c${turn}-${i}`, name: 'lookup', input: { q: `${turn}-${i}` } })));

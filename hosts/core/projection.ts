@@ -68,3 +68,11 @@ export function outcomeOfRecord(record: RunRecord, projection: RunProjection): R
     ...(projection.error !== undefined ? { error: projection.error } : {}),
   };
 }
+
+/**
+ * The outcome of a run whose terminal commit this process just made, from that commit's summary:
+ * what `outcomeOfRecord` answers once the commit is read back (a terminal run never changes).
+ */
+export function outcomeOfCommitted(summary: ActivationSummary): RunOutcome {
+  return outcomeOfRecord({ runId: summary.runId, status: summary.status, lastSeq: summary.seq } as RunRecord, storedProjection(summary));
+}

@@ -10,12 +10,13 @@ import type { EngineInstance } from '../core/engine-instance.js';
 import { approvalTarget, launchAuthority, validateTemplate, exportFromStore, isTerminal, pinnedDependencies, planOfTail, runNotFound, runView, workflowIdOf, type AuthorityResolver, type LaunchTarget, type RunView } from '../core/host-runtime.js';
 import { resolutionFields, type Resolution } from '../core/operator.js';
 import { tracePage, type Operator, type TracePage } from '../core/operator-api.js';
-import { KernelError, type Kernel } from '../core/kernel.js';
+import { KernelError, type Kernel, type RunOutcome } from '../core/kernel.js';
+import { outcomeOfCommitted } from '../core/projection.js';
 import { leaseDefaults } from '../core/leases.js';
 import type { CommandResult, OperatorCommand } from '../core/ownership-store.js';
 import { asError, WorkflowError } from './sdk/errors.js';
 import type { NodeJournalStore, StoreBundle } from './stores/open-store.js';
-import type { Authority, ExecutionPlan, HostLog, ValidationReport } from '../core/types.js';
+import { terminalStatuses, type ActivationSummary, type Authority, type ExecutionPlan, type HostLog, type ValidationReport } from '../core/types.js';
 import type { ListedCapability } from './sdk/gateway.js';
 import type { RunListFilter } from '../core/store.js';
 import type { RunExport } from '../core/export-format.js';
@@ -115,14 +116,15 @@ export class WorkflowRuntime implements Operator {
     const { runId, plan, templateKey, authority, options, actor, delivery } = prepared;
     if (options.idempotencyKey !== undefined && (await this.store.getRun(runId))) return this.handle(runId);
     this.parts.traces.remember(runId, options.correlation);
+    let summary: ActivationSummary;
     try {
       // A run id that neither the caller nor an idempotency key named was drawn at random by `prepareLaunch`.
       const fresh = options.runId === undefined && options.idempotencyKey === undefined;
-      await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor, ...(delivery ? { delivery } : {}), ...(fresh ? { fresh } : {}) });
+      summary = await this.kernel.launch({ runId, plan, templateKey, input: options.input ?? {}, authority, timeoutMs: options.timeoutMs, correlation: options.correlation, actor, ...(delivery ? { delivery } : {}), ...(fresh ? { fresh } : {}) });
     } catch (err) {
       throw asError(err);
     }
-    return this.handle(runId, true);
+    return this.handle(runId, true, terminalStatuses.has(summary.status) ? outcomeOfCommitted(summary) : undefined);
   }
 
   /**
@@ -255,8 +257,8 @@ export class WorkflowRuntime implements Operator {
   }
 
   /** A handle on a run (sdk/run-handle.ts); `carriedOutHere`: this process is carrying it out. */
-  private handle(runId: string, carriedOutHere = false): WorkflowRunHandle {
-    return runHandle(runId, carriedOutHere, { waitFor: (id, orPaused) => this.kernel.waitFor(id, orPaused), cancel: (id, reason) => this.cancel(id, { reason }), live: (id, options) => this.live(id, options) });
+  private handle(runId: string, carriedOutHere = false, ended?: RunOutcome): WorkflowRunHandle {
+    return runHandle(runId, carriedOutHere, { waitFor: (id, orPaused) => this.kernel.waitFor(id, orPaused), cancel: (id, reason) => this.cancel(id, { reason }), live: (id, options) => this.live(id, options) }, ended);
   }
 
   /**

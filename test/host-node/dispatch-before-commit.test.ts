@@ -188,6 +188,32 @@ describe('calls started beside their commit', () => {
     });
   });
 
+  it('answers the outcome of a run that ended within its first commit as the store tells it, without reading it back', async () => {
+    for (const capture of ['replayable', 'metadata'] as const) {
+      const dir = tempDir();
+      const rt = await openRuntime({ dir, capture: { mode: capture }, tools: { lookup: { readOnly: true, execute: (input: unknown) => ({ looked: input }) } } as never });
+      try {
+        const t = chain('ends-at-once', [{ id: 'first', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' }, inputs: { q: { source: 'input', path: '/q' } } }], { requires: ['tool:lookup'], outputs: { found: { source: 'output', nodeId: 'first' } } });
+        const store = (rt as any).store;
+        const getRun = store.getRun.bind(store);
+        let reads = 0;
+        store.getRun = (runId: string) => (reads++, getRun(runId));
+        const handle = await rt.launch(t, { input: { q: 'x' } });
+        const outcome = await handle.result;
+        expect(await handle.settled()).toBe(outcome);
+        expect(reads).toBe(0);
+        // The same outcome as a process that follows the run through the store.
+        expect(outcome).toStrictEqual(await rt.follow(handle.runId).result);
+        expect(reads).toBeGreaterThan(0);
+        expect(outcome).toMatchObject({ runId: handle.runId, status: 'completed' });
+        if (capture === 'replayable') expect(outcome.output).toEqual({ found: { looked: { q: 'x' } } });
+        else expect(outcome).not.toHaveProperty('output');
+      } finally {
+        await rt.close();
+      }
+    }
+  });
+
   it('drops the outcome of a read-only call started beside a first commit that fails: the launch fails and no run exists', async () => {
     let failed = 0;
     const commit = (entries: Entry[], next: Commit) => {

@@ -16,8 +16,14 @@ export interface RunHandleHost {
  * waits from now on (a commit of it that this process loses fails the wait). Otherwise `result`
  * waits only once asked for: the wait follows the run through the store, one read per poll
  * interval, and a process that queues thousands of runs for workers must not poll for each.
+ * `ended`: the outcome of a run that this process saw end (its terminal commit landed here).
  */
-export function runHandle(runId: string, carriedOutHere: boolean, host: RunHandleHost): WorkflowRunHandle {
+export function runHandle(runId: string, carriedOutHere: boolean, host: RunHandleHost, ended?: RunOutcome): WorkflowRunHandle {
+  // A run that ended with the commit that started it (its calls answered at once): its outcome is known.
+  if (ended) {
+    const outcome = Promise.resolve(ended);
+    return { runId, result: outcome, settled: () => outcome, cancel: (reason?: string) => host.cancel(runId, reason), live: (options?: LiveOptions) => host.live(runId, options) };
+  }
   let result: Promise<RunOutcome> | undefined;
   const wait = () => {
     if (!result) {
