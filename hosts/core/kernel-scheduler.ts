@@ -31,6 +31,48 @@ function stillInFlight(requests: GatewayRequest[], summary: ActivationSummary): 
   return requests.every((r) => inFlight.has(r.invocationId)) ? requests : requests.filter((r) => inFlight.has(r.invocationId));
 }
 
+/**
+ * The commits of a run's activations in one batch (a fold's), consecutive ones written as one
+ * entry: the store checks the run's sequence and writes its row once, not once per activation.
+ * An entry with a checkpoint ends its group (the checkpoint is the state at the group's last
+ * seq), and a group's events stay within `bytesMax` (the bound on one commit's events). The
+ * journal is the same event for event.
+ */
+export function mergedCommits(commits: CommitEntry[], bytesMax = Infinity): CommitEntry[] {
+  if (commits.length < 2) return commits;
+  const out: CommitEntry[] = [];
+  let group = [commits[0]];
+  let bytes = commits[0].events.byteLength;
+  for (let i = 1; i < commits.length; i++) {
+    const c = commits[i];
+    const previous = group[group.length - 1];
+    if (c.runId === previous.runId && previous.checkpoint === undefined && c.expectedSeq === previous.lastSeq && !c.plan && bytes + 1 + c.events.byteLength <= bytesMax) {
+      group.push(c);
+      bytes += 1 + c.events.byteLength;
+    } else {
+      out.push(joined(group, bytes));
+      group = [c];
+      bytes = c.events.byteLength;
+    }
+  }
+  out.push(joined(group, bytes));
+  return out;
+}
+
+/** One entry for commits of consecutive seqs: the first's expected seq and plan, the last's state, every event in order. */
+function joined(group: CommitEntry[], bytes: number): CommitEntry {
+  if (group.length === 1) return group[0];
+  const events = new Uint8Array(bytes);
+  let at = 0;
+  for (const c of group) {
+    if (at > 0) events[at++] = 0x0a;
+    events.set(c.events, at);
+    at += c.events.byteLength;
+  }
+  const first = group[0];
+  return { ...group[group.length - 1], expectedSeq: first.expectedSeq, events, ...(first.plan ? { plan: first.plan } : {}) };
+}
+
 /** At most this many activations of a run go into one commit (see `Scheduler.fold`). */
 export const foldActivationsMax = 16;
 
@@ -465,8 +507,9 @@ export class Scheduler {
     for (const r of results) {
       // Decided once, when the entry is staged: the lease bookkeeping after the commit follows it.
       const rest = (r.rest = this.comesToRest(r.runId, r.summary, r.requests));
-      r.commits.forEach((c, n) => {
-        const last = n === r.commits.length - 1;
+      const commits = mergedCommits(r.commits, this.host.commitBytesMax);
+      commits.forEach((c, n) => {
+        const last = n === commits.length - 1;
         entries.push({
           ...c,
           ...(r.lease ? { lease: r.lease } : {}),
