@@ -73,6 +73,14 @@ async function journalOf(rt: Awaited<ReturnType<typeof openRuntime>>, runId: str
 type Entry = { runId: string; expectedSeq: number; events: Uint8Array };
 type Commit = (entries: Entry[]) => unknown;
 
+/** The types of the events a store entry holds, in order. */
+const eventTypes = (e: Entry): string[] =>
+  new TextDecoder()
+    .decode(e.events)
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l).type as string);
+
 /**
  * `fn` with a fresh runtime whose tools observe their start (`observingTools`, `later` answering
  * two turns late), every store commit handed to `commit` first, which writes it with `next` or
@@ -159,7 +167,7 @@ describe('calls started beside their commit', () => {
   it('starts a read-only call beside the first commit of a run whose id it drew, and folds its outcome into that commit; none for a run id the caller named', async () => {
     const commits: string[][][] = [];
     const commit = (entries: Entry[], next: Commit) => {
-      commits.push(entries.map((e) => new TextDecoder().decode(e.events).split('\n').filter(Boolean).map((l) => JSON.parse(l).type)));
+      commits.push(entries.map(eventTypes));
       return next(entries);
     };
     await observed({ commit }, async ({ rt, starts }) => {
@@ -288,7 +296,7 @@ describe('calls started beside their commit', () => {
     // What each store commit held: per entry, the types of its events.
     const commits: string[][][] = [];
     const commit = (entries: Entry[], next: Commit) => {
-      commits.push(entries.map((e) => new TextDecoder().decode(e.events).split('\n').filter(Boolean).map((l) => JSON.parse(l).type)));
+      commits.push(entries.map(eventTypes));
       return next(entries);
     };
     await observed({ commit }, async ({ rt, starts }) => {
@@ -318,8 +326,7 @@ describe('calls started beside their commit', () => {
     let failed = 0;
     // The commit that folds the second call's request and outcome (two activations of one run) fails once.
     const commit = (entries: Entry[], next: Commit) => {
-      const types = (e: Entry) => new TextDecoder().decode(e.events).split('\n').map((l) => JSON.parse(l).type as string);
-      if (failed === 0 && entries.some((e) => types(e).filter((t) => t === 'capability.completed').length === 2)) {
+      if (failed === 0 && entries.some((e) => eventTypes(e).filter((t) => t === 'capability.completed').length === 2)) {
         failed++;
         throw Object.assign(new Error('disk full'), { code: 'store.io' });
       }

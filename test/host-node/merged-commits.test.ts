@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { mergedCommits } from '../../dist/hosts/core/kernel-scheduler.js';
 import type { CommitEntry } from '../../dist/hosts/core/store.js';
 import { WorkflowRuntime } from '../../dist/hosts/node/index.js';
-import { tempDir } from '../helpers/node-host.js';
+import { chain, tempDir } from '../helpers/node-host.js';
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -14,16 +14,10 @@ const usage = { inputTokens: 1, outputTokens: 1 };
 
 /** A ten-turn agent with two read-only tool calls a turn, whose model and tools answer at once. */
 const turns = 10;
-const agentTemplate = {
-  apiVersion: 'workflow.gm-hz.dev/v1alpha1',
-  kind: 'WorkflowTemplate',
-  metadata: { id: 'merged' },
-  spec: {
-    nodes: [{ id: 'start', uses: 'core.start@1' }, { id: 'agent', uses: 'agent.run@1', config: { model: 'fake', tools: ['lookup'], maxTurns: turns + 1 } }, { id: 'end', uses: 'core.end@1', inputs: { a: { source: 'output', nodeId: 'agent' } } }],
-    edges: [{ from: 'start', to: 'agent' }, { from: 'agent', to: 'end' }],
-    requires: ['model:fake', 'tool:lookup'],
-  },
-};
+const agentTemplate = chain('merged', [{ id: 'agent', uses: 'agent.run@1', config: { model: 'fake', tools: ['lookup'], maxTurns: turns + 1 } }], {
+  requires: ['model:fake', 'tool:lookup'],
+  outputs: { a: { source: 'output', nodeId: 'agent' } },
+});
 
 function options(dir: string, extra: Record<string, unknown> = {}) {
   return {
