@@ -152,9 +152,10 @@ export class EngineCore {
     const expectedSeq = activation.seqBefore;
     const terminal = isTerminalStatus(state.status);
     let checkpoint: string | undefined;
-    // A checkpoint when the run comes to rest (paused or ended) and after an interval of events
-    // (`checkpointInterval`), so a cold activation reads at most one interval of events.
-    const cameToRest = (terminal || state.status === 'paused') && `${state.status}/${state.pausedReason ?? ''}` !== statusBefore;
+    // A checkpoint when the run comes to rest (paused, or ended without `checkpoint-v3`) and after
+    // an interval of events (`checkpointInterval`), so a cold activation reads at most one interval
+    // of events.
+    const cameToRest = (terminal ? !activation.has('checkpoint-v3') : state.status === 'paused') && `${state.status}/${state.pausedReason ?? ''}` !== statusBefore;
     if (cameToRest || state.seq + 1 - state.lastCheckpointSeq >= checkpointInterval(activation, state.lastCheckpointSeq)) {
       activation.emit('checkpoint.committed', { checkpointVersion: checkpointSchemaVersion });
       if (this.options.checkpointTexts !== false) checkpoint = JSON.stringify(activation.run.capture === 'metadata' ? checkpointWithoutPayloads(activation.run) : activation.run);
@@ -227,7 +228,7 @@ export function checkpointInterval(a: Activation, lastCheckpointSeq: number): nu
  * foreach items and the run output. Such a checkpoint is for inspection; the run cannot continue
  * from it (see `failWithoutPayloads`).
  */
-function checkpointWithoutPayloads(state: RunState): RunState {
+export function checkpointWithoutPayloads(state: RunState): RunState {
   const nodes: RunState['nodes'] = {};
   for (const [id, n] of Object.entries(state.nodes)) {
     const { output: _output, foreach, ...rest } = n;

@@ -27,9 +27,9 @@ export interface ModelTurnInput {
   turn: number;
   instructions?: string;
   /** Skill names; the host's skill resolver turns them into text. */
-  skills?: string[];
+  skills?: readonly string[];
   /** The tools allowed at this moment: the node's `tools` ∩ `spec.requires` ∩ the authority. */
-  tools: string[];
+  tools: readonly string[];
   outputSchema?: Json;
   /** The whole conversation so far, built from journaled outputs only. */
   messages: AgentMessage[];
@@ -40,11 +40,11 @@ export interface ModelTurnInput {
 /** What `capability.requested` of a model turn journals as its `input`. */
 export interface ModelTurnRecord {
   turn: number;
-  tools: string[];
+  tools: readonly string[];
   messagesDigest: string;
   messagesCount: number;
   instructionsDigest?: string;
-  skills?: string[];
+  skills?: readonly string[];
   outputSchemaDigest?: string;
 }
 

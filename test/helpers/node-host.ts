@@ -1,4 +1,5 @@
 // Opens the built Node host (dist/) in a fresh temporary state directory.
+import canonicalizeModule from 'canonicalize';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +7,19 @@ import { EngineInstance, type ComponentLoader } from '../../dist/hosts/core/engi
 import { WorkflowRuntime, type RuntimeOptions } from '../../dist/hosts/node/index.js';
 import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
 import { sha256Hex } from '../../dist/hosts/shared/digest.js';
+import type { ExecutionPlan } from '../../dist/hosts/core/types.js';
+
+const canonicalize = ((canonicalizeModule as unknown as { default?: unknown }).default ?? canonicalizeModule) as (value: unknown) => string;
+
+/**
+ * `plan` without some of its behaviour flags, under the hash such a plan has (the digest of its
+ * canonical JSON): a plan an older engine compiled, as a store holds runs of.
+ */
+export function planWithoutFlags(plan: ExecutionPlan, flags: string[]): ExecutionPlan {
+  const { planHash: _hash, ...body } = plan;
+  const older = { ...body, flags: body.flags.filter((f) => !flags.includes(f)) };
+  return { ...older, planHash: `sha256:${sha256Hex(canonicalize(older))}` } as ExecutionPlan;
+}
 
 export function tempDir(prefix = 'adw-'): string {
   return mkdtempSync(join(tmpdir(), prefix));

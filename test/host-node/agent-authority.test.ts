@@ -72,7 +72,7 @@ describe('an agent loop under an authority narrowed between turns', () => {
         { turn: 3, tools: ['lookup'] },
       ]);
       const refused = { role: 'tool', toolCallId: 'b', toolName: 'pay', error: { code: 'agent.tool-refused', message: 'authority team-a does not grant tool:pay' } };
-      expect(outcome.output).toEqual({ answer: JSON.stringify(refused) });
+      expect(JSON.parse((outcome.output as { answer: string }).answer)).toEqual(refused);
       const events = (await rt.readEvents(handle.runId, { limit: 1000 })).events as { type: string; payload: { kind?: string; name?: string } }[];
       expect(events.filter((e) => e.type === 'capability.requested' && e.payload.kind === 'tool').map((e) => e.payload.name)).toEqual(['lookup']);
     } finally {

@@ -1,8 +1,8 @@
-// The component writes an agent's model request with the conversation's JSON as the loop keeps it
-// (extended by each turn's new messages), spliced into the request's text. What the gateway
-// receives must be exactly `JSON.stringify` of the request: the whole conversation, in order,
-// whatever the messages hold (quotes, a `"messages":` member of their own, control characters,
-// characters outside the BMP), and a digest of its canonical JSON.
+// The component writes an agent's model request with the conversation's canonical JSON as the loop
+// keeps it (extended by each turn's new messages), spliced into the request's text. What the
+// gateway receives must be JSON text that `JSON.stringify` writes again unchanged, holding the
+// request: the whole conversation, in order, whatever the messages hold (quotes, a `"messages":`
+// member of their own, control characters, characters outside the BMP), and its digest.
 import { createHash } from 'node:crypto';
 import canonicalizeModule from 'canonicalize';
 import { describe, expect, it } from 'vitest';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { EngineCallError, EngineInstance, type ComponentLoader } from '../../dist/hosts/core/engine-instance.js';
 import { nodeComponentLoader } from '../../dist/hosts/node/sdk/component.js';
 import { memoryJournal } from '../helpers/memory-journal.js';
-import { chain, scriptlessEngine } from '../helpers/node-host.js';
+import { chain, planWithoutFlags, scriptlessEngine } from '../helpers/node-host.js';
 
 const cabiLower = Symbol.for('cabiLower');
 const decoder = new TextDecoder();
@@ -50,7 +50,9 @@ async function scenario(generic: boolean) {
     ],
     { requires: ['tool:echo'] },
   );
-  const plan = engine.compile({ root: { template } });
+  // Without `checkpoint-v3`, so that the run to its end takes a checkpoint: the commit's checkpoint
+  // and the one a cold activation's tail hands back go through the lowerings too.
+  const plan = planWithoutFlags(engine.compile({ root: { template } }), ['checkpoint-v3']);
   const record: string[] = [];
   // The plan's hashes are the digest import's answers (SHA-256 of its canonical text), here of text beyond ASCII.
   const described = engine.compile({ root: { template: { ...template, metadata: { id: 'raw', description: 'ünïcödé ✓ \u2028 𝄞' } } } });
@@ -76,6 +78,9 @@ async function scenario(generic: boolean) {
     const facts = out.requests.map((r) => ({ type: 'capability-completed', invocationId: r.invocationId, ok: true, output: { echoed: r.input, i } }));
     out = note(engine.activate({ runId: 'run-raw', now: 1_700_000_000_000 + i, facts }));
   }
+  // Late evidence for the ended run: a cold activation from its checkpoint.
+  engine.evict('run-raw');
+  out = note(engine.activate({ runId: 'run-raw', now: 1_700_000_000_900, facts: [{ type: 'capability-completed', invocationId: 'iv-late', ok: true, output: { late: 'ünïcödé' } }] }));
   out = note(engine.activate({ runId: 'run-cancel', now: 1_700_000_001_000, facts: [{ type: 'run-requested', input, authority }], plan }));
   out = note(engine.activate({ runId: 'run-cancel', now: 1_700_000_001_001, facts: [{ type: 'cancel-requested', reason: 'not needed', by: 'operator:ann' }] }));
   journal.failing = true;
@@ -104,6 +109,7 @@ describe('raw lowerings of the journal, gateway and digest imports', () => {
     const text = raw.record.join('\n');
     expect(text).toContain('"type":"run.completed"');
     expect(text).toContain('checkpoint {');
+    expect(text).toContain('"type":"capability.late"');
     expect(text).toContain('ünïcödé ✓');
     expect(raw.record.some((l) => l.startsWith('cancel '))).toBe(true);
     expect(raw.record.filter((l) => l.startsWith('request ')).length).toBeGreaterThanOrEqual(3);

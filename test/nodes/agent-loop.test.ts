@@ -43,7 +43,6 @@ describe('the agent loop', () => {
       ev.nodeStarted('end'),
       ev.committed('end', { answer: 'because' }),
       ev.runCompleted({ answer: 'because' }),
-      ev.checkpoint(),
     ]);
     expect(s4.requests).toEqual([]);
     expect(s4.summary.usage).toEqual({ inputTokens: 30, outputTokens: 7, turns: 2, nodes: { ag: { inputTokens: 30, outputTokens: 7, turns: 2 } } });
@@ -90,7 +89,7 @@ describe('the agent loop', () => {
     const t = protocolRun(agentTemplate());
     t.start(question, { authority: { id: 'intern', scopes: ['tool:*'] } });
     const denied = { code: 'capability.denied', message: 'authority intern does not grant model:fake', retryable: false };
-    expect(t.events().slice(5)).toEqual([ev.nodeStarted('ag'), ev.nodeFailed('ag', denied), ev.runFailed(nodeFailure('ag', denied)), ev.checkpoint()]);
+    expect(t.events().slice(5)).toEqual([ev.nodeStarted('ag'), ev.nodeFailed('ag', denied), ev.runFailed(nodeFailure('ag', denied))]);
   });
 
   it('an answer that fails outputSchema is sent back to the model; a later valid one is the output', () => {
@@ -122,7 +121,7 @@ describe('the agent loop', () => {
     turns.activate(fact.completed('ag#1/t1', turnOutput([search])));
     const s = turns.activate(fact.completed('ag#1/t1.0', 'x'));
     const maxTurns = { code: 'agent.max-turns', message: 'node ag used its 1 model turns without a final answer', retryable: false };
-    expectEvents(s.events, [ev.completedCall('ag#1/t1.0', 'x'), agentEv.result(1, search, 'x', 'ag#1/t1.0'), ev.nodeFailed('ag', maxTurns), ev.runFailed(nodeFailure('ag', maxTurns)), ev.checkpoint()]);
+    expectEvents(s.events, [ev.completedCall('ag#1/t1.0', 'x'), agentEv.result(1, search, 'x', 'ag#1/t1.0'), ev.nodeFailed('ag', maxTurns), ev.runFailed(nodeFailure('ag', maxTurns))]);
     expect(s.requests).toEqual([]);
 
     const tokens = protocolRun(agentTemplate({ maxTokens: 20 }));
@@ -136,7 +135,6 @@ describe('the agent loop', () => {
       agentEv.turn(2, [search], undefined, { inputTokens: 4, outputTokens: 2 }),
       ev.nodeFailed('ag', maxTokens),
       ev.runFailed(nodeFailure('ag', maxTokens)),
-      ev.checkpoint(),
     ]);
     expect(s2.requests).toEqual([]);
   });
@@ -149,7 +147,7 @@ describe('the agent loop', () => {
     const s = t.activate(fact.completed('ag#1/t1.0', big));
     const length = JSON.stringify([userMessage, assistant([search]), toolMessage(search, { output: big })]).length;
     const error = { code: 'agent.conversation-too-large', message: `node ag: the conversation has ${length} characters after 1 turns (at most 4194304)`, retryable: false };
-    expectEvents(s.events, [ev.completedCall('ag#1/t1.0', big), agentEv.result(1, search, big, 'ag#1/t1.0'), ev.nodeFailed('ag', error), ev.runFailed(nodeFailure('ag', error)), ev.checkpoint()]);
+    expectEvents(s.events, [ev.completedCall('ag#1/t1.0', big), agentEv.result(1, search, big, 'ag#1/t1.0'), ev.nodeFailed('ag', error), ev.runFailed(nodeFailure('ag', error))]);
     expect(s.requests).toEqual([]);
   });
 
@@ -158,7 +156,7 @@ describe('the agent loop', () => {
     t.start(question);
     const s = t.activate(fact.completed('ag#1/t1', { text: 'hi' }));
     const error = { code: 'agent.model-output-invalid', message: 'node ag: "usage" must be { inputTokens, outputTokens } with non-negative integers', retryable: false };
-    expectEvents(s.events, [ev.completedCall('ag#1/t1', { text: 'hi' }), ev.nodeFailed('ag', error), ev.runFailed(nodeFailure('ag', error)), ev.checkpoint()]);
+    expectEvents(s.events, [ev.completedCall('ag#1/t1', { text: 'hi' }), ev.nodeFailed('ag', error), ev.runFailed(nodeFailure('ag', error))]);
   });
 });
 

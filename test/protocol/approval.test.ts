@@ -37,7 +37,6 @@ describe('human.approval@1', () => {
       // The run is settled at the end of the activation: it leaves its pause to complete.
       { type: 'run.resumed', payload: { reason: 'completing' } },
       ev.runCompleted({ decision }),
-      ev.checkpoint(),
     ]);
   });
 
@@ -46,7 +45,7 @@ describe('human.approval@1', () => {
     t.start({ plan: 'v2' });
     const s = t.activate(fact.rejected('ok#1', 'alice', { comment: 'not now' }));
     const error = { code: 'approval.rejected', message: 'alice rejected ok: not now', retryable: false };
-    expectEvents(s.events, [ev.completedCall('ok#1', { approved: false, by: 'alice', comment: 'not now' }), ev.nodeFailed('ok', error), ev.runFailed(nodeFailure('ok', error)), ev.checkpoint()]);
+    expectEvents(s.events, [ev.completedCall('ok#1', { approved: false, by: 'alice', comment: 'not now' }), ev.nodeFailed('ok', error), ev.runFailed(nodeFailure('ok', error))]);
     expect(s.summary.status).toBe('failed');
   });
 

@@ -46,7 +46,6 @@ describe('core.condition@1', () => {
       ev.nodeStarted('end'),
       ev.committed('end', { size: 'big' }),
       ev.runCompleted({ size: 'big' }),
-      ev.checkpoint(),
     ]);
   });
 
@@ -79,7 +78,6 @@ describe('core.condition@1', () => {
       ev.skippedEdge(2, 'a', 'end'),
       ev.nodeSkipped('end'),
       ev.runFailed({ code: 'run.no-end-reached', message: 'every path to a core.end@1 node was skipped' }),
-      ev.checkpoint(),
     ]);
   });
 });
@@ -96,13 +94,13 @@ describe('core.script@1', () => {
     const t = protocolRun(template('throws', [node.start(), node.script('bad', 'throw new Error("nope")'), node.end()]));
     const s = t.start({});
     const error = { code: 'script.runtime', message: 'line 1: Error: nope', retryable: false };
-    expectEvents(s.events.slice(5), [ev.nodeStarted('bad'), ev.nodeFailed('bad', error), ev.runFailed(nodeFailure('bad', error)), ev.checkpoint()]);
+    expectEvents(s.events.slice(5), [ev.nodeStarted('bad'), ev.nodeFailed('bad', error), ev.runFailed(nodeFailure('bad', error))]);
   });
 
   it('a binding to a path the upstream output lacks fails the node (binding.missing)', () => {
     const t = protocolRun(template('missing', [node.start(), node.script('a', 'return {}'), node.script('b', 'return 1', { inputs: { x: bind.output('a', '/x') } }), node.end()]));
     const s = t.start({});
     const error = { code: 'binding.missing', message: 'node b: input "x" is bound to a/x, which the output of a does not have', retryable: false, detail: { input: 'x', nodeId: 'a', path: '/x' } };
-    expectEvents(s.events.slice(8), [ev.nodeStarted('b'), ev.nodeFailed('b', error), ev.runFailed(nodeFailure('b', error)), ev.checkpoint()]);
+    expectEvents(s.events.slice(8), [ev.nodeStarted('b'), ev.nodeFailed('b', error), ev.runFailed(nodeFailure('b', error))]);
   });
 });

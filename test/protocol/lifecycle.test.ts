@@ -27,7 +27,6 @@ describe('cancel', () => {
       { type: 'node.cancelled', node: 'a', attempt: 1, payload: { reason: 'changed my mind' } },
       { type: 'node.cancelled', node: 'b', attempt: 1, payload: { reason: 'changed my mind' } },
       { type: 'run.cancelled', payload: { reason: 'changed my mind', by: 'operator:bob' } },
-      ev.checkpoint(),
     ]);
     expect(s.cancels).toEqual([
       { inv: 'a#1', reason: 'run cancelled' },
@@ -107,7 +106,6 @@ describe('outcome-resolved', () => {
       ev.committed('end', { a: { charged: true } }),
       { type: 'run.resumed', payload: { reason: 'completing' } },
       ev.runCompleted({ a: { charged: true } }),
-      ev.checkpoint(),
     ]);
   });
 
@@ -131,7 +129,6 @@ describe('outcome-resolved', () => {
       { type: 'node.resolved', node: 'a', attempt: 1, payload: { resolution: 'fail', by: 'operator:bob', reason: 'double charge' } },
       ev.nodeFailed('a', error),
       ev.runFailed(nodeFailure('a', error)),
-      ev.checkpoint(),
     ]);
   });
 
@@ -185,7 +182,6 @@ describe('the run deadline', () => {
     expectEvents(s2.events, [
       ev.cancelledCall('b#1', 'run failed'),
       ev.runFailed({ code: 'run.timeout', message: 'the run passed its time limit at 2026-01-01T00:01:00.000Z' }),
-      ev.checkpoint(),
     ]);
     expect(s2.cancels).toEqual([{ inv: 'b#1', reason: 'run failed' }]);
     expect(s2.summary.wakeAt).toBeUndefined();
@@ -231,7 +227,6 @@ describe('capture mode metadata', () => {
       ev.cancelledCall('a#1', 'run failed'),
       ev.runFailed({ code: 'run.payloads-not-kept', message: 'run run-1 keeps no payloads (capture mode metadata) and was rebuilt from its journal, which holds only their digests; it cannot continue' }),
       { type: 'capability.late', payload: { invocationId: 'a#1', reason: 'run failed', ok: true, outputDigest: digest, outputBytes: 6 } },
-      ev.checkpoint(),
     ]);
   });
 });

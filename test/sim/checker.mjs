@@ -115,8 +115,12 @@ export async function checkWorld({ dbFile, effectsFile, runIds }) {
         if (JSON.stringify(edges) !== JSON.stringify(Object.fromEntries(Object.entries(cp.edges).sort(([a], [b]) => Number(a) - Number(b))))) bad(runId, `checkpoint at seq ${cp.seq}: edges differ from the fold`);
         const tailSeqs = decoder.decode(tail.events).split('\n').filter(Boolean).map((l) => JSON.parse(l).seq);
         if (tailSeqs.length !== record.lastSeq - cp.seq || (tailSeqs.length > 0 && tailSeqs[0] !== cp.seq + 1)) bad(runId, `load() returned events ${tailSeqs[0]}.. after a checkpoint at ${cp.seq}`);
-      } else if (terminal.has(status) || status === 'paused') {
+      } else if (status === 'paused' || (terminal.has(status) && !JSON.parse(decoder.decode(tail.plan)).flags.includes('checkpoint-v3'))) {
         bad(runId, `is ${status} but has no checkpoint`);
+      } else {
+        // No checkpoint (an ended run of a `checkpoint-v3` plan): load() hands back every event.
+        const tailSeqs = decoder.decode(tail.events).split('\n').filter(Boolean).map((l) => JSON.parse(l).seq);
+        if (tailSeqs.length !== record.lastSeq || (tailSeqs.length > 0 && tailSeqs[0] !== 1)) bad(runId, `load() returned events ${tailSeqs[0]}.. of ${record.lastSeq} without a checkpoint`);
       }
 
       // Recorded replay of every completed run is identical.

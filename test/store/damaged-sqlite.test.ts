@@ -8,7 +8,7 @@ import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { examplePath, runCli } from '../helpers/cli.js';
-import { chain, openRuntime, tempDir } from '../helpers/node-host.js';
+import { chain, openRuntime, planWithoutFlags, tempDir } from '../helpers/node-host.js';
 import { schemaVersion } from '../../dist/hosts/node/stores/sqlite/migrations.js';
 import { SqliteJournalStore } from '../../dist/hosts/node/stores/sqlite/journal.js';
 
@@ -19,7 +19,9 @@ const echo = chain('echo-once', [{ id: 'say', uses: 'tool.call@1', config: { too
 async function storeWithRuns(): Promise<{ dir: string; file: string; marked: string; other: string }> {
   const dir = tempDir('adw-damaged-');
   const rt = await openRuntime({ dir, tools: { echo: { execute: (input: { text: string }) => ({ text: input.text }) } } });
-  const marked = (await (await rt.launch({ type: 'inline', template: echo }, { input: { text: marker } })).settled()).runId;
+  // The marked run's plan is one without `checkpoint-v3`: it ends with a checkpoint, which carries the marker too.
+  const older = planWithoutFlags(await rt.compile(echo), ['checkpoint-v3']);
+  const marked = (await (await rt.launch({ type: 'plan', plan: older }, { input: { text: marker } })).settled()).runId;
   const other = (await (await rt.launch({ type: 'inline', template: echo }, { input: { text: 'plain' } })).settled()).runId;
   await rt.close();
   const file = join(dir, 'workflow.db');

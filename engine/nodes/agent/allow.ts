@@ -55,9 +55,25 @@ export function toolRefusal(a: Activation, spec: NodeSpec, name: string): ErrorI
   return denied ? { code: 'agent.tool-refused', message: denied.message, retryable: false } : undefined;
 }
 
-/** The entries of an allow-list (`tools` or `skills`) that may be used now, in their order. */
-export function allowedNow(a: Activation, spec: NodeSpec, member: 'tools' | 'skills'): string[] {
+/**
+ * The allow-lists a loop node may use, by the authority they were worked out under and the node:
+ * the same for every turn until a resume or an operator command replaces the authority.
+ */
+const listsUnder = new WeakMap<object, WeakMap<NodeSpec, { tools?: readonly string[]; skills?: readonly string[] }>>();
+
+/**
+ * The entries of an allow-list (`tools` or `skills`) that may be used now, in their order. The
+ * answer is kept for the authority and the node, and is shared: it is never changed.
+ */
+export function allowedNow(a: Activation, spec: NodeSpec, member: 'tools' | 'skills'): readonly string[] {
+  const authority = a.run.authority;
+  let byNode = listsUnder.get(authority);
+  if (byNode === undefined) listsUnder.set(authority, (byNode = new WeakMap()));
+  let lists = byNode.get(spec);
+  if (lists === undefined) byNode.set(spec, (lists = {}));
+  const kept = lists[member];
+  if (kept !== undefined) return kept;
   const list = ((spec.config as NodeConfig | undefined)?.[member] ?? []) as string[];
   const prefix = member === 'tools' ? 'tool' : 'skill';
-  return list.filter((name) => refusal(a, spec, `${prefix}:${name}`) === undefined);
+  return (lists[member] = list.filter((name) => refusal(a, spec, `${prefix}:${name}`) === undefined));
 }

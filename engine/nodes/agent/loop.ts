@@ -41,8 +41,8 @@ export function startLoop(a: Activation, spec: NodeSpec, attempt: number, timeou
 }
 
 /**
- * The first message of a loop's conversation (the node's input), its canonical JSON and its JSON,
- * by the loop's state: its bindings' sources are settled before the node starts, so it is the
+ * The first message of a loop's conversation (the node's input) and its canonical JSON, by the
+ * loop's state: its bindings' sources are settled before the node starts, so it is the
  * same for every turn of an attempt (a new attempt starts a new state).
  */
 const firstMessages = new WeakMap<object, FirstMessage>();
@@ -50,7 +50,6 @@ const firstMessages = new WeakMap<object, FirstMessage>();
 interface FirstMessage {
   message: AgentMessage;
   canonical: string;
-  json: string;
 }
 
 function firstMessage(a: Activation, spec: NodeSpec): FirstMessage {
@@ -59,36 +58,34 @@ function firstMessage(a: Activation, spec: NodeSpec): FirstMessage {
   if (first === undefined) {
     const input = resolveInputs(spec.inputs, a.run);
     const message: AgentMessage = { role: 'user', content: typeof input === 'string' ? input : canonicalJson(input) };
-    first = { message, canonical: canonicalJson(message), json: JSON.stringify(message) };
+    first = { message, canonical: canonicalJson(message) };
     if (agent) firstMessages.set(agent, first);
   }
   return first;
 }
 
 /**
- * The conversation's texts so far, by the loop's list of folded messages (which only grows: the
- * journal appends to it): its canonical JSON and its JSON without the brackets, and how many
- * folded messages they hold. A turn writes only the messages that are new since the last one
- * instead of the whole conversation again (RFC 8785 writes an array as its members' canonical
- * texts joined by commas, and `JSON.stringify` its members' JSON: the texts, and the digest, are
- * the same either way).
+ * The conversation's canonical JSON so far without the brackets, by the loop's list of folded
+ * messages (which only grows: the journal appends to it), and how many folded messages it holds.
+ * A turn writes only the messages that are new since the last one instead of the whole
+ * conversation again (RFC 8785 writes an array as its members' canonical texts joined by commas:
+ * the text, and the digest, are the same either way). The same text is the request's
+ * `input.messages`: canonical JSON is JSON, and serialising each message a second time in the
+ * interpreter only to order its members otherwise was a tenth of a model turn's cost.
  */
-const transcripts = new WeakMap<readonly AgentMessage[], { first: FirstMessage; count: number; canonical: string; json: string }>();
+const transcripts = new WeakMap<readonly AgentMessage[], { first: FirstMessage; count: number; canonical: string }>();
 
-/** The whole conversation so far, the node's input first, then what the journal folded; its canonical JSON and its JSON. */
-function conversation(a: Activation, spec: NodeSpec): { messages: AgentMessage[]; canonical: string; json: string } {
+/** The whole conversation so far, the node's input first, then what the journal folded, and its canonical JSON. */
+function conversation(a: Activation, spec: NodeSpec): { messages: AgentMessage[]; canonical: string } {
   const first = firstMessage(a, spec);
   const folded = a.run.nodes[spec.id].agent?.messages ?? [];
   let t = transcripts.get(folded);
   if (t === undefined || t.first !== first) {
-    t = { first, count: 0, canonical: first.canonical, json: first.json };
+    t = { first, count: 0, canonical: first.canonical };
     transcripts.set(folded, t);
   }
-  for (; t.count < folded.length; t.count++) {
-    t.canonical += `,${canonicalJson(folded[t.count])}`;
-    t.json += `,${JSON.stringify(folded[t.count])}`;
-  }
-  return { messages: [first.message, ...folded], canonical: `[${t.canonical}]`, json: `[${t.json}]` };
+  for (; t.count < folded.length; t.count++) t.canonical += `,${canonicalJson(folded[t.count])}`;
+  return { messages: [first.message, ...folded], canonical: `[${t.canonical}]` };
 }
 
 /** Requests model turn `turn`, unless the node's `maxTurns` is spent. */
@@ -100,7 +97,7 @@ function requestTurn(a: Activation, spec: NodeSpec, turn: number, reissued = fal
     return;
   }
   const node = a.run.nodes[spec.id];
-  const { messages, canonical, json } = conversation(a, spec);
+  const { messages, canonical } = conversation(a, spec);
   if (canonical.length > limits.agentConversationCharsMax) {
     a.settle.failNode(a, spec.id, { code: 'agent.conversation-too-large', message: `node ${spec.id}: the conversation has ${canonical.length} characters after ${turn - 1} turns (at most ${limits.agentConversationCharsMax})`, retryable: false });
     return;
@@ -121,7 +118,7 @@ function requestTurn(a: Activation, spec: NodeSpec, turn: number, reissued = fal
   const invocationId = turnId(a, spec, turn);
   // A model call changes nothing outside: a turn whose outcome is unknown may be asked again. One
   // whose outcome is journaled never is: the next request is for the next turn.
-  stage(a, spec, { invocationId, kind: 'model', name: config.model, input: input as unknown as Json, effect: 'read-only', attempt: node.attempt }, record as unknown as Json, reissued, json);
+  stage(a, spec, { invocationId, kind: 'model', name: config.model, input: input as unknown as Json, effect: 'read-only', attempt: node.attempt }, record as unknown as Json, reissued, canonical);
 }
 
 /**
@@ -148,14 +145,24 @@ function stage(a: Activation, spec: NodeSpec, call: Pick<GatewayRequest, 'invoca
 /** Stands for a request's `input.messages` in its text until the conversation's JSON replaces it. */
 const messagesMark = '\u0000messages\u0000';
 
+/** `messagesMark` as `JSON.stringify` writes it, the member name before it. */
+const markedMember = `"messages":${JSON.stringify(messagesMark)}`;
+
 /**
- * `JSON.stringify(request)`, with the JSON of `input.messages` given. The members written before
- * `input.messages` (the invocation id, kind, name, turn and tools) are strings and numbers, whose
- * JSON never holds an unescaped quote: the first `"messages":` member in the text is that one.
+ * The request's JSON text, with the JSON of `input.messages` given: the request is written with
+ * the mark in place of the messages (the input is the loop's own object, built for this request),
+ * and the mark's text replaced. The members written before `input.messages` (the invocation id,
+ * kind, name, turn and tools) are strings and numbers, whose JSON never holds an unescaped quote:
+ * the first `"messages":` member in the text is that one.
  */
 function withMessages(request: GatewayRequest, messagesJson: string): string {
-  const shell = JSON.stringify({ ...request, input: { ...(request.input as Record<string, Json>), messages: messagesMark } });
-  return shell.replace(`"messages":${JSON.stringify(messagesMark)}`, () => `"messages":${messagesJson}`);
+  const input = request.input as Record<string, Json>;
+  const messages = input.messages;
+  input.messages = messagesMark;
+  const shell = JSON.stringify(request);
+  input.messages = messages;
+  const at = shell.indexOf(markedMember);
+  return `${shell.slice(0, at)}"messages":${messagesJson}${shell.slice(at + markedMember.length)}`;
 }
 
 export function completeLoopCall(a: Activation, spec: NodeSpec, inv: Invocation, fact: Completed): void {

@@ -36,8 +36,8 @@ export function acceptTurn(output: Json | undefined): AcceptedTurn | string {
   const seen = new Set<string>();
   const callEffects: Effect[] = [];
   const toolCalls = [];
-  for (const [i, c] of calls.entries()) {
-    const call = c as Record<string, Json> | null;
+  for (let i = 0; i < calls.length; i++) {
+    const call = calls[i] as Record<string, Json> | null;
     if (!call || typeof call !== 'object' || typeof call.id !== 'string' || typeof call.name !== 'string') return `toolCalls[${i}] must be { id, name, input }`;
     if (call.id.length === 0 || call.id.length > limits.agentToolCallIdCharsMax) return `toolCalls[${i}].id must have 1 to ${limits.agentToolCallIdCharsMax} characters`;
     if (seen.has(call.id)) return `toolCalls[${i}].id ${JSON.stringify(call.id)} is used twice in one turn`;
