@@ -42,24 +42,25 @@ export function startLoop(a: Activation, spec: NodeSpec, attempt: number, timeou
 
 /**
  * The first message of a loop's conversation (the node's input) and its canonical JSON, by the
- * loop's state: its bindings' sources are settled before the node starts, so it is the
- * same for every turn of an attempt (a new attempt starts a new state).
+ * node's state and attempt: its bindings' sources are settled before the node starts, so it is
+ * the same for every turn of an attempt.
  */
 const firstMessages = new WeakMap<object, FirstMessage>();
 
 interface FirstMessage {
+  attempt: number;
   message: AgentMessage;
   canonical: string;
 }
 
 function firstMessage(a: Activation, spec: NodeSpec): FirstMessage {
-  const agent = a.run.nodes[spec.id].agent;
-  let first = agent && firstMessages.get(agent);
-  if (first === undefined) {
+  const node = a.run.nodes[spec.id];
+  let first = firstMessages.get(node);
+  if (first === undefined || first.attempt !== node.attempt) {
     const input = resolveInputs(spec.inputs, a.run);
     const message: AgentMessage = { role: 'user', content: typeof input === 'string' ? input : canonicalJson(input) };
-    first = { message, canonical: canonicalJson(message) };
-    if (agent) firstMessages.set(agent, first);
+    first = { attempt: node.attempt, message, canonical: canonicalJson(message) };
+    firstMessages.set(node, first);
   }
   return first;
 }
