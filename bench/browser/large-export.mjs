@@ -55,7 +55,7 @@ export function engineBuildDigest(items = largeRunItems) {
   const files = [
     ...readdirSync(component).filter((f) => f.endsWith('.wasm')).sort().map((f) => join(component, f)),
     join(dist, 'hosts', 'node', 'runtime.js'),
-    join(dist, 'hosts', 'node', 'journal.js'),
+    join(dist, 'hosts', 'node', 'stores', 'sqlite', 'journal.js'),
     join(dist, 'hosts', 'core', 'export-format.js'),
   ];
   for (const f of files) {

@@ -128,7 +128,7 @@ async function throughput(kind, workers, runs, { timeoutMs, profileDir }) {
   const rt = await WorkflowRuntime.open({ store: store.location, dir, tools: { a: async () => ({ a: true }), b: async () => ({ b: true }) }, log: () => undefined });
   const procs = [];
   try {
-    const plan = rt.nodeDefinitions.pin(await rt.compile(template));
+    const plan = await rt.compile(template);
     const e0 = performance.now();
     await enqueue(rt, plan, runs);
     const enqueueMs = performance.now() - e0;
@@ -174,7 +174,7 @@ async function latency(kind, samples) {
   const rt = await WorkflowRuntime.open({ store: store.location, dir, tools: { a: async () => ({ a: true }), b: async () => ({ b: true }) }, log: () => undefined });
   const worker = startWorker(store, dir);
   try {
-    const plan = rt.nodeDefinitions.pin(await rt.compile(template));
+    const plan = await rt.compile(template);
     while (worker.servingAt() === undefined) {
       if (worker.child.exitCode !== null) throw new Error(`worker exited: ${worker.stderr()}`);
       await sleep(20);
