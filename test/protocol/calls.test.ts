@@ -24,6 +24,14 @@ describe('start and end', () => {
     expect(s.checkpoint).toBe(false);
   });
 
+  it('a run of a plan without checkpoint-v3 ends with a checkpoint, as it was recorded', () => {
+    const t = protocolRun(template('empty', [node.start(), node.end()]), { withoutFlags: ['checkpoint-v3'] });
+    const s = t.start({ a: 1 });
+    expectEvents(s.events, [...opening(t, { a: 1 }, 'end'), ev.nodeStarted('end'), ev.committed('end', {}), ev.runCompleted({}), ev.checkpoint()]);
+    expect(s.summary).toMatchObject({ status: 'completed', seq: 9, events: 9 });
+    expect(s.checkpoint).toBe(true);
+  });
+
   it('an input that does not match inputSchema is refused and nothing is journaled', () => {
     const t = protocolRun(template('typed', [node.start(), node.end()], undefined, { inputSchema: { type: 'object', required: ['n'] } }));
     expect(t.refused(fact.runRequested({})).code).toBe('run.input-invalid');
