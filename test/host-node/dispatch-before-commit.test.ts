@@ -81,6 +81,18 @@ const eventTypes = (e: Entry): string[] =>
     .filter(Boolean)
     .map((l) => JSON.parse(l).type as string);
 
+/** A store commit wrapper that notes what each commit held (per entry, its event types), and the notes. */
+function recordingCommits(): { commits: string[][][]; commit: (entries: Entry[], next: Commit) => unknown } {
+  const commits: string[][][] = [];
+  return {
+    commits,
+    commit: (entries, next) => {
+      commits.push(entries.map(eventTypes));
+      return next(entries);
+    },
+  };
+}
+
 /**
  * `fn` with a fresh runtime whose tools observe their start (`observingTools`, `later` answering
  * two turns late), every store commit handed to `commit` first, which writes it with `next` or
@@ -165,11 +177,7 @@ describe('calls started beside their commit', () => {
   });
 
   it('starts a read-only call beside the first commit of a run whose id it drew, and folds its outcome into that commit; none for a run id the caller named', async () => {
-    const commits: string[][][] = [];
-    const commit = (entries: Entry[], next: Commit) => {
-      commits.push(entries.map(eventTypes));
-      return next(entries);
-    };
+    const { commits, commit } = recordingCommits();
     await observed({ commit }, async ({ rt, starts }) => {
       const t = chain('first-read-only', [{ id: 'first', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }, { id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], { requires: ['tool:lookup', 'tool:charge'] });
       const drawn = await rt.launch(t, { input: {} });
@@ -293,12 +301,7 @@ describe('calls started beside their commit', () => {
   });
 
   it('folds the outcome of a safe call that answered at once into the commit of its request', async () => {
-    // What each store commit held: per entry, the types of its events.
-    const commits: string[][][] = [];
-    const commit = (entries: Entry[], next: Commit) => {
-      commits.push(entries.map(eventTypes));
-      return next(entries);
-    };
+    const { commits, commit } = recordingCommits();
     await observed({ commit }, async ({ rt, starts }) => {
       const t = afterFirst('folded', [{ id: 'second', uses: 'tool.call@1', readOnly: true, config: { tool: 'lookup' } }, { id: 'charge', uses: 'tool.call@1', config: { tool: 'charge' } }], ['tool:charge']);
       const handle = await rt.launch(t, { input: {} });

@@ -47,7 +47,6 @@ export function assertLaunchOptions(options: object): void {
   }
 }
 
-
 /**
  * The correlation a run is launched with: the caller's correlation, plus `origin` (where the
  * launch came from: a channel, a message, a user), `delivery` (where its results are sent,
